@@ -1,0 +1,116 @@
+"""SWE-bench and SWE-Gym rows -> Task.
+
+The two share a schema. SWE-bench encodes FAIL_TO_PASS / PASS_TO_PASS as JSON strings and has
+``environment_setup_commit``; SWE-Gym has native lists and no ``environment_setup_commit``. They differ in
+image namespace and in how ``__`` (forbidden in image names) is spelled: ``_1776_`` vs ``_s_``.
+
+The test command is SWE-bench's: the repo's runner plus the files named in the ``diff --git`` headers of
+the test patch (minus data-file extensions). Plain pytest repos use ``pytest -rA``; the few repos whose
+spec runs something else (Django's runtests.py, SymPy's bin/test, ...) get that runner and parser, since
+``pytest`` cannot run their suites. A swebench>=5 row's own ``image`` and ``log_parser`` win.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from curation.sources.base import (
+    conda_activation,
+    id_list,
+    is_test_directive,
+    leaky_columns,
+    optional_str,
+    parse_patch,
+    patch_paths,
+    require_str,
+)
+from harness.records import Answer, Environment, HiddenTests, Task
+
+SOURCES = ("swe_bench", "swe_gym")
+WORKDIR = "/testbed"
+ACTIVATION = conda_activation("/opt/miniconda3")
+# eval_script (swebench>=5 rows) embeds the test patch, so it leaks too
+LEAKY = ("patch", "test_patch", "hints_text", "eval_script")
+_IMAGE = {"swe_bench": ("swebench", "_1776_"), "swe_gym": ("xingyaoww", "_s_")}
+PYTEST = "pytest -rA"
+# repo -> (runner, parser) where SWE-bench's spec does not run plain `pytest -rA` (v4.1.0 constants)
+_REPO_RUNNER = {
+    "django/django": ("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1", "parse_log_django"),
+    "sympy/sympy": (
+        "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose",
+        "parse_log_sympy",
+    ),
+    "astropy/astropy": ("pytest -rA -vv -o console_output_style=classic --tb=no", "parse_log_pytest_v2"),
+    "sphinx-doc/sphinx": ("tox --current-env -epy39 -v --", "parse_log_pytest_v2"),
+    "mwaskom/seaborn": ("pytest --no-header -rA", "parse_log_seaborn"),
+}
+_DJANGO_1_9 = "./tests/runtests.py --verbosity 2"
+
+
+def detect_source(row: Mapping[str, Any]) -> str:
+    """SWE-Gym rows carry list-typed ids and no environment_setup_commit; anything else is SWE-bench."""
+    lists = isinstance(row.get("FAIL_TO_PASS"), (list, tuple)) and isinstance(row.get("PASS_TO_PASS"), (list, tuple))
+    return "swe_gym" if lists and row.get("environment_setup_commit") is None else "swe_bench"
+
+
+def image_name(instance_id: str, source: str) -> str:
+    namespace, dunder = _IMAGE[source]
+    return f"{namespace}/sweb.eval.x86_64.{instance_id.lower().replace('__', dunder)}:latest"
+
+
+def to_task(row: Mapping[str, Any], source: str | None = None) -> Task:
+    """``source`` forces swe_bench or swe_gym; by default it is detected from the row."""
+    source = source or detect_source(row)
+    if source not in SOURCES:
+        raise ValueError(f"unknown source {source!r} for the SWE-bench adapter")
+    instance_id = require_str(row, "instance_id").strip()
+    repo = require_str(row, "repo").strip()
+    gold = require_str(row, "patch")
+    parse_patch(gold, "patch")
+    test_patch = require_str(row, "test_patch")
+    hidden = parse_patch(test_patch, "test_patch")
+    runner, parser = _REPO_RUNNER.get(repo, (PYTEST, "pytest"))
+    if repo == "django/django" and str(row.get("version") or "").strip() == "1.9":
+        runner = _DJANGO_1_9
+    directives = [p for p in (f.new_path for f in hidden) if p and is_test_directive(p)]
+    if repo == "django/django":
+        directives = [_django_label(p) for p in directives]
+    return Task(
+        instance_id=instance_id,
+        source=source,
+        repo=repo,
+        base_commit=require_str(row, "base_commit").strip(),
+        problem_statement=require_str(row, "problem_statement"),
+        environment=Environment(
+            image=optional_str(row, "image").strip() or image_name(instance_id, source),
+            workdir=WORKDIR,
+            activation=ACTIVATION,
+        ),
+        test_cmd=[f"{runner} {shlex.join(directives)}".rstrip()],
+        log_parser=optional_str(row, "log_parser").strip() or parser,
+        test_paths=patch_paths(hidden),
+        answer=Answer(
+            gold_patch=gold,
+            hidden_tests=HiddenTests(patch=test_patch),
+            fail_to_pass=id_list(row, "FAIL_TO_PASS"),
+            pass_to_pass=id_list(row, "PASS_TO_PASS"),
+            leaky_columns=leaky_columns(row, LEAKY),
+        ),
+    )
+
+
+def _django_label(path: str) -> str:
+    """tests/foo/test_bar.py -> foo.test_bar, as runtests.py expects."""
+    label = path.removesuffix(".py")
+    label = label.removeprefix("tests/")
+    return label.replace("/", ".")
+
+
+def swe_gym_task(row: Mapping[str, Any]) -> Task:
+    return to_task(row, "swe_gym")
+
+
+def swe_bench_task(row: Mapping[str, Any]) -> Task:
+    return to_task(row, "swe_bench")

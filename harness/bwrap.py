@@ -1,0 +1,232 @@
+"""bubblewrap sandboxes: no daemon, millisecond start, the embedded default.
+
+A sandbox is a host folder (``tree/`` bound at the task's workdir, ``tmp/`` at /tmp) plus the base root
+filesystem bound read-only. Every command is a fresh ``bwrap`` process in new user, pid, network, ipc and
+uts namespaces, run as a uid no other sandbox uses, so ``RLIMIT_NPROC`` bounds this sandbox alone.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+from harness.config import SandboxConfig, Settings
+from harness.envs import BUILD_ENV_PREFIXES, ENV_MOUNT, needs_env_build, prepare_tree, recipe_key, run_env
+from harness.records import ExecResult, Task
+from harness.sandbox import EnvError, capture, exec_result, shell_command
+
+MERGED_USR_LINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
+
+
+class BwrapBackend:
+    name = "bwrap"
+
+    def __init__(self, config: SandboxConfig, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        if shutil.which("bwrap") is None:
+            raise EnvError("bubblewrap is not installed (Debian package 'bubblewrap')")
+
+    def _rootfs(self) -> Path:
+        rootfs = self.settings.base_rootfs
+        if not (rootfs / "usr" / "bin" / "python3").exists():
+            raise EnvError(f"base root filesystem missing at {rootfs}; run `swedeck env base`")
+        return rootfs
+
+    def prepare(self, task: Task) -> None:
+        env = task.environment
+        if env.image is not None and env.recipe is None:
+            raise EnvError(f"{task.instance_id}: the bwrap backend cannot run a Docker image ({env.image}); use --backend docker")
+        self._rootfs()
+        self.env_dir(task)
+        prepare_tree(task, self.settings)
+
+    def env_dir(self, task: Task) -> Path | None:
+        """Build (once) the recipe's /opt/swedeck-env on the host; None when the recipe installs nothing."""
+        recipe = task.environment.recipe
+        if not needs_env_build(recipe):
+            return None
+        dest = self.settings.cache_dir / "envs" / recipe_key(recipe)
+        if (dest / ".swedeck-ok").exists():
+            return dest
+        failed = dest.with_suffix(".failed")
+        if failed.exists():  # a deterministic build failure is cached too: rebuilding would fail the same way
+            raise EnvError(f"{task.instance_id}: environment build failed", failed.read_text())
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".build-", dir=dest.parent))
+        box = _BwrapSandbox(self, task, tree=None, env_dir=work, network=True, building=True)
+        try:
+            for command in recipe.install:
+                result = box.run(command, timeout=self.config.build_timeout_s)
+                if result.exit_code != 0:
+                    log = Path(result.log_path).read_text(errors="replace")
+                    failed.write_text(f"$ {command}\n{log}")
+                    raise EnvError(f"{task.instance_id}: environment build failed at `{command}`", log)
+            (work / ".swedeck-ok").touch()
+            try:
+                os.rename(work, dest)
+            except OSError:
+                shutil.rmtree(work)
+        finally:
+            box.close()
+            shutil.rmtree(work, ignore_errors=True)
+        return dest
+
+    def open(self, task: Task, *, network: bool = False) -> _BwrapSandbox:
+        self.prepare(task)
+        tree = prepare_tree(task, self.settings)
+        return _BwrapSandbox(self, task, tree=tree, env_dir=self.env_dir(task), network=network)
+
+
+class _BwrapSandbox:
+    backend = "bwrap"
+
+    def __init__(
+        self,
+        owner: BwrapBackend,
+        task: Task,
+        *,
+        tree: Path | None,
+        env_dir: Path | None,
+        network: bool,
+        building: bool = False,
+    ) -> None:
+        self.limits = owner.config.limits
+        self.rootfs = owner._rootfs()
+        self.workdir = ENV_MOUNT if building else task.environment.workdir
+        self.activation = task.environment.activation
+        self.network = network
+        self.building = building
+        self.env_dir = env_dir
+        parent = owner.settings.cache_dir / "sandboxes"
+        parent.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix="bwrap-", dir=parent))
+        self.root.chmod(0o755)
+        self.uid = random.randint(200_000, 2_000_000_000)
+        (self.root / "tmp").mkdir()
+        (self.root / "logs").mkdir()
+        if tree is not None:
+            shutil.copytree(tree, self.root / "tree", symlinks=True)
+        for path in [self.root / "tmp", self.root / "tree", *([env_dir] if building else [])]:
+            if path.exists():
+                _chown_tree(path, self.uid)
+        self._runs = 0
+
+    # ------------------------------------------------------------------ paths
+
+    def host_path(self, path: str) -> Path:
+        """Map a sandbox path to its host location; only the workdir and /tmp are writable."""
+        p = Path(path if path.startswith("/") else f"{self.workdir}/{path}")
+        for inside, outside in ((Path(self.workdir), self.root / "tree"), (Path("/tmp"), self.root / "tmp")):
+            if p == inside or inside in p.parents:
+                resolved = (outside / p.relative_to(inside)).resolve()
+                if outside.resolve() not in [resolved, *resolved.parents]:
+                    raise ValueError(f"path escapes the sandbox: {path}")
+                return resolved
+        raise ValueError(f"not a writable sandbox path: {path}")
+
+    def write_file(self, path: str, data: bytes | str) -> None:
+        target = self.host_path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.chown(target, self.uid, self.uid)
+
+    def read_file(self, path: str) -> bytes:
+        return self.host_path(path).read_bytes()
+
+    # ------------------------------------------------------------------ run
+
+    def _argv(self, command: str, timeout: float, env: Mapping[str, str]) -> list[str]:
+        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--tmpfs", "/"]
+        if self.network:
+            argv += ["--share-net"]
+        for sub in ("usr", "etc", "var"):
+            argv += ["--ro-bind", str(self.rootfs / sub), f"/{sub}"]
+        for link, target in MERGED_USR_LINKS.items():
+            argv += ["--symlink", target, link]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(self.root / "tmp"), "/tmp"]
+        if self.building:
+            argv += ["--bind", str(self.env_dir), ENV_MOUNT]
+            if self.network and Path("/etc/resolv.conf").exists():
+                argv += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
+            for ca in {os.environ.get(k) for k in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")} - {None}:
+                if Path(ca).is_file():
+                    argv += ["--ro-bind", ca, ca]
+        else:
+            if self.env_dir is not None:
+                argv += ["--ro-bind", str(self.env_dir), ENV_MOUNT]
+            argv += ["--bind", str(self.root / "tree"), self.workdir]
+        argv += ["--chdir", self.workdir, "--clearenv"]
+        for key, value in env.items():
+            argv += ["--setenv", key, value]
+        return argv + ["--", *shell_command(command, self.activation, self.limits, timeout)]
+
+    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
+        timeout = timeout or self.limits.timeout_s
+        full_env = run_env(self.env_dir is not None and not self.building)
+        if self.building:
+            full_env.update({k: v for k, v in os.environ.items() if k.startswith(BUILD_ENV_PREFIXES)})
+        full_env.update(env or {})
+        self._runs += 1
+        log_path = self.root / "logs" / f"{self._runs:03d}.log"
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            self._argv(command, timeout, full_env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            user=self.uid,
+            group=self.uid,
+            extra_groups=[],
+            preexec_fn=self._rlimits,
+        )
+
+        def kill() -> None:
+            # bwrap is its session leader; --die-with-parent takes the whole pid namespace down with it
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        with log_path.open("wb") as log:
+            limited, timed_out = capture(_chunks(proc), log, self.limits.output_bytes, started + timeout + 5, kill)
+        code = proc.wait()
+        return exec_result(command, code, log_path, started, limited=limited, timed_out=timed_out, timeout=timeout)
+
+    def _rlimits(self) -> None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (self.limits.processes, self.limits.processes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    def close(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _chunks(proc: subprocess.Popen[bytes]) -> Iterator[bytes]:
+    """Output as it arrives; an empty chunk every half second lets the caller check its deadline."""
+    fd = proc.stdout.fileno()
+    while True:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            yield b""
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return
+        yield chunk
+
+
+def _chown_tree(path: Path, uid: int) -> None:
+    os.chown(path, uid, uid)
+    for dirpath, dirnames, filenames in os.walk(path):
+        for name in dirnames + filenames:
+            os.lchown(os.path.join(dirpath, name), uid, uid)

@@ -1,0 +1,52 @@
+"""Configuration of the execution layer: sandbox limits and grading knobs.
+
+Config is data (TOML + command-line overrides, hashed onto records); settings are where things live on
+this machine (environment variables), and never change a result.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float = 300.0  # wall time per command
+    memory_mb: int = 2048
+    processes: int = 256
+    output_bytes: int = 8 * 1024 * 1024  # captured output per command; the rest is cut and the command killed
+    file_bytes: int = 512 * 1024 * 1024  # largest file a command may write
+    tmp_mb: int = 512
+
+
+class SandboxConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    backend: str = "bwrap"
+    limits: Limits = Limits()
+    build_timeout_s: float = 1800.0
+
+
+class Settings(BaseModel):
+    """Machine facts from the environment (SWEDECK_*); not part of any config hash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cache_dir: Path
+    base_rootfs: Path
+    base_image: str
+    docker_user: str = "1000:1000"
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        # not under $HOME: sandboxes run as unprivileged uids that must traverse to the root filesystem
+        cache = Path(os.environ.get("SWEDECK_CACHE", f"/var/tmp/swedeck-{os.getuid()}"))
+        return cls(
+            cache_dir=cache,
+            base_rootfs=Path(os.environ.get("SWEDECK_BASE_ROOTFS", cache / "base-rootfs")),
+            base_image=os.environ.get("SWEDECK_BASE_IMAGE", "swedeck-base:latest"),
+        )

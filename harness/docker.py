@@ -1,0 +1,258 @@
+"""Docker sandboxes: the production path, since every public corpus ships Docker images.
+
+A sandbox is one container started from the task's image (a corpus image, or an environment image built
+locally from the base image and the task's recipe) with ``--network none``, memory, pid and CPU limits
+and a size-capped /tmp. The sealed buggy tree is copied in at open; corpus images that carry their own
+repository are sealed in place. Commands run through ``docker exec`` with the same wrapper as bwrap.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shlex
+import shutil
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path, PurePosixPath
+
+from harness.config import SandboxConfig, Settings
+from harness.envs import (
+    BUILD_ENV_PREFIXES,
+    ENV_MOUNT,
+    needs_env_build,
+    prepare_tree,
+    recipe_key,
+    run_env,
+    script,
+    tree_key,
+)
+from harness.records import ExecResult, Task
+from harness.sandbox import EnvError, SandboxError, capture, exec_result, shell_command
+
+UID = 1000
+
+
+def _client():  # noqa: ANN202 - docker's client type is untyped
+    import docker
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as err:  # the SDK raises several unrelated types for "no engine"
+        raise EnvError(f"no Docker engine reachable: {err}") from err
+    return client
+
+
+class DockerBackend:
+    name = "docker"
+
+    def __init__(self, config: SandboxConfig, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.client = _client()
+
+    def _has_image(self, ref: str) -> bool:
+        import docker.errors
+
+        try:
+            self.client.images.get(ref)
+        except docker.errors.ImageNotFound:
+            return False
+        return True
+
+    def image(self, task: Task) -> str:
+        env = task.environment
+        if env.image is not None:
+            if not self._has_image(env.image):
+                raise EnvError(f"{task.instance_id}: image {env.image} is not present locally (images are never pulled)")
+            return env.image
+        if not self._has_image(self.settings.base_image):
+            raise EnvError(f"base image {self.settings.base_image} missing; run `swedeck env base`")
+        if not needs_env_build(env.recipe):
+            return self.settings.base_image
+        return self._build_env(task)
+
+    def _build_env(self, task: Task) -> str:
+        recipe = task.environment.recipe
+        tag = f"swedeck-env:{recipe_key(recipe)}"
+        if self._has_image(tag):
+            return tag
+        failed = self.settings.cache_dir / "envs" / f"{recipe_key(recipe)}.failed"
+        if failed.exists():
+            raise EnvError(f"{task.instance_id}: environment build failed", failed.read_text())
+        failed.parent.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if k.startswith(BUILD_ENV_PREFIXES)}
+        container = self.client.containers.run(
+            self.settings.base_image, ["sleep", "infinity"], detach=True, environment=env, working_dir="/"
+        )
+        try:
+            container.exec_run(["mkdir", "-p", ENV_MOUNT])
+            for command in recipe.install:
+                code, output = container.exec_run(["bash", "-c", command], workdir=ENV_MOUNT)
+                if code != 0:
+                    log = output.decode(errors="replace")
+                    failed.write_text(f"$ {command}\n{log}")
+                    raise EnvError(f"{task.instance_id}: environment build failed at `{command}`", log)
+            container.commit(repository="swedeck-env", tag=recipe_key(recipe))
+        finally:
+            container.remove(force=True)
+        return tag
+
+    def prepare(self, task: Task) -> None:
+        self.image(task)
+        if task.repo_source.kind != "image":
+            self._tree_tar(task)
+
+    def _tree_tar(self, task: Task) -> Path:
+        """The sealed tree as a tar rooted at the workdir's name, owned by the sandbox user."""
+        tree = prepare_tree(task, self.settings)
+        dest = self.settings.cache_dir / "trees" / f"{tree_key(task)}.tar"
+        if dest.exists():
+            return dest
+        name = PurePosixPath(task.environment.workdir).name
+
+        def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+            info.uid = info.gid = UID
+            info.uname = info.gname = ""
+            return info
+
+        fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tar.part")
+        with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w") as tar:
+            tar.add(tree, arcname=name, filter=owned)
+        os.replace(tmp, dest)
+        return dest
+
+    def open(self, task: Task, *, network: bool = False) -> _DockerSandbox:
+        return _DockerSandbox(self, task, network=network)
+
+
+class _DockerSandbox:
+    backend = "docker"
+
+    def __init__(self, owner: DockerBackend, task: Task, *, network: bool) -> None:
+        limits = owner.config.limits
+        self.limits = limits
+        self.client = owner.client
+        self.workdir = task.environment.workdir
+        self.activation = task.environment.activation
+        self.own_repo = task.repo_source.kind == "image"
+        self.user = "root" if self.own_repo else f"{UID}:{UID}"
+        image = owner.image(task)
+        self.root = Path(tempfile.mkdtemp(prefix="docker-", dir=_mkdir(owner.settings.cache_dir / "sandboxes")))
+        env = run_env(task.environment.image is None and needs_env_build(task.environment.recipe))
+        self.container = self.client.containers.run(
+            image,
+            ["sleep", "infinity"],
+            detach=True,
+            network_mode=None if network else "none",
+            mem_limit=f"{limits.memory_mb}m",
+            memswap_limit=f"{limits.memory_mb}m",
+            pids_limit=limits.processes,
+            environment=env,
+            working_dir="/",
+            init=True,
+        )
+        self._runs = 0
+        try:
+            if self.own_repo:
+                self._seal_in_place(task)
+            else:
+                parent = str(PurePosixPath(self.workdir).parent)
+                if not self.container.put_archive(parent, owner._tree_tar(task).read_bytes()):
+                    raise SandboxError(f"could not copy the tree into {self.workdir}")
+        except BaseException:
+            self.close()
+            raise
+
+    def _seal_in_place(self, task: Task) -> None:
+        self.write_file("/tmp/seal_git.sh", script("seal_git.sh").read_bytes())
+        code, out = self.container.exec_run(
+            ["bash", "/tmp/seal_git.sh", task.base_commit or "HEAD"], workdir=self.workdir, user="root"
+        )
+        if code != 0:
+            raise EnvError(f"{task.instance_id}: could not seal git history in the image", out.decode(errors="replace"))
+
+    def write_file(self, path: str, data: bytes | str) -> None:
+        path = path if path.startswith("/") else f"{self.workdir}/{path}"
+        blob = data.encode() if isinstance(data, str) else data
+        p = PurePosixPath(path)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(p.name)
+            info.size = len(blob)
+            info.mode = 0o644
+            info.uid = info.gid = 0 if self.own_repo else UID
+            tar.addfile(info, io.BytesIO(blob))
+        self.container.exec_run(["mkdir", "-p", str(p.parent)], user=self.user)
+        if not self.container.put_archive(str(p.parent), buf.getvalue()):
+            raise SandboxError(f"could not write {path}")
+
+    def read_file(self, path: str) -> bytes:
+        import docker.errors
+
+        path = path if path.startswith("/") else f"{self.workdir}/{path}"
+        try:
+            stream, _ = self.container.get_archive(path)
+        except docker.errors.NotFound as err:
+            raise FileNotFoundError(path) from err
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.next()
+            extracted = tar.extractfile(member) if member else None
+            if extracted is None:
+                raise FileNotFoundError(path)
+            return extracted.read()
+
+    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
+        timeout = timeout or self.limits.timeout_s
+        api = self.client.api
+        self._runs += 1
+        log_path = self.root / f"{self._runs:03d}.log"
+        started = time.monotonic()
+        pidfile = f"/tmp/.swedeck-exec-{self._runs}.pid"
+        wrapped = shlex.join(shell_command(command, self.activation, self.limits, timeout))
+        exec_id = api.exec_create(
+            self.container.id,
+            # timeout(1) leads its own process group, so the group id is the pid recorded here
+            ["bash", "-c", f"echo $$ > {pidfile}; exec {wrapped}"],
+            user=self.user,
+            workdir=self.workdir,
+            environment=dict(env or {}),
+        )["Id"]
+        chunks: Iterator[bytes] = api.exec_start(exec_id, stream=True)
+        # exec streams block while the command is silent, so the host-side backstop is a timer
+        kill = lambda: self._kill_group(pidfile)  # noqa: E731
+        watchdog = threading.Timer(timeout + 10, kill)
+        watchdog.start()
+        try:
+            with log_path.open("wb") as log:
+                limited, timed_out = capture(chunks, log, self.limits.output_bytes, started + timeout + 5, kill)
+        finally:
+            watchdog.cancel()
+        code = None if limited else api.exec_inspect(exec_id).get("ExitCode")
+        return exec_result(command, code, log_path, started, limited=limited, timed_out=timed_out, timeout=timeout)
+
+    def _kill_group(self, pidfile: str) -> None:
+        """Kill a command's process group from a second exec, in a thread: the engine only starts it
+        once the caller keeps draining the first exec's output."""
+        threading.Thread(
+            target=self.container.exec_run,
+            args=(["bash", "-c", f"kill -KILL -- -$(cat {pidfile})"],),
+            kwargs={"user": "root"},
+            daemon=True,
+        ).start()
+
+    def close(self) -> None:
+        try:
+            self.container.remove(force=True)
+        except Exception:  # already removed by the engine
+            pass
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,361 @@
+"""Turn the output of a test run into ``{test id: Status}``.
+
+Grading compares these maps with a task's expected statuses, so a parser decides what an agent is
+rewarded for. Every parser therefore reads only the part of the output that the test runner itself
+writes (pytest's short test summary, unittest's result lines, the JUnit XML file) and, when one id is
+reported twice, keeps the worse outcome, so that text printed by the code under test can add noise but
+never turn a real failure into a pass.
+
+Ids follow the runner's own spelling: pytest node ids (``tests/test_x.py::TestA::test_b[a b-1]``) for
+the pytest family and JUnit, dotted paths (``app.tests.TestX.test_foo``) for unittest and Django.
+``parse_r2e`` is the exception: it reproduces R2E-Gym's parser bug for bug, because R2E-Gym's recorded
+expectations were produced by it.
+"""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable
+
+from harness.records import Status
+
+Parser = Callable[[str], dict[str, Status]]
+
+# ---------------------------------------------------------------------------------------- common
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+# A test reported twice (a failure and then a teardown error, a pass and then a failed subtest) ends
+# with its worst outcome; PASSED ranks lowest so a forged or stray "pass" line can never hide a failure.
+_SEVERITY = {
+    Status.PASSED: 0,
+    Status.XPASS: 1,
+    Status.XFAIL: 2,
+    Status.SKIPPED: 3,
+    Status.FAILED: 4,
+    Status.ERROR: 5,
+}
+
+
+def decolor(text: str) -> str:
+    """Drop ANSI escape sequences and carriage returns, which runners add around status words."""
+    return _ANSI.sub("", text).replace("\r", "")
+
+
+def _record(statuses: dict[str, Status], test_id: str, status: Status) -> None:
+    """Store ``status`` for ``test_id`` unless a worse outcome is already known for it."""
+    known = statuses.get(test_id)
+    if known is None or _SEVERITY[status] >= _SEVERITY[known]:
+        statuses[test_id] = status
+
+
+# ---------------------------------------------------------------------------------------- pytest text
+
+_SUMMARY_RULE = re.compile(r"^=+ short test summary info =+$")
+# The final statistics line closes a session: "=== 2 failed, 3 passed in 0.51s ===", "-q" drops the
+# "=" frame, pytest < 6 wrote "in 0.51 seconds".
+_SESSION_END = re.compile(r"^=*\s*(?:no tests ran|\d+ \w+.*?) in \d+(?:\.\d+)? ?s(?:econds)?\b")
+_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+)$")
+_SKIP_SUMMARY = re.compile(r"^SKIPPED \[\d+\] ")  # "SKIPPED [2] path:line: reason" names no test
+_SUBTEST_FAILED = re.compile(r"^SUBFAIL(?:ED)?\b")  # pytest 9 (and pytest-subtests) per-subtest lines
+_MESSAGE_SEP = " - "
+
+
+def _summary_sections(lines: Iterable[str]) -> list[list[str]]:
+    """The lines of every short test summary in the log, one list per pytest session.
+
+    A section runs from the summary rule to the session's statistics line. A later rule in the same
+    session restarts the section, so a fake summary printed by a test (with ``-s``) before pytest's
+    own is discarded; several sessions in one log (a task with several test commands) all count.
+    """
+    sections: list[list[str]] = []
+    current: list[str] | None = None
+    for line in lines:
+        if _SUMMARY_RULE.match(line):
+            current = []
+        elif current is not None and _SESSION_END.match(line):
+            sections.append(current)
+            current = None
+        elif current is not None:
+            current.append(line)
+    if current is not None:
+        sections.append(current)
+    return sections
+
+
+def _strip_message(rest: str) -> str:
+    """Cut the `` - message`` pytest appends to an id, keeping `` - `` that sits inside ``[...]``.
+
+    The separator is the first `` - `` outside brackets. An id with unbalanced brackets in its
+    parameters (``test_p[[]``) has none; there the first `` - `` right after a ``]`` ends the id.
+    """
+    depth = 0
+    after_bracket: int | None = None
+    for i, char in enumerate(rest):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+        elif rest.startswith(_MESSAGE_SEP, i):
+            if depth == 0:
+                return rest[:i]
+            if after_bracket is None and i > 0 and rest[i - 1] == "]":
+                after_bracket = i
+    return rest if after_bracket is None else rest[:after_bracket]
+
+
+def _summary_entry(line: str) -> tuple[str, Status] | None:
+    """``(id, status)`` for one summary line, or None for lines that name no test."""
+    match = _SUMMARY_LINE.match(line)
+    if match is None or _SKIP_SUMMARY.match(line):
+        return None
+    status = Status(match.group(1))
+    rest = match.group(2)
+    # PASSED lines never carry a message, so their id is taken whole, " - " and all.
+    test_id = rest if status is Status.PASSED else _strip_message(rest)
+    return test_id, status
+
+
+def _subtest_parent(line: str, known_ids: Iterable[str]) -> str | None:
+    """The test a ``SUBFAILED[msg] (params) id - message`` line belongs to.
+
+    The subtest label before the id is free text, so the id is found by looking for the longest
+    already-reported id (pytest also reports the parent test itself) at a word boundary in the line.
+    """
+    candidates = [
+        test_id
+        for test_id in known_ids
+        if f" {test_id}{_MESSAGE_SEP}" in line or line.endswith(f" {test_id}")
+    ]
+    return max(candidates, key=len, default=None)
+
+
+def parse_pytest(text: str) -> dict[str, Status]:
+    """Statuses from the short test summary of ``pytest -rA`` output.
+
+    Skipped tests appear only as ``SKIPPED [N] path:line: reason`` and so are absent from the map;
+    the JUnit report names them. A failed subtest marks its parent test FAILED, which pytest 9's own
+    summary does not do for ``unittest`` subtests (the parent is listed as PASSED).
+    """
+    statuses: dict[str, Status] = {}
+    subtest_failures: list[str] = []
+    lines = (line.rstrip() for line in decolor(text).splitlines())
+    for section in _summary_sections(lines):
+        for line in section:
+            entry = _summary_entry(line)
+            if entry is not None:
+                _record(statuses, *entry)
+            elif _SUBTEST_FAILED.match(line):
+                subtest_failures.append(line)
+    for line in subtest_failures:
+        parent = _subtest_parent(line, list(statuses))
+        if parent is not None:
+            _record(statuses, parent, Status.FAILED)
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- JUnit XML
+
+
+def _dotted(path: str) -> str:
+    """A file path the way pytest's JUnit ``classname`` spells it: ``tests/test_x.py`` -> ``tests.test_x``."""
+    return re.sub(r"\.py$", "", path.replace("/", "."))
+
+
+def _module_path(module: str) -> str:
+    """Best guess of the file behind a dotted module when the report has no ``file`` attribute."""
+    return module.replace(".", "/") + ".py"
+
+
+def _split_module(classname: str) -> str:
+    """The module part of a dotted ``classname`` when no ``file`` says where it ends.
+
+    pytest collects classes named ``Test*`` and modules are lower case by convention, so the module is
+    everything before the first capitalised component.
+    """
+    parts = classname.split(".")
+    end = next((i for i, part in enumerate(parts) if i and part[:1].isupper()), len(parts))
+    return ".".join(parts[:end])
+
+
+def _junit_id(case: ET.Element) -> str:
+    """Rebuild the pytest node id that pytest's JUnit writer split into ``classname`` and ``name``.
+
+    ``file`` is only trusted when it matches the start of ``classname``: for a test method inherited
+    from a base class in another module it names that other module, not the collected one.
+    """
+    classname = case.get("classname", "")
+    name = case.get("name", "")
+    file = case.get("file")
+    if not classname or not name:  # a collection error names the module or directory, not a test
+        return file or _module_path(classname or name)
+    if file and (classname == _dotted(file) or classname.startswith(_dotted(file) + ".")):
+        module, path = _dotted(file), file
+    else:
+        module = _split_module(classname)
+        path = _module_path(module)
+    classes = classname[len(module) :].split(".")[1:]
+    return "::".join([path, *classes, name])
+
+
+def _junit_status(case: ET.Element) -> Status:
+    """The outcome of one ``<testcase>``; a non-strict XPASS is written as a plain pass and stays PASSED."""
+    children = {child.tag: child for child in case}
+    if "error" in children:
+        return Status.ERROR
+    if "failure" in children:
+        return Status.FAILED
+    if "skipped" in children:
+        return Status.XFAIL if children["skipped"].get("type") == "pytest.xfail" else Status.SKIPPED
+    return Status.PASSED
+
+
+def parse_junit(xml: str) -> dict[str, Status]:
+    """Statuses from a pytest JUnit XML report (xunit1 preferred; xunit2 ids are reconstructed).
+
+    Raises ValueError when the text is not a JUnit report, so a truncated file is not read as "no tests".
+    """
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise ValueError(f"not well-formed JUnit XML: {exc}") from exc
+    if root.tag not in ("testsuites", "testsuite"):
+        raise ValueError(f"not a JUnit report: root element is <{root.tag}>, not <testsuites> or <testsuite>")
+    statuses: dict[str, Status] = {}
+    for case in root.iter("testcase"):
+        _record(statuses, _junit_id(case), _junit_status(case))
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- unittest / Django
+
+_UT_WORDS = r"ok|OK|FAIL|ERROR|skipped\b.*|expected failure|unexpected success"
+# "test_foo (app.tests.TestX.test_foo)" (Python >= 3.11) or "test_foo (app.tests.TestX)" (older).
+_UT_HEAD = re.compile(r"^\s*(?P<name>[^\s()]+) \((?P<where>[\w.]+)\)")
+_UT_RESULT = re.compile(rf" \.\.\. ?(?P<word>{_UT_WORDS})$")
+_UT_BARE_RESULT = re.compile(rf"^(?P<word>{_UT_WORDS})$")
+_UT_HEADER = re.compile(r"^(?P<word>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<name>[^\s()]+) \((?P<where>[\w.]+)\)")
+_UT_STATUS = {
+    "ok": Status.PASSED,
+    "OK": Status.PASSED,
+    "FAIL": Status.FAILED,
+    "ERROR": Status.ERROR,
+    "skipped": Status.SKIPPED,
+    "expected failure": Status.XFAIL,
+    "unexpected success": Status.XPASS,
+    "UNEXPECTED SUCCESS": Status.XPASS,
+}
+
+
+def _unittest_id(name: str, where: str) -> str:
+    """The dotted id for both description formats: the parenthesis holds the full path from 3.11 on."""
+    return where if where == name or where.endswith(f".{name}") else f"{where}.{name}"
+
+
+def _unittest_status(word: str) -> Status:
+    """Map a result word; ``skipped 'reason'`` carries its reason after the word."""
+    return _UT_STATUS["skipped" if word.startswith("skipped") else word]
+
+
+def parse_unittest(text: str) -> dict[str, Status]:
+    """Statuses from ``python -m unittest -v`` or Django ``runtests.py --verbosity 2`` output.
+
+    A result may be separated from its test: a docstring's first line is printed on the line after
+    the test's description (and must not be read as a description itself), and output written during
+    the test (Django's "System check identified no issues") can push ``ok`` to a later line. The
+    result therefore goes to the last described test until the next description or failure header.
+    """
+    statuses: dict[str, Status] = {}
+    pending: str | None = None
+    docstring_next = False
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        header = _UT_HEADER.match(line)
+        if header is not None:
+            _record(statuses, _unittest_id(header["name"], header["where"]), _UT_STATUS[header["word"]])
+            pending = None  # tracebacks follow; their lines must not be read as results
+            continue
+        head = None if docstring_next else _UT_HEAD.match(line)
+        if head is not None:
+            pending = _unittest_id(head["name"], head["where"])
+        docstring_next = head is not None and not line[head.end() :].strip()
+        result = _UT_RESULT.search(line) or _UT_BARE_RESULT.match(line.strip())
+        if result is not None and pending is not None:
+            _record(statuses, pending, _unittest_status(result["word"]))
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- R2E-Gym
+
+_R2E_MARKER = "short test summary info"
+
+
+def _r2e_key(line: str) -> str:
+    """R2E-Gym's key: the parts after ``::`` joined by ``.``, cut at the first `` - `` (even inside [])."""
+    return ".".join(line.split("::")[1:]).split(_MESSAGE_SEP)[0]
+
+
+def parse_r2e(text: str) -> dict[str, Status]:
+    """R2E-Gym's ``parse_log_pytest``, reproduced exactly because its expectations were recorded with it.
+
+    Reads the text between the first and second ``short test summary info`` and classifies each line
+    by substring (PASSED, else FAILED, else ERROR); XFAIL, XPASS and SKIPPED lines are dropped.
+    """
+    text = decolor(text)
+    if _R2E_MARKER not in text:
+        return {}
+    statuses: dict[str, Status] = {}
+    for line in text.split(_R2E_MARKER)[1].strip().split("\n"):
+        for status in (Status.PASSED, Status.FAILED, Status.ERROR):
+            if status.value in line:
+                statuses[_r2e_key(line)] = status
+                break
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- registry
+
+PARSERS: dict[str, Parser] = {
+    "pytest": parse_pytest,
+    "junit": parse_junit,
+    "unittest": parse_unittest,
+    "django": parse_unittest,
+    "r2e": parse_r2e,
+}
+
+# Parser names as the corpora spell them (SWE-bench, SWE-rebench V2, R2E-Gym adapters).
+_CORPUS_NAMES = {
+    "parse_log_pytest": "pytest",
+    "parse_log_pytest_v2": "pytest",
+    "parse_log_pytest_options": "pytest",
+    "parse_log_pytest_nebo": "pytest",
+    "parse_log_seaborn": "pytest",
+    "parse_log_matplotlib": "pytest",
+    "parse_log_django": "django",
+    "parse_log_junit": "junit",
+    "parse_combined_test_reports": "junit",
+    "parse_log_r2e": "r2e",
+}
+
+
+def _canonical(name: str) -> str:
+    """The ``PARSERS`` key for a parser or corpus name; KeyError naming every accepted name otherwise."""
+    key = _CORPUS_NAMES.get(name, name)
+    if key not in PARSERS:
+        known = ", ".join(sorted([*PARSERS, *_CORPUS_NAMES]))
+        raise KeyError(f"unknown log parser {name!r}; known: {known}")
+    return key
+
+
+def resolve_parser(name: str) -> Parser:
+    """The parser for a task's ``log_parser``, accepting the corpora's own parser names."""
+    return PARSERS[_canonical(name)]
+
+
+def uses_junit(name: str) -> bool:
+    """Whether the runner should also ask pytest for a JUnit report, which is then preferred.
+
+    Only for the pytest family: R2E-Gym keys must come from its text parser, and unittest has no report.
+    """
+    return _canonical(name) == "pytest"

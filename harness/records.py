@@ -1,0 +1,179 @@
+"""Every record swedeck reads or writes, defined once.
+
+Arrow schemas and DuckDB views derive from these models (``curation.store``); nothing else declares a
+record's fields. Records are pydantic models with ``extra="forbid"`` so a typo in a corpus adapter or a
+stale Parquet file fails loudly instead of silently dropping a column.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def content_hash(obj: Any) -> str:
+    """A stable short hash of a JSON-able object (sorted keys), used for cache keys and lineage."""
+    if isinstance(obj, BaseModel):
+        obj = obj.model_dump(mode="json")
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------- task
+
+
+class Status(StrEnum):
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+    ERROR = "ERROR"
+    SKIPPED = "SKIPPED"
+    XFAIL = "XFAIL"
+    XPASS = "XPASS"
+
+
+class Recipe(Record):
+    """How to build an environment when the corpus ships no image: a base plus install commands.
+
+    Commands run once, at build time, with the network on, in ``/opt/swedeck-env`` (on PATH and
+    PYTHONPATH later); the repository is not present while they run, so an environment is shared by
+    every task with the same recipe.
+    """
+
+    base: str = "swedeck-base"
+    install: list[str] = Field(default_factory=list)
+
+
+class Environment(Record):
+    """Exactly one of ``image`` (a prebuilt corpus image) or ``recipe`` is set."""
+
+    image: str | None = None
+    recipe: Recipe | None = None
+    workdir: str = "/testbed"
+    activation: str = ""  # shell prefix run before every command, e.g. "source /opt/conda/bin/activate testbed"
+
+
+class RepoSource(Record):
+    """Where the buggy tree comes from when it is not already inside ``Environment.image``."""
+
+    kind: Literal["files", "bundle", "image"]
+    path: str = ""  # folder of plain files, or a git bundle, on the host
+    ref: str = ""  # for bundles: the commit or ref to check out as the base
+
+
+class HiddenTests(Record):
+    patch: str = ""  # unified diff applied after the candidate patch
+    files: dict[str, str] = Field(default_factory=dict)  # path -> content, written after the patch
+
+
+class Answer(Record):
+    """Everything that leaks the solution. Never rendered into anything agent-facing."""
+
+    gold_patch: str
+    hidden_tests: HiddenTests
+    fail_to_pass: list[str] = Field(default_factory=list)
+    pass_to_pass: list[str] = Field(default_factory=list)
+    expected_status: dict[str, Status] | None = None  # R2E-Gym's full gold map, when the corpus has it
+    leaky_columns: dict[str, str] = Field(default_factory=dict)  # raw corpus columns kept for audit
+
+
+class Task(Record):
+    schema_version: int = SCHEMA_VERSION
+    instance_id: str
+    source: str  # corpus name: r2e_gym, swe_rebench_v2, scale_swe, swe_bench, swe_gym, local
+    repo: str
+    base_commit: str = ""
+    problem_statement: str
+    environment: Environment
+    repo_source: RepoSource = RepoSource(kind="image")
+    test_cmd: list[str]
+    log_parser: str = "pytest"
+    test_paths: list[str] = Field(default_factory=list)  # test files the task owns, restored before grading
+    answer: Answer
+
+    def task_hash(self) -> str:
+        return content_hash(self)
+
+    def agent_view(self) -> AgentTask:
+        return AgentTask(
+            instance_id=self.instance_id,
+            repo=self.repo,
+            base_commit=self.base_commit,
+            problem_statement=self.problem_statement,
+            workdir=self.environment.workdir,
+        )
+
+
+class AgentTask(Record):
+    """The only projection of a Task that an agent or a prompt may see."""
+
+    instance_id: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    workdir: str
+
+
+class LoadError(Record):
+    """A corpus row or task folder that could not become a Task; the rest of the source still loads."""
+
+    source: str
+    location: str  # file and row number, or folder
+    field: str
+    message: str
+    stage: str = "corpus_row"
+
+
+# --------------------------------------------------------------------------------------------- execution
+
+
+class ExecResult(Record):
+    command: str
+    exit_code: int | None  # None when the command was killed (timeout, output limit)
+    output: str  # head and tail of the output, for display
+    log_path: str = ""  # the full (capped) output on the host
+    timed_out: bool = False
+    output_limited: bool = False
+    duration_s: float = 0.0
+
+
+GradeReason = Literal[
+    "ok",
+    "patch_apply_failed",
+    "hidden_tests_apply_failed",
+    "timeout",
+    "output_limit",
+    "tests_errored",
+    "spoofing_suspected",
+    "pattern_mismatch",
+    "sandbox_error",
+]
+
+
+class Grade(Record):
+    """The one grader's answer for one patch on one task."""
+
+    schema_version: int = SCHEMA_VERSION
+    instance_id: str
+    backend: str
+    reward: float
+    reason: GradeReason
+    statuses: dict[str, Status]
+    expected: dict[str, Status]
+    differing: dict[str, list[str | None]] = Field(default_factory=dict)  # id -> [expected, observed]
+    apply_strategy: str = ""
+    neutralized: list[str] = Field(default_factory=list)  # test paths restored or deleted before the run
+    exit_code: int | None = None
+    spoof_evidence: list[str] = Field(default_factory=list)
+    durations: dict[str, float] = Field(default_factory=dict)
+    log_path: str = ""
+    detail: str = ""

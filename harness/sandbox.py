@@ -1,0 +1,151 @@
+"""The Sandbox seam: run commands in an isolated copy of a task's environment.
+
+Two backends implement it (``harness.bwrap``, ``harness.docker``). Both start from the same pristine
+state — the sealed buggy tree at the task's workdir on top of the task's environment — with no network,
+resource limits and output captured to a file on the host. Everything above this module (grader,
+pipelines, agents) only sees the protocol.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import IO, Protocol
+
+from harness.config import Limits, SandboxConfig, Settings
+from harness.records import ExecResult, Task
+
+DISPLAY_BYTES = 16 * 1024
+TIMEOUT_EXIT = 124  # coreutils timeout(1) after TERM
+KILLED_EXIT = 137  # after KILL
+
+
+class EnvError(RuntimeError):
+    """The task's environment could not be materialised (build failed, image missing, tree unusable)."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (engine gone, container died): an infrastructure fault, not the task's."""
+
+
+class Sandbox(Protocol):
+    backend: str
+    workdir: str
+
+    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
+        """Run a shell command in the workdir; never raises for the command's own failure."""
+        ...
+
+    def write_file(self, path: str, data: bytes | str) -> None: ...
+
+    def read_file(self, path: str) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def prepare(self, task: Task) -> None:
+        """Materialise the task's environment and pristine tree (cached); raises EnvError."""
+        ...
+
+    def open(self, task: Task, *, network: bool = False) -> Sandbox: ...
+
+
+def get_backend(config: SandboxConfig | None = None, settings: Settings | None = None) -> Backend:
+    config = config or SandboxConfig()
+    settings = settings or Settings.from_env()
+    if config.backend == "bwrap":
+        from harness.bwrap import BwrapBackend
+
+        return BwrapBackend(config, settings)
+    if config.backend == "docker":
+        from harness.docker import DockerBackend
+
+        return DockerBackend(config, settings)
+    raise ValueError(f"unknown sandbox backend {config.backend!r} (expected 'bwrap' or 'docker')")
+
+
+def shell_command(command: str, activation: str, limits: Limits, timeout: float) -> list[str]:
+    """The argv every backend runs: timeout(1) inside the sandbox so a wedged command dies even if the
+    host-side watchdog is late, and ulimits for what the kernel can bound per process."""
+    script = f"{activation}\n{command}" if activation else command
+    ulimits = f"ulimit -f {limits.file_bytes // 512}; ulimit -v {limits.memory_mb * 1024}; "
+    return [
+        "timeout", "-k", "2", f"{max(timeout, 1):.0f}",
+        "bash", "-c", ulimits + "exec bash -c " + shlex.quote(script),
+    ]  # fmt: skip
+
+
+def capture(
+    chunks: Iterable[bytes], log: IO[bytes], cap: int, deadline: float, kill: Callable[[], None]
+) -> tuple[bool, bool]:
+    """Copy output chunks to ``log`` up to ``cap`` bytes. Returns (output_limited, timed_out).
+
+    On overflow or past the deadline the command is killed at once: a test that prints a gigabyte or
+    never stops printing must end with a recorded outcome, not fill the disk. The rest of the stream is
+    drained, not read into the log: a Docker engine will not start another exec in a container whose
+    previous exec still has unread output.
+    """
+    written = 0
+    outcome = (False, False)
+    it = iter(chunks)
+    for chunk in it:
+        if written + len(chunk) > cap:
+            log.write(chunk[: cap - written])
+            outcome = (True, False)
+        elif time.monotonic() > deadline:
+            outcome = (False, True)
+        else:
+            log.write(chunk)
+            written += len(chunk)
+            continue
+        kill()
+        for _ in it:
+            pass
+        break
+    return outcome
+
+
+def display(log_path: Path) -> str:
+    """Head and tail of a log for humans and models; the file keeps everything that was captured."""
+    size = log_path.stat().st_size
+    with log_path.open("rb") as f:
+        if size <= DISPLAY_BYTES:
+            return f.read().decode(errors="replace")
+        head = f.read(DISPLAY_BYTES // 2)
+        f.seek(size - DISPLAY_BYTES // 2)
+        tail = f.read()
+    skipped = size - DISPLAY_BYTES
+    return head.decode(errors="replace") + f"\n[... {skipped} bytes omitted ...]\n" + tail.decode(errors="replace")
+
+
+def exec_result(
+    command: str,
+    exit_code: int | None,
+    log_path: Path,
+    started: float,
+    *,
+    limited: bool,
+    timed_out: bool,
+    timeout: float,
+) -> ExecResult:
+    duration = time.monotonic() - started
+    # timeout(1) reports 124/137; a 137 well before the deadline is the kernel's OOM killer, not a timeout
+    timed_out = timed_out or (not limited and exit_code in (TIMEOUT_EXIT, KILLED_EXIT) and duration >= timeout - 1)
+    return ExecResult(
+        command=command,
+        exit_code=None if (limited or timed_out) else exit_code,
+        output=display(log_path),
+        log_path=str(log_path),
+        timed_out=timed_out,
+        output_limited=limited,
+        duration_s=round(duration, 4),
+    )
