@@ -146,6 +146,28 @@ class ExecResult(Record):
     duration_s: float = 0.0
 
 
+RunOutcome = Literal["ok", "patch_apply_failed", "hidden_tests_apply_failed", "timeout", "output_limit", "sandbox_error"]
+
+
+class TestRun(Record):
+    """One execution of a task's tests on one tree, before any expectation is applied."""
+
+    __test__ = False  # not a pytest class, despite the name
+
+    schema_version: int = SCHEMA_VERSION
+    instance_id: str
+    backend: str
+    outcome: RunOutcome
+    statuses: dict[str, Status] = Field(default_factory=dict)
+    exit_codes: list[int | None] = Field(default_factory=list)
+    apply_strategy: str = ""
+    neutralized: list[str] = Field(default_factory=list)
+    spoof_evidence: list[str] = Field(default_factory=list)
+    durations: dict[str, float] = Field(default_factory=dict)
+    log_path: str = ""
+    detail: str = ""
+
+
 GradeReason = Literal[
     "ok",
     "patch_apply_failed",

@@ -8,6 +8,7 @@ row it cannot take. ``load_rows`` runs an adapter over many rows and turns every
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -114,4 +115,35 @@ def _refine(corpus: str, features: Mapping[str, Any]) -> str:
     return corpus
 
 
-__all__ = ["ADAPTERS", "LoadResult", "RowError", "detect_corpus", "load_corpus_file", "load_rows"]
+def load_source(path: str | Path) -> LoadResult:
+    """Any source: a task folder, a folder of task folders, a corpus file, or a hub id."""
+    from curation.sources.local import load_folders
+
+    if Path(path).is_dir():
+        tasks, errors = load_folders(Path(path))
+        return LoadResult(tasks=tasks, errors=errors)
+    return load_corpus_file(str(path))
+
+
+def load_sources(paths: Iterable[str | Path]) -> LoadResult:
+    results = [load_source(p) for p in paths]
+    return LoadResult(tasks=[t for r in results for t in r.tasks], errors=[e for r in results for e in r.errors])
+
+
+def find_task(instance_id: str, paths: Iterable[str | Path]) -> Task:
+    """A task by id (or by task-folder path); KeyError naming the sources searched when absent."""
+    from curation.sources.local import is_task_folder, load_task_folder
+
+    if Path(instance_id).is_dir() and is_task_folder(Path(instance_id)):
+        return load_task_folder(Path(instance_id))
+    paths = list(paths)
+    for task in load_sources(paths).tasks:
+        if task.instance_id == instance_id:
+            return task
+    raise KeyError(f"no task {instance_id!r} in {', '.join(map(str, paths))}")
+
+
+__all__ = [
+    "ADAPTERS", "LoadResult", "RowError", "detect_corpus", "find_task", "load_corpus_file", "load_rows",
+    "load_source", "load_sources",
+]  # fmt: skip

@@ -23,7 +23,7 @@ if [ ! -x "$rootfs/usr/bin/python3" ]; then
   tmp="$rootfs.partial"
   rm -rf "$tmp"
   debootstrap --variant=minbase \
-    --include=python3,python3-venv,python3-pip,git,patch,ca-certificates,procps \
+    --include=python3,python-is-python3,python3-venv,python3-pip,git,patch,ca-certificates,procps \
     "$suite" "$tmp" "$(mirror)"
   # pure-python wheels installed from the host's index settings: the chroot has no pip config of its own
   site=$(chroot "$tmp" python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

@@ -1,0 +1,182 @@
+"""The grader: the one function that turns (task, candidate patch) into test statuses and a reward.
+
+Pipeline 1, every probe, the judge's tools, strengthening validation and RL rewards all call it. The
+contract: a fresh sandbox from the pristine environment; the candidate patch applied alone; every test
+file the task owns restored and every file the candidate planted at a test path removed; the hidden
+tests applied; the test command run with output captured to a file; statuses parsed (JUnit XML where the
+runner is pytest, cross-checked against the text summary and the exit code); reward 1 only when the
+statuses equal the expected pattern exactly and nothing suggests the output was forged.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+from harness.config import Settings
+from harness.parsers import parse_junit, resolve_parser, uses_junit
+from harness.patching import apply_patch, neutralize_tests
+from harness.records import Grade, Status, Task, TestRun, content_hash
+from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
+
+BAD = {Status.FAILED, Status.ERROR}
+PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
+
+
+def run_tests(task: Task, patch: str, backend: Backend, *, log_dir: Path | None = None, network: bool = False) -> TestRun:
+    """Everything up to the statuses; no expectation involved. EnvError propagates (the environment,
+    not the patch, is at fault); a sandbox failure is a recorded outcome."""
+    started = time.monotonic()
+    durations: dict[str, float] = {}
+    sandbox = backend.open(task, network=network)
+    durations["open"] = time.monotonic() - started
+    try:
+        return _run_in(sandbox, task, patch, durations, log_dir or Settings.from_env().cache_dir / "logs")
+    except SandboxError as err:
+        return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
+    finally:
+        sandbox.close()
+
+
+def _run_in(sandbox: Sandbox, task: Task, patch: str, durations: dict[str, float], log_dir: Path) -> TestRun:
+    t0 = time.monotonic()
+    run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
+    run.apply_strategy, why = apply_patch(sandbox, patch, "candidate")
+    if not run.apply_strategy:
+        return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
+    run.neutralized = neutralize_tests(sandbox, task)
+    hidden = task.answer.hidden_tests
+    strategy, why = apply_patch(sandbox, hidden.patch, "hidden-tests")
+    if not strategy:
+        return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": why})
+    for path, content in hidden.files.items():
+        sandbox.write_file(path, content)
+    durations["apply"] = time.monotonic() - t0
+
+    t1 = time.monotonic()
+    parser = resolve_parser(task.log_parser)
+    token = secrets.token_hex(8)  # an unguessable report path, so code under test cannot pre-write it
+    log_dir.mkdir(parents=True, exist_ok=True)
+    run.log_path = str(log_dir / f"{task.instance_id}-{content_hash(patch)}-{token}.log")
+    with open(run.log_path, "wb") as log:
+        for i, command in enumerate(task.test_cmd):
+            env, junit = {}, ""
+            if uses_junit(task.log_parser):
+                junit = f"/tmp/.swedeck-junit-{token}-{i}.xml"
+                env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+            result = sandbox.run(command, env=env)
+            run.exit_codes.append(result.exit_code)
+            shutil.copyfileobj(open(result.log_path, "rb"), log)
+            if result.timed_out or result.output_limited:
+                run.outcome = "timeout" if result.timed_out else "output_limit"
+                break
+            text = Path(result.log_path).read_text(errors="replace")
+            statuses, evidence = _statuses(parser(text), _junit(sandbox, junit), result.exit_code, i, bool(junit))
+            run.statuses.update(statuses)
+            run.spoof_evidence += evidence
+    durations["tests"] = time.monotonic() - t1
+    run.durations = {k: round(v, 4) for k, v in durations.items()}
+    return run
+
+
+def _junit(sandbox: Sandbox, path: str) -> dict[str, Status] | None:
+    if not path:
+        return None
+    try:
+        return parse_junit(sandbox.read_file(path).decode(errors="replace"))
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def _statuses(
+    text: dict[str, Status], junit: dict[str, Status] | None, exit_code: int | None, i: int, wants_junit: bool
+) -> tuple[dict[str, Status], list[str]]:
+    """The statuses to trust for one command, and any sign that its output was forged."""
+    evidence = []
+    if wants_junit:
+        if junit is None:
+            if text:
+                evidence.append(f"command {i}: summary lines printed but pytest wrote no JUnit report")
+            return {}, evidence
+        for test_id, status in text.items():
+            seen = junit.get(test_id)
+            if seen is None:
+                evidence.append(f"command {i}: {test_id} is in the text summary but not in the JUnit report")
+            elif seen != status and not (status is Status.XPASS and seen is Status.PASSED):
+                evidence.append(f"command {i}: {test_id} is {status} in the text summary but {seen} in JUnit")
+        statuses = junit
+    else:
+        statuses = text
+    has_bad = any(s in BAD for s in statuses.values())
+    if exit_code == PYTEST_EXIT_PASSED and has_bad:
+        evidence.append(f"command {i}: exit code 0 although tests failed")
+    if exit_code not in (None, PYTEST_EXIT_PASSED) and statuses and not has_bad:
+        evidence.append(f"command {i}: exit code {exit_code} although every parsed test passed")
+    return statuses, evidence
+
+
+def compare(run: TestRun, expected: dict[str, Status], task: Task) -> Grade:
+    """Reward 1 iff the run reproduced ``expected`` exactly and looks genuine."""
+    differing = {
+        test_id: [expected.get(test_id), run.statuses.get(test_id)]
+        for test_id in sorted(set(expected) | set(run.statuses))
+        if expected.get(test_id) != run.statuses.get(test_id)
+    }
+    if run.outcome != "ok":
+        reason = run.outcome
+    elif not run.statuses:
+        reason = "spoofing_suspected" if run.spoof_evidence else "tests_errored"
+    elif run.spoof_evidence:
+        reason = "spoofing_suspected"
+    elif differing:
+        reason = "pattern_mismatch"
+    else:
+        reason = "ok"
+    return Grade(
+        instance_id=task.instance_id,
+        backend=run.backend,
+        reward=1.0 if reason == "ok" else 0.0,
+        reason=reason,
+        statuses=run.statuses,
+        expected=expected,
+        differing=differing,
+        apply_strategy=run.apply_strategy,
+        neutralized=run.neutralized,
+        exit_code=run.exit_codes[-1] if run.exit_codes else None,
+        spoof_evidence=run.spoof_evidence,
+        durations=run.durations,
+        log_path=run.log_path,
+        detail=run.detail,
+    )
+
+
+def gold_pattern(task: Task, backend: Backend, settings: Settings | None = None) -> dict[str, Status]:
+    """The expected pattern when the corpus gives none: one clean gold run, cached by task hash."""
+    if task.answer.expected_status is not None:
+        return dict(task.answer.expected_status)
+    settings = settings or Settings.from_env()
+    cache = settings.cache_dir / "gold" / f"{task.task_hash()}.json"
+    if cache.exists():
+        return {k: Status(v) for k, v in TestRun.model_validate_json(cache.read_text()).statuses.items()}
+    run = run_tests(task, task.answer.gold_patch, backend)
+    if run.outcome != "ok" or run.spoof_evidence or not run.statuses:
+        raise EnvError(f"{task.instance_id}: the gold run gave no usable pattern ({run.outcome}); {run.detail}")
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(run.model_dump_json())
+    return run.statuses
+
+
+def grade(
+    task: Task,
+    patch: str,
+    backend: Backend,
+    *,
+    expected: dict[str, Status] | None = None,
+    log_dir: Path | None = None,
+) -> Grade:
+    """THE grader. ``expected`` defaults to the corpus's gold map or a cached gold run."""
+    if expected is None:
+        expected = gold_pattern(task, backend)
+    return compare(run_tests(task, patch, backend, log_dir=log_dir), expected, task)

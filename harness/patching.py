@@ -1,0 +1,93 @@
+"""Putting patches into a sandbox's tree, and taking the test files back from a candidate.
+
+Applying is a cascade of strategies, each first checked with ``--check``/``--dry-run`` so a failed
+attempt never leaves a half-applied tree and nothing needs resetting between attempts.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path, PurePosixPath
+
+from harness.diffs import is_r2e_test_path
+from harness.records import Task
+from harness.sandbox import Sandbox
+
+PATCH_FILE = "/tmp/.swedeck-{name}.patch"
+APPLY_STRATEGIES: list[tuple[str, str, str]] = [
+    # (name, check command, apply command); {p} is the patch file
+    ("git apply", "git apply --check {p}", "git apply {p}"),
+    (
+        "git apply --recount --ignore-whitespace",
+        "git apply --check --recount --ignore-space-change --ignore-whitespace {p}",
+        "git apply --recount --ignore-space-change --ignore-whitespace {p}",
+    ),
+    ("git apply --3way", "git apply --check --3way {p}", "git apply --3way {p}"),
+    (
+        "patch --fuzz=5",
+        "patch --batch --forward --fuzz=5 -p1 --dry-run -i {p}",
+        "patch --batch --forward --fuzz=5 -p1 -i {p}",
+    ),
+]
+# files that change how tests are collected or run, whoever adds or edits them
+TEST_INFRA_NAMES = {"conftest.py", "pytest.ini", "tox.ini", "sitecustomize.py", "usercustomize.py"}
+
+
+def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
+    """Apply ``patch`` in the workdir. Returns (strategy, "") on success, ("", why) on failure."""
+    if not patch.strip():
+        return "empty", ""
+    path = PATCH_FILE.format(name=name)
+    sandbox.write_file(path, patch if patch.endswith("\n") else patch + "\n")
+    p = shlex.quote(path)
+    errors = []
+    for strategy, check, apply in APPLY_STRATEGIES:
+        probe = sandbox.run(check.format(p=p), timeout=60)
+        if probe.exit_code == 0:
+            done = sandbox.run(apply.format(p=p), timeout=60)
+            if done.exit_code == 0:
+                return strategy, ""
+            probe = done
+        errors.append(f"{strategy}: {probe.output.strip()[-400:]}")
+    return "", "\n".join(errors)
+
+
+def is_protected(path: str, task: Task) -> bool:
+    """A path the task's tests own: a candidate may not add, edit or delete it."""
+    p = PurePosixPath(path)
+    return path in task.test_paths or is_r2e_test_path(path) or p.name in TEST_INFRA_NAMES or p.suffix == ".pth"
+
+
+def changed_paths(porcelain_z: str) -> list[tuple[str, str]]:
+    """(status, path) pairs from ``git status --porcelain=v1 -z``; a rename yields both of its paths."""
+    out: list[tuple[str, str]] = []
+    fields = porcelain_z.split("\0")
+    i = 0
+    while i < len(fields):
+        entry = fields[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        status, path = entry[:2], entry[3:]
+        out.append((status, path))
+        if "R" in status or "C" in status:
+            out.append(("D ", fields[i]))  # the rename's source, as if deleted
+            i += 1
+    return out
+
+
+def neutralize_tests(sandbox: Sandbox, task: Task) -> list[str]:
+    """Undo every change the candidate made to protected paths: restore tracked ones from the base
+    commit, delete added ones. Returns the paths touched (evidence of tampering, or just of an
+    over-eager agent)."""
+    status = sandbox.run("git status --porcelain=v1 -z --untracked-files=all", timeout=60)
+    restore, delete = [], []
+    for code, path in changed_paths(Path(status.log_path).read_text(errors="replace")):
+        if not is_protected(path, task):
+            continue
+        (delete if code == "??" or code.startswith("A") else restore).append(path)
+    if restore:
+        sandbox.run("git checkout HEAD -- " + shlex.join(restore), timeout=60)
+    if delete:
+        sandbox.run("git rm -q --cached --ignore-unmatch -- " + shlex.join(delete) + "; rm -f -- " + shlex.join(delete), timeout=60)
+    return sorted(restore + delete)
