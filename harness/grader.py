@@ -10,37 +10,53 @@ statuses equal the expected pattern exactly and nothing suggests the output was 
 
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
 import time
 from pathlib import Path
 
 from harness.config import Settings
+from harness.envs import ENV_MOUNT
 from harness.parsers import parse_junit, resolve_parser, uses_junit
 from harness.patching import apply_patch, neutralize_tests
 from harness.records import Grade, Status, Task, TestRun, content_hash
 from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
 
 BAD = {Status.FAILED, Status.ERROR}
+PLUGIN = Path(__file__).parent / "plugins" / "swedeck_assertions.py"
+PLUGIN_DIR = "/tmp/.swedeck-plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
 
 
-def run_tests(task: Task, patch: str, backend: Backend, *, log_dir: Path | None = None, network: bool = False) -> TestRun:
+def run_tests(
+    task: Task,
+    patch: str,
+    backend: Backend,
+    *,
+    log_dir: Path | None = None,
+    network: bool = False,
+    instrument: bool = False,
+) -> TestRun:
     """Everything up to the statuses; no expectation involved. EnvError propagates (the environment,
-    not the patch, is at fault); a sandbox failure is a recorded outcome."""
+    not the patch, is at fault); a sandbox failure is a recorded outcome. ``instrument`` loads the
+    assertion plugin and returns its events with the hidden test sources they refer to."""
     started = time.monotonic()
     durations: dict[str, float] = {}
     sandbox = backend.open(task, network=network)
     durations["open"] = time.monotonic() - started
     try:
-        return _run_in(sandbox, task, patch, durations, log_dir or Settings.from_env().cache_dir / "logs")
+        log_dir = log_dir or Settings.from_env().cache_dir / "logs"
+        return _run_in(sandbox, task, patch, durations, log_dir, instrument)
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
     finally:
         sandbox.close()
 
 
-def _run_in(sandbox: Sandbox, task: Task, patch: str, durations: dict[str, float], log_dir: Path) -> TestRun:
+def _run_in(
+    sandbox: Sandbox, task: Task, patch: str, durations: dict[str, float], log_dir: Path, instrument: bool
+) -> TestRun:
     t0 = time.monotonic()
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
     run.apply_strategy, why = apply_patch(sandbox, patch, "candidate")
@@ -60,12 +76,19 @@ def _run_in(sandbox: Sandbox, task: Task, patch: str, durations: dict[str, float
     token = secrets.token_hex(8)  # an unguessable report path, so code under test cannot pre-write it
     log_dir.mkdir(parents=True, exist_ok=True)
     run.log_path = str(log_dir / f"{task.instance_id}-{content_hash(patch)}-{token}.log")
+    events = f"/tmp/.swedeck-asserts-{token}.jsonl"
+    if instrument:
+        sandbox.write_file(f"{PLUGIN_DIR}/swedeck_assertions.py", PLUGIN.read_bytes())
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
             env, junit = {}, ""
             if uses_junit(task.log_parser):
                 junit = f"/tmp/.swedeck-junit-{token}-{i}.xml"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+            if instrument:
+                env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + " -p swedeck_assertions -o enable_assertion_pass_hook=true"
+                env["PYTHONPATH"] = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
+                env["SWEDECK_ASSERT_LOG"] = events
             result = sandbox.run(command, env=env)
             run.exit_codes.append(result.exit_code)
             shutil.copyfileobj(open(result.log_path, "rb"), log)
@@ -77,8 +100,31 @@ def _run_in(sandbox: Sandbox, task: Task, patch: str, durations: dict[str, float
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
     durations["tests"] = time.monotonic() - t1
+    if instrument:
+        run.assert_events, run.test_sources = _instrumentation(sandbox, task, events)
     run.durations = {k: round(v, 4) for k, v in durations.items()}
     return run
+
+
+def _instrumentation(sandbox: Sandbox, task: Task, events_path: str) -> tuple[str, dict[str, str]]:
+    """The plugin's events, and the source of every Python test file they or the task name."""
+    try:
+        events = sandbox.read_file(events_path).decode(errors="replace")
+    except FileNotFoundError:
+        events = ""
+    files = {p for p in task.test_paths if p.endswith(".py")}
+    for line in events.splitlines():
+        try:
+            files.add(json.loads(line)["file"])
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue  # the last line of a run killed mid-write
+    sources = {}
+    for path in sorted(files):
+        try:
+            sources[path] = sandbox.read_file(path).decode(errors="replace")
+        except (FileNotFoundError, ValueError):
+            continue  # outside the tree (a site-packages helper) or deleted by the tests themselves
+    return events, sources
 
 
 def _junit(sandbox: Sandbox, path: str) -> dict[str, Status] | None:

@@ -166,6 +166,8 @@ class TestRun(Record):
     durations: dict[str, float] = Field(default_factory=dict)
     log_path: str = ""
     detail: str = ""
+    assert_events: str = ""  # JSONL from the assertion plugin, when instrumented
+    test_sources: dict[str, str] = Field(default_factory=dict)  # hidden test files as run, when instrumented
 
 
 GradeReason = Literal[
@@ -199,3 +201,102 @@ class Grade(Record):
     durations: dict[str, float] = Field(default_factory=dict)
     log_path: str = ""
     detail: str = ""
+
+
+# --------------------------------------------------------------------------------------------- pipeline 1
+
+Tree = Literal["buggy", "gold", "gold_network"]
+
+
+class Stamped(Record):
+    """Every stored record says which schema, config and task content produced it."""
+
+    schema_version: int = SCHEMA_VERSION
+    config_hash: str
+    task_hash: str
+    instance_id: str
+
+
+class TaskRow(Stamped):
+    """A task as the catalog shows it: the public fields, never the answer."""
+
+    source: str
+    repo: str
+    base_commit: str
+    problem_statement: str
+    test_cmd: list[str]
+    log_parser: str
+    environment: str
+    test_paths: list[str]
+    claimed_fail_to_pass: list[str]
+    claimed_pass_to_pass: list[str]
+
+
+class RunRecord(Stamped):
+    """One execution of the hidden tests on one tree (Pipeline 1 runs each tree k times)."""
+
+    tree: Tree
+    attempt: int
+    backend: str
+    outcome: RunOutcome
+    statuses: dict[str, str]
+    exit_codes: list[int | None]
+    apply_strategy: str
+    spoof_evidence: list[str]
+    durations: dict[str, float]
+    log_path: str
+    detail: str
+
+
+AssertionStatus = Literal["passed", "failed", "not_reached"]
+
+
+class AssertionRecord(Stamped):
+    """One assertion site's outcome in one test on one run; the key is stable across trees."""
+
+    tree: Tree
+    attempt: int
+    test_id: str
+    assert_file: str
+    line: int
+    source_hash: str
+    occurrence: int
+    source: str
+    passed: int
+    failed: int
+    status: AssertionStatus
+
+
+P1Reason = Literal[
+    "",
+    "env_error",
+    "sandbox_error",
+    "internal_error",
+    "patch_does_not_apply",
+    "timeout",
+    "output_limit",
+    "needs_network",
+    "only_flaky",
+    "gold_fails",
+    "no_fail_to_pass",
+    "no_binding_assertion",
+]
+
+
+class Pipeline1Result(Stamped):
+    source: str
+    repo: str
+    decision: Literal["keep", "reject"]
+    reason: P1Reason
+    infrastructure: bool  # the failure is ours or the machine's, not the task's
+    stage: str  # where a failure happened: environment, sandbox, patch, tests, instrumentation
+    fail_to_pass: list[str]
+    pass_to_pass: list[str]
+    flaky: list[str]
+    gold_failing: list[str]
+    binding_assertions: list[str]  # "file:line"
+    label_disagreements: list[str]
+    expected_status: dict[str, str]  # the gold pattern every later grade is held to
+    runs: int
+    duration_s: float
+    detail: str

@@ -1,0 +1,308 @@
+"""The ``swedeck`` command line: parse, then import the heavy parts inside each command."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+app = typer.Typer(help="Curate SWE RL task corpora into trustworthy decks.", no_args_is_help=True)
+tasks_app = typer.Typer(help="Read task sources: corpus files, hub ids, task folders.", no_args_is_help=True)
+env_app = typer.Typer(help="Build environments ahead of time.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+app.add_typer(env_app, name="env")
+
+ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML config file")]
+SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="override, key.path=value (repeatable)")]
+BackendOpt = Annotated[Optional[str], typer.Option("--backend", "-b", help="sandbox backend: bwrap or docker")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
+SourceOpt = Annotated[Optional[list[Path]], typer.Option("--source", "-s", help="task source (default: sample corpus)")]
+
+
+def _console():  # noqa: ANN202
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _sources(paths: list[Path] | None) -> list[Path]:
+    from data import SAMPLE
+
+    return list(paths) if paths else [SAMPLE]
+
+
+def _config(config: Path | None, overrides: list[str] | None, backend: str | None):  # noqa: ANN202
+    from flows.config import load_config
+
+    return load_config(config, overrides, sandbox__backend=backend)
+
+
+def _print_errors(errors) -> None:  # noqa: ANN001
+    console = _console()
+    for e in errors:
+        console.print(f"[yellow]skipped[/] {e.location}: [bold]{e.field}[/] {e.message}")
+
+
+@tasks_app.command("list")
+def tasks_list(paths: Annotated[Optional[list[Path]], typer.Argument(help="sources")] = None, as_json: JsonOpt = False) -> None:
+    """List the tasks in one or more sources (default: the bundled sample corpus)."""
+    from curation.sources import load_sources
+
+    result = load_sources(_sources(paths))
+    if as_json:
+        rows = [
+            {"instance_id": t.instance_id, "source": t.source, "repo": t.repo, "base_commit": t.base_commit,
+             "log_parser": t.log_parser, "environment": t.environment.image or "recipe"}
+            for t in result.tasks
+        ]  # fmt: skip
+        print(json.dumps(rows, indent=2))
+    else:
+        from rich.table import Table
+
+        table = Table("instance_id", "source", "repo", "environment", "parser")
+        for t in result.tasks:
+            table.add_row(t.instance_id, t.source, t.repo, t.environment.image or "recipe", t.log_parser)
+        from rich.console import Console
+
+        Console().print(table)
+    _print_errors(result.errors)
+
+
+@tasks_app.command("show")
+def tasks_show(task_id: str, source: SourceOpt = None, as_json: JsonOpt = False) -> None:
+    """Show one task (what the agent sees, and the private answer separately)."""
+    from curation.sources import find_task
+
+    task = _find(task_id, source, find_task)
+    if as_json:
+        print(task.model_dump_json(indent=2))
+        return
+    from rich.console import Console
+    from rich.panel import Panel
+
+    console = Console()
+    view = task.agent_view()
+    console.print(Panel(view.problem_statement, title=f"{view.instance_id} · {view.repo} · {view.workdir}"))
+    console.print(f"test command: {' && '.join(task.test_cmd)}   parser: {task.log_parser}")
+    console.print(f"hidden test paths: {', '.join(task.test_paths) or '-'}")
+    console.print(f"gold patch: {len(task.answer.gold_patch.splitlines())} lines (private)")
+
+
+def _find(task_id: str, source: list[Path] | None, find_task):  # noqa: ANN001, ANN202
+    try:
+        return find_task(task_id, _sources(source))
+    except KeyError as err:
+        _console().print(f"[red]{err.args[0]}[/]")
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def grade(
+    task_id: Annotated[str, typer.Argument(help="instance id, or a task folder path")],
+    patch: Annotated[str, typer.Option("--patch", "-p", help="gold, empty, or a patch file")] = "gold",
+    source: SourceOpt = None,
+    backend: BackendOpt = None,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Grade a patch on a task with the one grader."""
+    from curation.sources import find_task
+    from harness.grader import grade as grade_patch
+    from harness.sandbox import EnvError, get_backend
+
+    cfg = _config(config, overrides, backend)
+    task = _find(task_id, source, find_task)
+    text = {"gold": task.answer.gold_patch, "empty": ""}.get(patch)
+    if text is None:
+        text = Path(patch).read_text()
+    try:
+        result = grade_patch(task, text, get_backend(cfg.sandbox))
+    except EnvError as err:
+        _console().print(f"[red]environment error:[/] {err}\n{err.log[-2000:]}")
+        raise typer.Exit(3) from None
+    if as_json:
+        print(result.model_dump_json(indent=2))
+        return
+    from rich.console import Console
+
+    console = Console()
+    colour = "green" if result.reward == 1 else "red"
+    console.print(f"[{colour}]reward {result.reward:g}[/] ({result.reason}) on {result.backend}: {task.instance_id}")
+    for test_id, (want, got) in result.differing.items():
+        console.print(f"  {test_id}: expected {want}, got {got}")
+    for line in result.spoof_evidence:
+        console.print(f"  [yellow]spoof?[/] {line}")
+    if result.neutralized:
+        console.print(f"  restored/removed test paths: {', '.join(result.neutralized)}")
+    console.print(f"  {len(result.statuses)} tests · log {result.log_path}")
+
+
+@env_app.command("base")
+def env_base() -> None:
+    """Build the base root filesystem (debootstrap) and import it into Docker when an engine runs."""
+    from harness.config import Settings
+    from harness.envs import build_base
+
+    build_base(Settings.from_env())
+
+
+@env_app.command("build")
+def env_build(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="sources")] = None,
+    backend: BackendOpt = None,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+) -> None:
+    """Materialise every task's environment and sealed tree now (cached by content hash)."""
+    from rich.progress import Progress
+
+    from curation.sources import load_sources
+    from harness.sandbox import EnvError, get_backend
+
+    cfg = _config(config, overrides, backend)
+    result = load_sources(_sources(paths))
+    _print_errors(result.errors)
+    sandbox_backend = get_backend(cfg.sandbox)
+    failed = 0
+    with Progress(console=_console()) as progress:
+        job = progress.add_task("building environments", total=len(result.tasks))
+        for task in result.tasks:
+            try:
+                sandbox_backend.prepare(task)
+            except EnvError as err:
+                failed += 1
+                progress.console.print(f"[red]env error[/] {task.instance_id}: {err}")
+            progress.advance(job)
+    _console().print(f"{len(result.tasks) - failed} ready, {failed} failed")
+
+
+def _run_p1(sources: list[Path], out: Path, cfg, workers: int) -> dict:  # noqa: ANN001
+    """The flow in a worker thread; this thread draws progress from the results landing on disk."""
+    import threading
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from curation.sources import load_sources
+    from flows.pipeline1 import done_count, run_pipeline1
+
+    total = len(load_sources(sources).tasks)
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["summary"] = run_pipeline1(sources, out, cfg, workers)
+        except BaseException as err:  # shown to the user below, with its traceback
+            box["error"] = err
+
+    thread = threading.Thread(target=work, daemon=True)
+    columns = (TextColumn("pipeline 1"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=_console()) as progress:
+        bar = progress.add_task("tasks", total=total)
+        thread.start()
+        while thread.is_alive():
+            progress.update(bar, completed=min(done_count(out), total))
+            thread.join(0.5)
+        progress.update(bar, completed=min(done_count(out), total))
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["summary"]  # type: ignore[return-value]
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("outcome", "tasks", title=f"Pipeline 1: {summary['tasks']} tasks in {summary['seconds']} s")
+    table.add_row("[green]kept[/]", str(summary["kept"]))
+    for reason, n in summary["rejected"].items():
+        table.add_row(f"rejected: {reason}", str(n))
+    table.add_row("flaky tests", str(summary["flaky_tests"]))
+    table.add_row("unloadable rows", str(summary["load_errors"]))
+    console = Console()
+    console.print(table)
+    console.print(f"catalog: {summary['catalog']}  (try: swedeck query \"select * from p1_results\" --db {summary['catalog']})")
+
+
+@app.command()
+def p1(
+    sources: Annotated[list[Path], typer.Argument(help="task sources: corpus files, hub ids, task folders")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/p1"),
+    backend: BackendOpt = None,
+    workers: Annotated[int, typer.Option("--workers", "-w", help="tasks processed at once")] = 2,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Pipeline 1: two-tree fail-to-pass with binding assertions, into Parquet and a DuckDB catalog."""
+    cfg = _config(config, overrides, backend)
+    _print_summary(_run_p1(list(sources), out, cfg, workers), as_json)
+
+
+@app.command()
+def curate(
+    sources: Annotated[Optional[list[Path]], typer.Argument(help="sources (default: the sample corpus)")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/curate"),
+    backend: BackendOpt = None,
+    workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+) -> None:
+    """The main job, end to end with embedded defaults: curate the sources into a deck and catalog."""
+    cfg = _config(config, overrides, backend)
+    summary = _run_p1(_sources(sources), out, cfg, workers)
+    _print_summary(summary, as_json=False)
+    _console().print(f"run directory: {out.resolve()}\ncatalog: {Path(summary['catalog']).resolve()}")
+
+
+@app.command()
+def query(
+    sql: Annotated[str, typer.Argument(help="SQL over the catalog's views")],
+    db: Annotated[Path, typer.Option("--db", help="catalog file")] = Path("runs/curate/catalog.duckdb"),
+    as_json: JsonOpt = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="CSV output")] = False,
+) -> None:
+    """Answer SQL over a run's catalog (views: tasks, runs, assertions, p1_results, load_errors)."""
+    import duckdb
+
+    if not db.exists():
+        _console().print(f"[red]no catalog at {db}[/]; run `swedeck curate` or pass --db")
+        raise typer.Exit(2)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cursor = con.execute(sql)
+    except duckdb.Error as err:
+        _console().print(f"[red]{err}[/]")
+        raise typer.Exit(2) from None
+    columns = [d[0] for d in cursor.description]
+    rows = cursor.fetchall()
+    if as_json:
+        print(json.dumps([dict(zip(columns, r)) for r in rows], indent=2, default=str))
+    elif as_csv:
+        import csv
+
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(*columns)
+        for r in rows:
+            table.add_row(*("" if v is None else str(v) for v in r))
+        Console().print(table)
+
+
+def main() -> None:
+    app(prog_name="swedeck")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

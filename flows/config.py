@@ -1,0 +1,76 @@
+"""The resolved run configuration: embedded defaults, then a TOML file, then ``--set key.path=value``.
+
+Its hash is stamped on every record, so a rerun with the same config reuses finished work and a change
+of any knob that can change a result invalidates it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from curation.pipeline1 import Pipeline1Config
+from harness.config import SandboxConfig
+from harness.records import content_hash
+
+
+class SwedeckConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sandbox: SandboxConfig = SandboxConfig()
+    pipeline1: Pipeline1Config = Pipeline1Config()
+
+    def hash(self) -> str:
+        return content_hash(self)
+
+
+def _parse_value(raw: str) -> Any:
+    """TOML's own value syntax (numbers, booleans, quoted strings, arrays); bare words are strings."""
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def apply_override(data: dict[str, Any], assignment: str) -> dict[str, Any]:
+    if "=" not in assignment:
+        raise ValueError(f"override {assignment!r} is not key.path=value")
+    path, raw = assignment.split("=", 1)
+    nested: dict[str, Any] = {}
+    cursor = nested
+    keys = path.strip().split(".")
+    for key in keys[:-1]:
+        cursor = cursor.setdefault(key, {})
+    cursor[keys[-1]] = _parse_value(raw.strip())
+    return _merge(data, nested)
+
+
+def load_config(path: Path | None = None, overrides: list[str] | None = None, **shortcuts: Any) -> SwedeckConfig:
+    """Defaults < file < overrides < shortcuts (CLI flags such as --backend, given as dotted keys)."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        data = tomllib.loads(Path(path).read_text())
+    for assignment in overrides or []:
+        data = apply_override(data, assignment)
+    for dotted, value in shortcuts.items():
+        if value is not None:
+            data = apply_override(data, f"{dotted.replace('__', '.')}={_toml(value)}")
+    return SwedeckConfig.model_validate(data)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,114 @@
+"""Pipeline 1 as a Prefect flow: one Prefect task per corpus task, bounded concurrency, retries only for
+infrastructure failures, and results persisted as Parquet so a rerun resumes where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from curation.pipeline1 import finished, internal_error, process_task, result_path
+from curation.sources import load_sources
+from curation.store import build_catalog, commit_folder, sweep_partials
+from flows.config import SwedeckConfig
+from harness.records import AssertionRecord, LoadError, Pipeline1Result, RunRecord, Task, TaskRow
+from harness.sandbox import get_backend
+
+CATALOG = "catalog.duckdb"
+
+
+class InfrastructureFailure(RuntimeError):
+    """Raised after recording a sandbox failure, so that Prefect retries the task."""
+
+
+def _infra_only(task, task_run, state) -> bool:  # noqa: ANN001 - Prefect's retry_condition_fn signature
+    try:
+        state.result()
+    except InfrastructureFailure:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+@task(name="pipeline1-task", retries=2, retry_delay_seconds=1, retry_condition_fn=_infra_only, cache_policy=NO_CACHE)
+def run_one(task_json: str, out: str, config_json: str) -> dict[str, str]:
+    work = Task.model_validate_json(task_json)
+    config = SwedeckConfig.model_validate_json(config_json)
+    out_dir = Path(out)
+    result = finished(out_dir, work, config.hash())
+    if result is None:
+        try:
+            result = process_task(work, get_backend(config.sandbox), config.pipeline1, config.hash(), out_dir)
+        except Exception as err:  # our bug on one task must not stop the others
+            result = internal_error(work, config.hash(), out_dir, err)
+        if result.reason == "sandbox_error":
+            raise InfrastructureFailure(f"{work.instance_id}: {result.detail}")
+    return {"instance_id": result.instance_id, "decision": result.decision, "reason": result.reason,
+            "flaky": str(len(result.flaky))}  # fmt: skip
+
+
+def catalog_views(out: Path) -> dict[str, tuple[str, type]]:
+    p1 = out.resolve() / "p1"
+    return {
+        "tasks": (f"{p1}/*/task.parquet", TaskRow),
+        "runs": (f"{p1}/*/runs.parquet", RunRecord),
+        "assertions": (f"{p1}/*/assertions.parquet", AssertionRecord),
+        "p1_results": (f"{p1}/*/result.parquet", Pipeline1Result),
+        "load_errors": (f"{out.resolve()}/load_errors/*.parquet", LoadError),
+    }
+
+
+@flow(name="pipeline1")
+def pipeline1(sources: list[str], out: str, config: dict) -> dict:
+    """Run Pipeline 1 over every task in ``sources`` into the run directory ``out``."""
+    started = time.monotonic()
+    cfg = SwedeckConfig.model_validate(config)
+    out_dir = Path(out)
+    sweep_partials(out_dir / "p1")
+    loaded = load_sources(sources)
+    seen: set[str] = set()
+    tasks, errors = [], list(loaded.errors)
+    for t in loaded.tasks:
+        if t.instance_id in seen:
+            errors.append(LoadError(source=t.source, location=t.instance_id, field="instance_id", message="duplicate instance_id"))
+        else:
+            seen.add(t.instance_id)
+            tasks.append(t)
+    commit_folder(out_dir / "load_errors", [("errors", LoadError, errors)])
+    config_json = cfg.model_dump_json()
+    futures = [run_one.submit(t.model_dump_json(), str(out_dir), config_json) for t in tasks]
+    outcomes = []
+    for t, future in zip(tasks, futures):
+        outcome = future.result(raise_on_failure=False)
+        if isinstance(outcome, BaseException):  # retries exhausted; the record on disk says why
+            outcome = {"instance_id": t.instance_id, "decision": "reject", "reason": "sandbox_error", "flaky": "0"}
+        outcomes.append(outcome)
+    build_catalog(out_dir / CATALOG, catalog_views(out_dir))
+    reasons = Counter(o["reason"] or "kept" for o in outcomes)
+    return {
+        "tasks": len(tasks),
+        "kept": reasons.pop("kept", 0),
+        "rejected": dict(sorted(reasons.items())),
+        "load_errors": len(errors),
+        "flaky_tests": sum(int(o["flaky"]) for o in outcomes),
+        "seconds": round(time.monotonic() - started, 1),
+        "catalog": str(out_dir / CATALOG),
+    }
+
+
+def run_pipeline1(sources: list[str], out: Path, cfg: SwedeckConfig, workers: int) -> dict:
+    runner = ThreadPoolTaskRunner(max_workers=workers)
+    return pipeline1.with_options(task_runner=runner)([str(s) for s in sources], str(out), cfg.model_dump(mode="json"))
+
+
+def done_count(out: Path) -> int:
+    return sum(1 for _ in (out / "p1").glob("*/result.parquet")) if (out / "p1").exists() else 0
+
+
+__all__ = ["pipeline1", "run_pipeline1", "done_count", "result_path"]

@@ -1,0 +1,448 @@
+"""swedeck_assertions: a pytest plugin that records the outcome of every assertion a test executes.
+
+Self-contained on purpose (standard library and pytest only): it is copied into task sandboxes and
+loaded there with ``-p swedeck_assertions -o enable_assertion_pass_hook=true`` with its folder on
+``PYTHONPATH``. It writes one JSON object per line, per assertion event, to the file named by the
+``SWEDECK_ASSERT_LOG`` environment variable (nothing at all when the variable is unset)::
+
+    {"nodeid": ..., "file": <path relative to the rootdir>, "line": <1-based start line>,
+     "source": <the assertion's source, whitespace normalised>, "outcome": "passed" | "failed"}
+
+Where events come from:
+
+* a bare ``assert`` that passes: ``pytest_assertion_pass``. The hook names no file, so the file is the
+  first frame, walking up from the hook, that belongs to an assertion-rewritten module and stands on the
+  hook's line; an assert in a helper module is therefore reported at the helper's file and line.
+* a bare ``assert`` that fails: a ``pytest_runtest_makereport`` wrapper reads the exception's traceback
+  and reports the innermost frame inside the rootdir whose line belongs to an ``assert`` statement or to
+  an ``assert*(...)`` / ``self.fail*(...)`` call. An exception raised while an assert's expression is
+  evaluated therefore also counts as that assert failing.
+* ``unittest.TestCase`` assertion methods (every public ``assert*`` and ``fail*`` method, wrapped when
+  the plugin is imported): each call records at its caller's line; a method that hands back a context
+  manager (``with self.assertRaises(...)``) records when the ``with`` block exits. Calls made by
+  unittest itself (``assertEqual`` delegating to ``assertListEqual``, ``fail`` raising a failure) are
+  not recorded, so only the outermost call counts.
+
+Limitations:
+
+* pytest rewrites asserts only in test modules, ``conftest.py`` files and modules registered with
+  ``pytest.register_assert_rewrite``; a passing assert in any other helper module is invisible (a failing
+  one is still found through the traceback). Register helper modules in a conftest to see them.
+* a failing bare assert whose ``AssertionError`` is caught by the test itself (``pytest.raises
+  (AssertionError)``) is not recorded; ``pytest.raises`` blocks themselves are not recorded at all.
+* every process appends to the same file with single ``O_APPEND`` writes (one line each), which keeps
+  lines whole under pytest-xdist; the file is never truncated by the plugin.
+
+The plugin never changes an outcome: every piece of its own work swallows its errors. Each event is
+written with one ``os.write`` call, so a test that hangs or calls ``os._exit`` leaves every event
+recorded before that point.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import json
+import os
+import sys
+import threading
+import unittest
+
+import pytest
+
+ENV_VAR = "SWEDECK_ASSERT_LOG"
+
+# Frames of this module are hidden from unittest's and pytest's failure reports.
+__unittest = True
+
+_PLUGIN_FILE = os.path.normcase(os.path.abspath(__file__))
+_UNITTEST_DIR = os.path.normcase(os.path.dirname(os.path.abspath(unittest.__file__))) + os.sep
+_RECORDED_TAG = "_swedeck_assert_recorded"
+
+
+class _State:
+    def __init__(self) -> None:
+        self.path = os.environ.get(ENV_VAR) or ""
+        self.fd: int | None = None
+        self.rootdir = os.path.normcase(os.path.abspath(os.getcwd()))
+        self.real_rootdir = os.path.normcase(os.path.realpath(self.rootdir))
+        self.nodeid = ""
+        self.lock = threading.Lock()
+        self.index: dict[str, tuple[float, list[tuple[int, int, str, str, str]]]] = {}
+
+
+_STATE = _State()
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def _write(nodeid: str, file: str, line: int, source: str, outcome: str) -> None:
+    if not _STATE.path:
+        return
+    try:
+        blob = json.dumps(
+            {"nodeid": nodeid, "file": file, "line": line, "source": source, "outcome": outcome},
+            ensure_ascii=False,
+        )
+        data = (blob + "\n").encode("utf-8")
+        with _STATE.lock:
+            if _STATE.fd is None:
+                _STATE.fd = os.open(_STATE.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            os.write(_STATE.fd, data)
+    except Exception:
+        pass
+
+
+def _under_root(filename: str) -> str | None:
+    """``filename`` relative to the rootdir (with ``/``), or None when it lies outside."""
+    path = os.path.normcase(os.path.abspath(filename))
+    for root, candidate in ((_STATE.rootdir, path), (_STATE.real_rootdir, None)):
+        if candidate is None:
+            candidate = os.path.normcase(os.path.realpath(filename))
+        if candidate.startswith(root + os.sep):
+            return candidate[len(root) + 1 :].replace(os.sep, "/")
+    return None
+
+
+def _relpath(filename: str) -> str:
+    inside = _under_root(filename)
+    if inside is not None:
+        return inside
+    return os.path.abspath(filename).replace(os.sep, "/")
+
+
+def _in_rootdir(filename: str) -> bool:
+    return _under_root(filename) is not None
+
+
+def normalise(text: str) -> str:
+    """Whitespace-normalised source: line continuations dropped, every run of whitespace one space."""
+    return " ".join(text.replace("\\\r\n", " ").replace("\\\n", " ").split())
+
+
+# ------------------------------------------------------------------------------------------ source index
+
+# One entry per assertion-like node of a file: (start line, end line, kind, callee name, source).
+# kind is "assert" for an assert statement and "call" for an assert*/fail* call.
+
+
+def _callee(node: ast.Call) -> tuple[str, bool]:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id, False
+    if isinstance(func, ast.Attribute):
+        on_self = isinstance(func.value, ast.Name) and func.value.id == "self"
+        return func.attr, on_self
+    return "", False
+
+
+def _index(filename: str) -> list[tuple[int, int, str, str, str]]:
+    try:
+        mtime = os.stat(filename).st_mtime
+    except OSError:
+        return []
+    cached = _STATE.index.get(filename)
+    if cached is not None and cached[0] == mtime:
+        return cached[1]
+    entries: list[tuple[int, int, str, str, str]] = []
+    try:
+        with open(filename, "rb") as handle:
+            raw = handle.read()
+        text = raw.decode("utf-8", errors="replace")
+        tree = ast.parse(raw, filename)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assert):
+                kind, name = "assert", ""
+            elif isinstance(node, ast.Call):
+                name, on_self = _callee(node)
+                if not (name.startswith("assert") or (on_self and name.startswith("fail"))):
+                    continue
+                kind = "call"
+            else:
+                continue
+            segment = ast.get_source_segment(text, node) or ""
+            end = getattr(node, "end_lineno", None) or node.lineno
+            entries.append((node.lineno, end, kind, name, normalise(segment)))
+    except Exception:
+        entries = []
+    _STATE.index[filename] = (mtime, entries)
+    return entries
+
+
+def _find(filename: str, line: int, kind: str | None = None, name: str | None = None,
+          start_only: bool = False) -> tuple[int, str] | None:
+    """The innermost indexed node of ``filename`` covering ``line`` (start line, source), if any."""
+    best: tuple[int, int, str, str, str] | None = None
+    for entry in _index(filename):
+        start, end, ekind, ename, _ = entry
+        if kind is not None and ekind != kind:
+            continue
+        if name is not None and ename != name:
+            continue
+        if start_only and start != line:
+            continue
+        if not start <= line <= end:
+            continue
+        if best is None or (end - start, -start) < (best[1] - best[0], -best[0]):
+            best = entry
+    if best is None:
+        return None
+    return best[0], best[4]
+
+
+# ------------------------------------------------------------------------------------------ bare asserts
+
+
+def _rewritten(frame) -> bool:
+    return "@py_builtins" in frame.f_globals or "@pytest_ar" in frame.f_globals
+
+
+@pytest.hookimpl
+def pytest_assertion_pass(item, lineno, orig, expl):
+    if not _STATE.path:
+        return
+    try:
+        frame = sys._getframe(1)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if (
+                frame.f_lineno == lineno
+                and _rewritten(frame)
+                and os.path.normcase(os.path.abspath(filename)) != _PLUGIN_FILE
+            ):
+                break
+            frame = frame.f_back
+        if frame is None:
+            return
+        filename = frame.f_code.co_filename
+        found = _find(filename, lineno, kind="assert", start_only=True)
+        source = found[1] if found else normalise("assert " + (orig or ""))
+        _write(item.nodeid, _relpath(filename), lineno, source, "passed")
+    except Exception:
+        pass
+
+
+def _tagged(exc: BaseException) -> bool:
+    return bool(getattr(exc, _RECORDED_TAG, False))
+
+
+def _tag(exc: BaseException) -> None:
+    try:
+        setattr(exc, _RECORDED_TAG, True)
+    except Exception:
+        pass
+
+
+def _failure_site(exc: BaseException) -> tuple[str, int, str] | None:
+    """The innermost traceback frame in the rootdir that stands on an assertion: (file, line, source)."""
+    entries = []
+    tb = exc.__traceback__
+    while tb is not None:
+        entries.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    for filename, line in reversed(entries):
+        if os.path.normcase(os.path.abspath(filename)) == _PLUGIN_FILE or not _in_rootdir(filename):
+            continue
+        found = _find(filename, line)
+        if found is not None:
+            return filename, found[0], found[1]
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if _STATE.path:
+        try:
+            excinfo = call.excinfo
+            if excinfo is not None:
+                exc = excinfo.value
+                skipped = isinstance(exc, (pytest.skip.Exception, pytest.xfail.Exception, unittest.SkipTest))
+                if not skipped and not _tagged(exc):
+                    site = _failure_site(exc)
+                    if site is not None:
+                        _tag(exc)
+                        _write(item.nodeid, _relpath(site[0]), site[1], site[2], "failed")
+        except Exception:
+            pass
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    _STATE.nodeid = getattr(item, "nodeid", "")
+    try:
+        return (yield)
+    finally:
+        _STATE.nodeid = ""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    try:
+        _STATE.rootdir = os.path.normcase(os.path.abspath(str(config.rootpath)))
+        _STATE.real_rootdir = os.path.normcase(os.path.realpath(_STATE.rootdir))
+    except Exception:
+        pass
+    if not _STATE.path:
+        return
+    try:
+        if not config.getini("enable_assertion_pass_hook"):
+            sys.stderr.write(
+                "swedeck_assertions: enable_assertion_pass_hook is off, passing bare asserts are not recorded\n"
+            )
+    except Exception:
+        pass
+
+
+@pytest.hookimpl
+def pytest_unconfigure(config):
+    try:
+        if _STATE.fd is not None:
+            os.close(_STATE.fd)
+            _STATE.fd = None
+    except Exception:
+        pass
+
+
+# ------------------------------------------------------------------------------------------ unittest
+
+
+def _internal(filename: str) -> bool:
+    path = os.path.normcase(os.path.abspath(filename))
+    return path.startswith(_UNITTEST_DIR) or path == _PLUGIN_FILE
+
+
+def _caller_site(frame, name: str) -> tuple[str, int, str] | None:
+    """Where the test code called ``name``: the caller, or, when the caller lies outside the rootdir
+    (an installed library's assertion helper), the first frame up the stack inside the rootdir."""
+    first = frame
+    probe = frame
+    while probe is not None and not _in_rootdir(probe.f_code.co_filename):
+        probe = probe.f_back
+    chosen = probe if probe is not None else first
+    filename = chosen.f_code.co_filename
+    line = chosen.f_lineno
+    found = _find(filename, line, kind="call", name=name) if chosen is first else None
+    if found is None:
+        found = _find(filename, line)
+    if found is None:
+        return filename, line, normalise(f"self.{name}(...)")
+    return filename, found[0], found[1]
+
+
+class _RecordingContext:
+    """Stands in for the context manager an assertion method returned; records when the block exits."""
+
+    def __init__(self, context, site, nodeid):
+        self._swedeck_context = context
+        self._swedeck_site = site
+        self._swedeck_nodeid = nodeid
+
+    def __enter__(self):
+        return self._swedeck_context.__enter__()
+
+    def __exit__(self, exc_type, exc, tb):
+        __tracebackhide__ = True
+        try:
+            suppressed = self._swedeck_context.__exit__(exc_type, exc, tb)
+        except Exception as error:
+            _record_call(self._swedeck_site, self._swedeck_nodeid, "failed")
+            _tag(error)
+            raise
+        if exc_type is not None and not suppressed:
+            _record_call(self._swedeck_site, self._swedeck_nodeid, "failed")
+            if exc is not None:
+                _tag(exc)
+        else:
+            _record_call(self._swedeck_site, self._swedeck_nodeid, "passed")
+        return suppressed
+
+    def __getattr__(self, name):
+        return getattr(self._swedeck_context, name)
+
+
+def _record_call(site, nodeid, outcome):
+    if site is None:
+        return
+    try:
+        _write(nodeid, _relpath(site[0]), site[1], site[2], outcome)
+    except Exception:
+        pass
+
+
+def _is_context(result) -> bool:
+    kind = type(result)
+    return (
+        hasattr(kind, "__enter__")
+        and hasattr(kind, "__exit__")
+        and getattr(kind, "__module__", "").startswith("unittest")
+    )
+
+
+def _wrap(name, original):
+    @functools.wraps(original)
+    def recording(self, *args, **kwargs):
+        __tracebackhide__ = True
+        site = None
+        try:
+            caller = sys._getframe(1)
+            if not _internal(caller.f_code.co_filename):
+                site = _caller_site(caller, name)
+        except Exception:
+            site = None
+        if site is None:
+            return original(self, *args, **kwargs)
+        nodeid = _STATE.nodeid
+        try:
+            result = original(self, *args, **kwargs)
+        except Exception as error:
+            _record_call(site, nodeid, "failed")
+            _tag(error)
+            raise
+        try:
+            if _is_context(result):
+                return _RecordingContext(result, site, nodeid)
+        except Exception:
+            pass
+        _record_call(site, nodeid, "passed")
+        return result
+
+    recording._swedeck_wrapped = True  # type: ignore[attr-defined]
+    return recording
+
+
+def _install_unittest_wrappers() -> None:
+    for name in dir(unittest.TestCase):
+        if not (name.startswith("assert") or name.startswith("fail")):
+            continue
+        try:
+            original = unittest.TestCase.__dict__.get(name)
+            if original is None:
+                for klass in unittest.TestCase.__mro__:
+                    if name in klass.__dict__:
+                        original = klass.__dict__[name]
+                        break
+            if not callable(original) or isinstance(original, type):
+                continue
+            if getattr(original, "_swedeck_wrapped", False):
+                continue
+            setattr(unittest.TestCase, name, _wrap(name, original))
+        except Exception:
+            pass
+
+
+def _force_fresh_rewrite() -> None:
+    """Ignore rewritten-module caches, which may predate the pass hook (their key ignores the ini)."""
+    try:
+        from _pytest.assertion import rewrite
+
+        rewrite._read_pyc = lambda *args, **kwargs: None  # type: ignore[assignment]
+    except Exception:
+        pass
+
+
+if _STATE.path:
+    _install_unittest_wrappers()
+    _force_fresh_rewrite()
