@@ -83,12 +83,15 @@ def _outcomes(runs: Sequence[dict[str, str]], test_id: str) -> set[str]:
 
 def derive(buggy: Sequence[dict[str, str]], gold: Sequence[dict[str, str]], owned: Sequence[str] = ()) -> Derived:
     """FAIL_TO_PASS: never passes on buggy, passes on every gold run. PASS_TO_PASS: passes in every
-    run of both. Flaky: more than one outcome across identical runs of one tree. ``gold_failing``:
+    run of both. Flaky: more than one outcome across identical runs of one tree (or a parametrised
+    sibling of such a test). ``gold_failing``:
     stably failing on gold, among the tests in files the task owns (all tests when it names none)."""
     d = Derived()
-    for test_id in sorted({t for run in [*buggy, *gold] for t in run}):
+    ids = sorted({t for run in [*buggy, *gold] for t in run})
+    unstable = {_family(t) for t in ids if len(_outcomes(buggy, t)) > 1 or len(_outcomes(gold, t)) > 1}
+    for test_id in ids:
         on_buggy, on_gold = _outcomes(buggy, test_id), _outcomes(gold, test_id)
-        if len(on_buggy) > 1 or len(on_gold) > 1:
+        if _family(test_id) in unstable:
             d.flaky.append(test_id)
         elif on_gold == {Status.PASSED} and on_buggy != {Status.PASSED}:
             d.fail_to_pass.append(test_id)
@@ -97,6 +100,12 @@ def derive(buggy: Sequence[dict[str, str]], gold: Sequence[dict[str, str]], owne
         elif on_gold <= {Status.FAILED, Status.ERROR} and _owned(test_id, owned):
             d.gold_failing.append(test_id)
     return d
+
+
+def _family(test_id: str) -> str:
+    """Parametrised cases of one test function share its code: when one case flips between runs,
+    the others' stability is luck, so a flaky case makes the whole family flaky."""
+    return test_id.split("[", 1)[0]
 
 
 def _owned(test_id: str, owned: Sequence[str]) -> bool:

@@ -182,7 +182,12 @@ def env_build(
 
 def _run_p1(sources: list[Path], out: Path, cfg, workers: int) -> dict:  # noqa: ANN001
     """The flow in a worker thread; this thread draws progress from the results landing on disk."""
+    import os
     import threading
+
+    # Prefect's own per-task INFO lines would drown the progress bar; warnings still show
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

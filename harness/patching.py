@@ -6,6 +6,7 @@ attempt never leaves a half-applied tree and nothing needs resetting between att
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path, PurePosixPath
 
@@ -31,6 +32,10 @@ APPLY_STRATEGIES: list[tuple[str, str, str]] = [
 ]
 # files that change how tests are collected or run, whoever adds or edits them
 TEST_INFRA_NAMES = {"conftest.py", "pytest.ini", "tox.ini", "sitecustomize.py", "usercustomize.py"}
+# GNU patch names everything it would touch in its --dry-run output ("checking file x", "checking
+# symbolic link y"); git apply refuses paths inside .git, and paths beyond a symlink, by itself
+_PATCH_CHECKED = re.compile(r"^checking (file|symbolic link) (.+)$", re.MULTILINE)
+_GIT_DIR = re.compile(r"(?:^|/)\.git(?:/|$)")
 
 
 def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
@@ -43,6 +48,10 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
     errors = []
     for strategy, check, apply in APPLY_STRATEGIES:
         probe = sandbox.run(check.format(p=p), timeout=60)
+        unsafe = _unsafe_targets(probe.log_path) if probe.exit_code == 0 else []
+        if unsafe:  # a hook or config planted in .git would run during grading's own git commands
+            errors.append(f"{strategy}: refused, the patch writes inside .git or creates a symlink: {', '.join(unsafe)}")
+            continue
         if probe.exit_code == 0:
             done = sandbox.run(apply.format(p=p), timeout=60)
             if done.exit_code == 0:
@@ -50,6 +59,17 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
             probe = done
         errors.append(f"{strategy}: {probe.output.strip()[-400:]}")
     return "", "\n".join(errors)
+
+
+def _unsafe_targets(log_path: str) -> list[str]:
+    """What a dry run says it would touch inside ``.git``, directly or through a symlink it creates
+    (GNU patch creates ``g -> .git`` and then writes ``g/hooks/post-checkout`` through it)."""
+    found = _PATCH_CHECKED.findall(Path(log_path).read_text(errors="replace")) if log_path else []
+    return [
+        name
+        for kind, name in found
+        if kind == "symbolic link" or _GIT_DIR.search(name.strip().strip("'\""))
+    ]
 
 
 def is_protected(path: str, task: Task) -> bool:
@@ -80,12 +100,13 @@ def neutralize_tests(sandbox: Sandbox, task: Task) -> list[str]:
     """Undo every change the candidate made to protected paths: restore tracked ones from the base
     commit, delete added ones. Returns the paths touched (evidence of tampering, or just of an
     over-eager agent)."""
-    status = sandbox.run("git status --porcelain=v1 -z --untracked-files=all", timeout=60)
+    # --ignored: a .gitignore the candidate adds must not hide a planted conftest.py from this scan
+    status = sandbox.run("git status --porcelain=v1 -z --untracked-files=all --ignored", timeout=60)
     restore, delete = [], []
     for code, path in changed_paths(Path(status.log_path).read_text(errors="replace")):
         if not is_protected(path, task):
             continue
-        (delete if code == "??" or code.startswith("A") else restore).append(path)
+        (delete if code in ("??", "!!") or code.startswith("A") else restore).append(path)
     if restore:
         sandbox.run("git checkout HEAD -- " + shlex.join(restore), timeout=60)
     if delete:

@@ -249,19 +249,25 @@ class RunRecord(Stamped):
 
 
 AssertionStatus = Literal["passed", "failed", "not_reached"]
+AssertionKind = Literal["assert", "unittest", "raises", "call"]
 
 
 class AssertionRecord(Stamped):
-    """One assertion site's outcome in one test on one run; the key is stable across trees."""
+    """One assertion site's outcome in one test on one run. The key (test_file, test_id, assert_file,
+    line, source_hash, occurrence) is stable across the buggy and gold trees."""
 
     tree: Tree
     attempt: int
+    test_file: str
     test_id: str
     assert_file: str
     line: int
-    source_hash: str
-    occurrence: int
+    end_line: int
+    qualname: str  # enclosing function's __qualname__, "<module>", or "" when known only from an event
+    kind: AssertionKind
     source: str
+    source_hash: str  # sha1 of the whitespace-normalised source, 12 hex digits
+    occurrence: int
     passed: int
     failed: int
     status: AssertionStatus

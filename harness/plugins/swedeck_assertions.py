@@ -33,9 +33,18 @@ Limitations:
 * every process appends to the same file with single ``O_APPEND`` writes (one line each), which keeps
   lines whole under pytest-xdist; the file is never truncated by the plugin.
 
+* with ``--assert=plain`` nothing is rewritten and passing bare asserts are not seen at all.
+* unittest assertions made outside any test (at import time) are not recorded.
+
+Rewritten modules are cached in ``__pycache__`` under a name that ignores ``enable_assertion_pass_hook``,
+so a cache left by an earlier plain run would hide every passing assert; when the log is enabled the
+plugin makes pytest ignore those caches and rewrite afresh.
+
 The plugin never changes an outcome: every piece of its own work swallows its errors. Each event is
 written with one ``os.write`` call, so a test that hangs or calls ``os._exit`` leaves every event
 recorded before that point.
+
+PYTEST_DONT_REWRITE (pytest rewrites ``-p`` plugins unless their docstring says this)
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ import ast
 import functools
 import json
 import os
+import re
 import sys
 import threading
 import unittest
@@ -68,7 +78,7 @@ class _State:
         self.real_rootdir = os.path.normcase(os.path.realpath(self.rootdir))
         self.nodeid = ""
         self.lock = threading.Lock()
-        self.index: dict[str, tuple[float, list[tuple[int, int, str, str, str]]]] = {}
+        self.index: dict[str, list[tuple[int, int, str, str, str]]] = {}
 
 
 _STATE = _State()
@@ -117,8 +127,12 @@ def _in_rootdir(filename: str) -> bool:
 
 
 def normalise(text: str) -> str:
-    """Whitespace-normalised source: line continuations dropped, every run of whitespace one space."""
-    return " ".join(text.replace("\\\r\n", " ").replace("\\\n", " ").split())
+    """Whitespace-normalised source: line continuations and line breaks just inside brackets dropped,
+    every other run of whitespace made one space. The plugin and ``curation.assertions`` must agree."""
+    text = re.sub(r"\\\r?\n", " ", text)
+    text = re.sub(r"([(\[{])[ \t]*\r?\n\s*", r"\1", text)
+    text = re.sub(r"\s*\n[ \t]*([)\]}])", r"\1", text)
+    return " ".join(text.split())
 
 
 # ------------------------------------------------------------------------------------------ source index
@@ -138,13 +152,11 @@ def _callee(node: ast.Call) -> tuple[str, bool]:
 
 
 def _index(filename: str) -> list[tuple[int, int, str, str, str]]:
-    try:
-        mtime = os.stat(filename).st_mtime
-    except OSError:
-        return []
+    """The assertion-like nodes of ``filename``, parsed once per process (test files do not change
+    while they run)."""
     cached = _STATE.index.get(filename)
-    if cached is not None and cached[0] == mtime:
-        return cached[1]
+    if cached is not None:
+        return cached
     entries: list[tuple[int, int, str, str, str]] = []
     try:
         with open(filename, "rb") as handle:
@@ -166,25 +178,33 @@ def _index(filename: str) -> list[tuple[int, int, str, str, str]]:
             entries.append((node.lineno, end, kind, name, normalise(segment)))
     except Exception:
         entries = []
-    _STATE.index[filename] = (mtime, entries)
+    entries.sort()
+    _STATE.index[filename] = entries
     return entries
 
 
-def _find(filename: str, line: int, kind: str | None = None, name: str | None = None,
-          start_only: bool = False) -> tuple[int, str] | None:
-    """The innermost indexed node of ``filename`` covering ``line`` (start line, source), if any."""
+def _find(
+    filename: str,
+    line: int,
+    kind: str | None = None,
+    name: str | None = None,
+    start_only: bool = False,
+    prefix: str = "",
+) -> tuple[int, str] | None:
+    """The innermost indexed node of ``filename`` covering ``line`` (start line, source), if any;
+    among nodes starting on the same line, the first whose source starts with ``prefix``."""
     best: tuple[int, int, str, str, str] | None = None
     for entry in _index(filename):
-        start, end, ekind, ename, _ = entry
-        if kind is not None and ekind != kind:
+        start, end, ekind, ename, source = entry
+        if start > line:
+            break
+        if end < line or (start_only and start != line):
             continue
-        if name is not None and ename != name:
-            continue
-        if start_only and start != line:
-            continue
-        if not start <= line <= end:
+        if (kind is not None and ekind != kind) or (name is not None and ename != name):
             continue
         if best is None or (end - start, -start) < (best[1] - best[0], -best[0]):
+            best = entry
+        elif prefix and start == best[0] and source.startswith(prefix) and not best[4].startswith(prefix):
             best = entry
     if best is None:
         return None
@@ -216,8 +236,9 @@ def pytest_assertion_pass(item, lineno, orig, expl):
         if frame is None:
             return
         filename = frame.f_code.co_filename
-        found = _find(filename, lineno, kind="assert", start_only=True)
-        source = found[1] if found else normalise("assert " + (orig or ""))
+        fallback = normalise("assert " + (orig or ""))
+        found = _find(filename, lineno, kind="assert", start_only=True, prefix=fallback)
+        source = found[1] if found else fallback
         _write(item.nodeid, _relpath(filename), lineno, source, "passed")
     except Exception:
         pass
@@ -250,30 +271,35 @@ def _failure_site(exc: BaseException) -> tuple[str, int, str] | None:
     return None
 
 
-@pytest.hookimpl(wrapper=True)
+# Old-style wrappers (``hookwrapper=True``) work with every pytest since 3, and task images carry
+# whatever pytest their corpus pinned.
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    report = yield
-    if _STATE.path:
-        try:
-            excinfo = call.excinfo
-            if excinfo is not None:
-                exc = excinfo.value
-                skipped = isinstance(exc, (pytest.skip.Exception, pytest.xfail.Exception, unittest.SkipTest))
-                if not skipped and not _tagged(exc):
-                    site = _failure_site(exc)
-                    if site is not None:
-                        _tag(exc)
-                        _write(item.nodeid, _relpath(site[0]), site[1], site[2], "failed")
-        except Exception:
-            pass
-    return report
+    yield
+    if not _STATE.path:
+        return
+    try:
+        excinfo = call.excinfo
+        if excinfo is None:
+            return
+        exc = excinfo.value
+        if isinstance(exc, (pytest.skip.Exception, pytest.xfail.Exception, unittest.SkipTest)) or _tagged(exc):
+            return
+        site = _failure_site(exc)
+        if site is not None:
+            _tag(exc)
+            _write(item.nodeid, _relpath(site[0]), site[1], site[2], "failed")
+    except Exception:
+        pass
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     _STATE.nodeid = getattr(item, "nodeid", "")
     try:
-        return (yield)
+        yield
     finally:
         _STATE.nodeid = ""
 
@@ -281,7 +307,8 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config):
     try:
-        _STATE.rootdir = os.path.normcase(os.path.abspath(str(config.rootpath)))
+        root = getattr(config, "rootpath", None) or config.rootdir
+        _STATE.rootdir = os.path.normcase(os.path.abspath(str(root)))
         _STATE.real_rootdir = os.path.normcase(os.path.realpath(_STATE.rootdir))
     except Exception:
         pass
@@ -364,7 +391,7 @@ class _RecordingContext:
 
 
 def _record_call(site, nodeid, outcome):
-    if site is None:
+    if site is None or not nodeid:
         return
     try:
         _write(nodeid, _relpath(site[0]), site[1], site[2], outcome)
@@ -415,7 +442,7 @@ def _wrap(name, original):
 
 def _install_unittest_wrappers() -> None:
     for name in dir(unittest.TestCase):
-        if not (name.startswith("assert") or name.startswith("fail")):
+        if not name.startswith(("assert", "fail")):
             continue
         try:
             original = unittest.TestCase.__dict__.get(name)

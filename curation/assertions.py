@@ -1,0 +1,428 @@
+"""Assertion sites, assertion outcomes and binding assertions.
+
+Three steps, all pure:
+
+1. ``assertion_sites``: the static assertion sites of a Python file, found with tree-sitter (the
+   ``tree_sitter_python`` grammar wheel; nothing is downloaded): ``assert`` statements, ``self.assert*``
+   / ``self.fail*`` calls (unittest style) and ``pytest.raises`` (as a call or a ``with`` item).
+2. ``parse_events`` reads the JSONL written by the ``swedeck_assertions`` pytest plugin
+   (``harness/plugins/swedeck_assertions.py``), and ``assertion_outcomes`` joins events and sites into
+   one ``SiteOutcome`` per (test, site): how often the site passed and failed in that test, and a
+   status: ``passed`` (every event passed), ``failed`` (any event failed) or ``not_reached`` (no event).
+3. ``binding_assertions``: the sites of FAIL_TO_PASS tests that fail or are not reached on the buggy
+   tree and pass on the gold tree.
+
+A site belongs to a test when it lies in the test function (same file, same qualname, or a function
+nested in it) or when the plugin observed it while that test ran (asserts in helper functions and helper
+modules). The record key, ``(test file, test id, assert file, line, source hash, occurrence)``, is the
+same on both trees because they share the hidden test files.
+
+``pytest.raises`` sites are reported by ``assertion_sites`` but the plugin does not record them at run
+time, so ``assertion_outcomes`` leaves them out unless asked (``kinds``); an expected exception inside a
+unittest test (``self.assertRaises``) is recorded like any other unittest assertion.
+
+``records_for_run`` and ``binding_keys`` adapt these functions to Pipeline 1's stored records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal, Protocol, TypeVar
+
+import tree_sitter_python
+from tree_sitter import Language, Node, Parser, Query, QueryCursor
+
+from harness import records as rec
+from harness.records import Record
+
+# assert: an assert statement; unittest: self.assert*/self.fail*; raises: pytest.raises; call: any other
+# assert*(...) call, known only from a failure event (a library assertion helper such as numpy's)
+SiteKind = Literal["assert", "unittest", "raises", "call"]
+AssertionStatus = Literal["passed", "failed", "not_reached"]
+Outcome = Literal["passed", "failed"]
+Key = tuple[str, str, str, int, str, int]
+
+RUNTIME_KINDS: frozenset[str] = frozenset({"assert", "unittest"})  # what the plugin records
+MODULE_QUALNAME = "<module>"
+
+# ------------------------------------------------------------------------------------------ sites
+
+
+@dataclass(frozen=True)
+class Site:
+    file: str  # path relative to the repository root, "/"-separated
+    line: int  # 1-based first line
+    end_line: int
+    qualname: str  # enclosing function as Python spells __qualname__ ("C.test_x", "f.<locals>.g"), or "<module>"
+    kind: SiteKind
+    source: str  # whitespace-normalised source text of the statement or call
+    source_hash: str
+    occurrence: int  # earlier sites of the same function with the same source hash
+
+
+def normalise(text: str) -> str:
+    """Whitespace-normalised source: line continuations and line breaks just inside brackets dropped,
+    every other run of whitespace made one space. The plugin and ``curation.assertions`` must agree."""
+    text = re.sub(r"\\\r?\n", " ", text)
+    text = re.sub(r"([(\[{])[ \t]*\r?\n\s*", r"\1", text)
+    text = re.sub(r"\s*\n[ \t]*([)\]}])", r"\1", text)
+    return " ".join(text.split())
+
+
+def source_hash(source: str) -> str:
+    return hashlib.sha1(source.encode("utf-8")).hexdigest()[:12]
+
+
+_QUERY_TEXT = """
+(assert_statement) @assert
+(call function: (attribute object: (identifier) @object attribute: (identifier) @method)) @call
+"""
+
+
+@cache
+def _language() -> Language:
+    return Language(tree_sitter_python.language())
+
+
+@cache
+def _query() -> Query:
+    return Query(_language(), _QUERY_TEXT)
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", errors="replace") if node is not None and node.text is not None else ""
+
+
+def _call_kind(obj: str, method: str) -> SiteKind | None:
+    if obj == "self" and method.startswith(("assert", "fail")):
+        return "unittest"
+    if obj == "pytest" and method == "raises":
+        return "raises"
+    return None
+
+
+def _qualname(node: Node) -> str:
+    """The ``__qualname__`` of the function enclosing ``node`` (``<module>`` at module level)."""
+    parts: list[tuple[str, str]] = []
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("function_definition", "class_definition"):
+            parts.append((parent.type, _text(parent.child_by_field_name("name"))))
+        parent = parent.parent
+    if not any(kind == "function_definition" for kind, _ in parts):
+        return MODULE_QUALNAME
+    while parts and parts[0][0] == "class_definition":  # a class inside the innermost function
+        parts.pop(0)
+    names: list[str] = []
+    for kind, name in reversed(parts):
+        names.append(name)
+        if kind == "function_definition":
+            names.append("<locals>")
+    return ".".join(names[:-1])
+
+
+def assertion_sites(source: str, path: str) -> list[Site]:
+    """Every assertion site of one Python file, in source order.
+
+    ``path`` is stored as the site's file (pass it relative to the repository root). A file that does
+    not parse still yields the sites tree-sitter recovers around the error."""
+    tree = Parser(_language()).parse(source.encode("utf-8"))
+    found: dict[int, tuple[Node, SiteKind]] = {}
+    for _, captures in QueryCursor(_query()).matches(tree.root_node):
+        if "assert" in captures:
+            node = captures["assert"][0]
+            found[node.start_byte] = (node, "assert")
+            continue
+        kind = _call_kind(_text(captures["object"][0]), _text(captures["method"][0]))
+        if kind is not None:
+            node = captures["call"][0]
+            found.setdefault(node.start_byte, (node, kind))
+    seen: Counter[tuple[str, str]] = Counter()
+    sites = []
+    for _, (node, kind) in sorted(found.items()):
+        text = normalise(_text(node))
+        digest = source_hash(text)
+        qualname = _qualname(node)
+        sites.append(
+            Site(
+                file=path,
+                line=node.start_point[0] + 1,
+                end_line=node.end_point[0] + 1,
+                qualname=qualname,
+                kind=kind,
+                source=text,
+                source_hash=digest,
+                occurrence=seen[(qualname, digest)],
+            )
+        )
+        seen[(qualname, digest)] += 1
+    return sites
+
+
+# ------------------------------------------------------------------------------------------ events
+
+
+@dataclass(frozen=True)
+class Event:
+    nodeid: str
+    file: str
+    line: int
+    source: str
+    outcome: Outcome
+
+
+def parse_events(jsonl: str) -> list[Event]:
+    """The plugin's events in order. A last line cut short (the run was killed mid-write; the text
+    does not end with a newline) is dropped; any other malformed line raises ValueError."""
+    lines = jsonl.split("\n")
+    events = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            outcome = row["outcome"]
+            if outcome not in ("passed", "failed"):
+                raise ValueError(f"unknown outcome {outcome!r}")
+            event = Event(
+                nodeid=str(row["nodeid"]),
+                file=str(row["file"]),
+                line=int(row["line"]),
+                source=str(row.get("source", "")),
+                outcome=outcome,
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            if number == len(lines):  # no newline after it: truncated
+                break
+            raise ValueError(f"assertion log line {number} is malformed: {exc}") from exc
+        events.append(event)
+    return events
+
+
+# ------------------------------------------------------------------------------------------ records
+
+
+class SiteOutcome(Record):
+    """One site's outcome in one test on one run, before it is stamped and stored as
+    ``harness.records.AssertionRecord``; ``key`` is stable across trees."""
+
+    test_file: str
+    test_id: str
+    assert_file: str
+    line: int
+    end_line: int
+    qualname: str
+    kind: SiteKind
+    source: str
+    source_hash: str
+    occurrence: int
+    passed: int
+    failed: int
+    status: AssertionStatus
+
+    @property
+    def key(self) -> Key:
+        return record_key(self)
+
+
+class _Keyed(Protocol):
+    @property
+    def test_id(self) -> str: ...
+    @property
+    def assert_file(self) -> str: ...
+    @property
+    def line(self) -> int: ...
+    @property
+    def source_hash(self) -> str: ...
+    @property
+    def occurrence(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+
+
+R = TypeVar("R", bound=_Keyed)
+
+
+def split_nodeid(nodeid: str) -> tuple[str, str]:
+    """``tests/t.py::C::test_x[a::b]`` -> (``tests/t.py``, ``C.test_x``)."""
+    path, sep, rest = nodeid.partition("::")
+    if not sep:
+        return path, ""
+    rest = rest.split("[", 1)[0]
+    return path, rest.replace("::", ".")
+
+
+def record_key(record: _Keyed) -> Key:
+    """(test file, test id, assert file, line, source hash, occurrence) of any assertion record."""
+    return (
+        split_nodeid(record.test_id)[0],
+        record.test_id,
+        record.assert_file,
+        record.line,
+        record.source_hash,
+        record.occurrence,
+    )
+
+
+def _in_test(site: Site, test_file: str, qualname: str) -> bool:
+    if not qualname or site.file != test_file:
+        return False
+    return site.qualname == qualname or site.qualname.startswith(qualname + ".<locals>.")
+
+
+def _event_kind(source: str) -> SiteKind:
+    if source.startswith("assert "):
+        return "assert"
+    return "unittest" if source.startswith(("self.assert", "self.fail")) else "call"
+
+
+def _site_for(event: Event, by_file: Mapping[str, Sequence[Site]], made: dict[tuple[str, int, str], Site]) -> Site:
+    """The site an event belongs to: one starting on its line (the one with its source when several do),
+    else the smallest one spanning the line, else a site made from the event itself."""
+    candidates = by_file.get(event.file, ())
+    digest = source_hash(event.source)
+    starting = [s for s in candidates if s.line == event.line]
+    if starting:
+        return next((s for s in starting if s.source_hash == digest), starting[0])
+    spanning = [s for s in candidates if s.line <= event.line <= s.end_line]
+    if spanning:
+        return min(spanning, key=lambda s: (s.end_line - s.line, -s.line))
+    ident = (event.file, event.line, digest)
+    if ident not in made:
+        made[ident] = Site(
+            file=event.file,
+            line=event.line,
+            end_line=event.line,
+            qualname="",
+            kind=_event_kind(event.source),
+            source=event.source,
+            source_hash=digest,
+            occurrence=0,
+        )
+    return made[ident]
+
+
+def assertion_outcomes(
+    events: Iterable[Event],
+    sites: Iterable[Site],
+    test_ids: Iterable[str],
+    *,
+    kinds: Iterable[str] = RUNTIME_KINDS,
+) -> list[SiteOutcome]:
+    """One record per (test, site) for every test in ``test_ids`` and every test the events name.
+
+    A test's sites are those inside its function plus every site observed while it ran; counts come
+    from the events, and a site without events in that test is ``not_reached``. Sites of other
+    ``kinds`` than the plugin records (``pytest.raises``) are ignored unless ``kinds`` includes them."""
+    wanted = set(kinds)
+    site_list = [s for s in sites if s.kind in wanted]
+    by_file: dict[str, list[Site]] = defaultdict(list)
+    for site in site_list:
+        by_file[site.file].append(site)
+    made: dict[tuple[str, int, str], Site] = {}
+    counts: dict[tuple[str, Site], Counter[str]] = defaultdict(Counter)
+    tests: dict[str, None] = dict.fromkeys(test_ids)
+    for event in events:
+        tests.setdefault(event.nodeid)
+        counts[(event.nodeid, _site_for(event, by_file, made))][event.outcome] += 1
+    observed: dict[str, set[Site]] = defaultdict(set)
+    for nodeid, site in counts:
+        observed[nodeid].add(site)
+
+    records = []
+    for nodeid in tests:
+        test_file, qualname = split_nodeid(nodeid)
+        own = {s for s in by_file.get(test_file, ()) if _in_test(s, test_file, qualname)}
+        for site in own | observed[nodeid]:
+            tally = counts.get((nodeid, site), Counter())
+            status: AssertionStatus = "failed" if tally["failed"] else "passed" if tally["passed"] else "not_reached"
+            records.append(
+                SiteOutcome(
+                    test_file=test_file,
+                    test_id=nodeid,
+                    assert_file=site.file,
+                    line=site.line,
+                    end_line=site.end_line,
+                    qualname=site.qualname,
+                    kind=site.kind,
+                    source=site.source,
+                    source_hash=site.source_hash,
+                    occurrence=site.occurrence,
+                    passed=tally["passed"],
+                    failed=tally["failed"],
+                    status=status,
+                )
+            )
+    return sorted(records, key=record_key)
+
+
+def binding_assertions(buggy: Sequence[_Keyed], gold: Sequence[R], fail_to_pass: Iterable[str]) -> list[R]:
+    """The gold records of FAIL_TO_PASS tests whose site passes on gold and fails or is not reached
+    on buggy. A key with no buggy record counts as not reached: a FAIL_TO_PASS test did not pass on
+    buggy, so a site it never reached there (say, in a helper first called after the failure) has no
+    record on that tree."""
+    f2p = set(fail_to_pass)
+    on_buggy = {record_key(r): r.status for r in buggy}
+    return sorted(
+        (
+            r
+            for r in gold
+            if r.test_id in f2p and r.status == "passed" and on_buggy.get(record_key(r), "not_reached") != "passed"
+        ),
+        key=record_key,
+    )
+
+
+def location(record: _Keyed) -> str:
+    """``assert_file:line``, the form labels and ``Pipeline1Result.binding_assertions`` use."""
+    return f"{record.assert_file}:{record.line}"
+
+
+# ------------------------------------------------------------------------------------------ Pipeline 1
+
+
+def sites_of(sources: Mapping[str, str]) -> list[Site]:
+    """Every site of every Python file in ``sources`` (path -> text)."""
+    return [
+        site for path, text in sorted(sources.items()) if path.endswith(".py") for site in assertion_sites(text, path)
+    ]
+
+
+def records_for_run(trial: rec.TestRun, tree: str, attempt: int, stamp: Mapping[str, Any]) -> list[rec.AssertionRecord]:
+    """Stored assertion records of one instrumented run (the grader's ``TestRun``)."""
+    outcomes = assertion_outcomes(parse_events(trial.assert_events), sites_of(trial.test_sources), trial.statuses)
+    fields = rec.AssertionRecord.model_fields
+    return [
+        rec.AssertionRecord(
+            **stamp,
+            tree=tree,
+            attempt=attempt,
+            **{k: v for k, v in outcome.model_dump().items() if k in fields},
+        )
+        for outcome in outcomes
+    ]
+
+
+def binding_keys(records: Sequence[rec.AssertionRecord], fail_to_pass: Iterable[str]) -> list[str]:
+    """``file:line`` of the sites that bind in every pairing of a buggy run with a gold run."""
+    runs: dict[tuple[str, int], list[rec.AssertionRecord]] = defaultdict(list)
+    for r in records:
+        runs[(r.tree, r.attempt)].append(r)
+    buggy = [rs for (tree, _), rs in sorted(runs.items()) if tree == "buggy"]
+    gold = [rs for (tree, _), rs in sorted(runs.items()) if tree == "gold"]
+    if not buggy or not gold:
+        return []
+    f2p = set(fail_to_pass)
+    common: set[Key] | None = None
+    for b in buggy:
+        for g in gold:
+            keys = {record_key(r) for r in binding_assertions(b, g, f2p)}
+            common = keys if common is None else common & keys
+    by_key = {record_key(r): r for g in gold for r in g}
+    return sorted({location(by_key[k]) for k in common or ()})
