@@ -1,0 +1,221 @@
+"""Pipeline 1: the verdict rules on hand-made status maps, then the real Prefect flow over the sample
+corpus (every planted defect rejected with the right reason, every valid task kept with the labelled
+FAIL_TO_PASS tests and binding assertions), bad input that must not stop a run, and kill-and-resume."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from curation.pipeline1 import Derived, decide, derive, label_disagreements
+from data import SAMPLE
+from flows.config import load_config
+from harness.records import Answer, Environment, HiddenTests, Recipe, Task
+from conftest import LABELS
+
+P, F, E = "PASSED", "FAILED", "ERROR"
+
+
+# ------------------------------------------------------------------------------------------ pure rules
+
+
+def test_derive_splits_fail_to_pass_pass_to_pass_and_gold_failures() -> None:
+    buggy = [{"t::a": F, "t::b": P, "t::c": F}] * 3
+    gold = [{"t::a": P, "t::b": P, "t::c": F}] * 3
+    d = derive(buggy, gold, ["t"])
+    assert (d.fail_to_pass, d.pass_to_pass, d.gold_failing, d.flaky) == (["t::a"], ["t::b"], ["t::c"], [])
+
+
+def test_derive_counts_a_test_missing_on_buggy_as_not_passing() -> None:
+    # a hidden test importing a name the buggy tree lacks never gets an id there, only a file ERROR
+    d = derive([{"t.py": E}], [{"t.py::new": P}])
+    assert d.fail_to_pass == ["t.py::new"]
+
+
+def test_derive_marks_flaky_tests_and_their_parametrised_siblings() -> None:
+    buggy = [{"t::x[1]": F, "t::x[2]": F, "t::y": F}] * 3
+    gold = [{"t::x[1]": P, "t::x[2]": P, "t::y": P}, {"t::x[1]": F, "t::x[2]": P, "t::y": P}, {"t::x[1]": P, "t::x[2]": P, "t::y": P}]
+    d = derive(buggy, gold)
+    assert d.flaky == ["t::x[1]", "t::x[2]"]
+    assert d.fail_to_pass == ["t::y"]
+
+
+def test_gold_failures_outside_the_tasks_test_files_are_not_blamed_on_gold() -> None:
+    d = derive([{"other.py::t": F, "t.py::a": F}], [{"other.py::t": F, "t.py::a": P}], ["t.py"])
+    assert d.gold_failing == [] and d.fail_to_pass == ["t.py::a"]
+
+
+@pytest.mark.parametrize(
+    ("derived", "network", "binding", "reason"),
+    [
+        (Derived(fail_to_pass=["a"]), True, None, "needs_network"),
+        (Derived(flaky=["a"]), False, None, "only_flaky"),
+        (Derived(fail_to_pass=["a"], flaky=["b"]), False, ["f:1"], ""),
+        (Derived(fail_to_pass=["a"], gold_failing=["b"]), False, ["f:1"], "gold_fails"),
+        (Derived(pass_to_pass=["a"]), False, None, "no_fail_to_pass"),
+        (Derived(fail_to_pass=["a"]), False, [], "no_binding_assertion"),
+        (Derived(fail_to_pass=["a"]), False, ["f:1"], ""),
+    ],
+)
+def test_decide_applies_the_documented_order(derived: Derived, network: bool, binding: list | None, reason: str) -> None:
+    assert decide(derived, network=network, binding=binding) == reason
+
+
+def _task(**answer: object) -> Task:
+    return Task(
+        instance_id="x", source="swe_bench", repo="o/r", problem_statement="p",
+        environment=Environment(recipe=Recipe()), test_cmd=["pytest"],
+        answer=Answer(gold_patch="", hidden_tests=HiddenTests(), **answer),
+    )  # fmt: skip
+
+
+def test_label_disagreements_name_every_claim_the_runs_contradict() -> None:
+    task = _task(fail_to_pass=["a", "b"], pass_to_pass=["c"], expected_status={"c": "PASSED", "d": "FAILED"})
+    d = Derived(fail_to_pass=["a", "e"], pass_to_pass=["c"], flaky=["b"])
+    out = label_disagreements(task, d, {"c": P, "d": P})
+    assert out == [
+        "b: corpus says FAIL_TO_PASS, runs say flaky",
+        "e: runs say FAIL_TO_PASS, corpus does not",
+        "d: corpus gold map says FAILED, our gold run says PASSED",
+    ]
+
+
+# ------------------------------------------------------------------------------------------ the flow
+
+
+def _rows(db: Path, sql: str) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="session")
+def prefect_api(swedeck_env):  # noqa: ANN001, ANN201
+    """A temporary Prefect API for in-process flows, stopped before pytest closes its output."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield
+
+
+@pytest.fixture(scope="session")
+def sample_run(prefect_api, bwrap_backend, tmp_path_factory) -> Path:  # noqa: ANN001
+    """The real Prefect flow over the whole sample corpus, once per session."""
+    from flows.pipeline1 import run_pipeline1
+
+    out = tmp_path_factory.mktemp("p1-sample")
+    summary = run_pipeline1([SAMPLE], out, load_config(), workers=2)
+    assert summary["tasks"] == len(LABELS)
+    return out
+
+
+@pytest.mark.prefect
+@pytest.mark.parametrize("instance_id", sorted(LABELS))
+def test_sample_task_is_decided_as_labelled(sample_run: Path, instance_id: str) -> None:
+    label = LABELS[instance_id]
+    (row,) = _rows(
+        sample_run / "catalog.duckdb",
+        f"select decision, reason, fail_to_pass, binding_assertions, infrastructure, detail "
+        f"from p1_results where instance_id = '{instance_id}'",
+    )
+    decision, reason, f2p, binding, infrastructure, detail = row
+    assert (decision, reason) == (label["p1_decision"], label["p1_reason"]), detail
+    assert infrastructure == (reason == "env_error")
+    if decision == "keep":
+        assert sorted(f2p) == sorted(label["fail_to_pass"])
+        assert sorted(binding) == sorted(label["binding_asserts"])
+
+
+@pytest.mark.prefect
+def test_catalog_views_hold_every_record_kind(sample_run: Path) -> None:
+    db = sample_run / "catalog.duckdb"
+    [(tasks,)], [(results,)] = _rows(db, "select count(*) from tasks"), _rows(db, "select count(*) from p1_results")
+    assert tasks == results == len(LABELS)
+    # each non-env-error task ran 3 times per tree, network confirmation runs aside
+    per_tree = _rows(db, "select instance_id, tree, count(*) from runs where tree <> 'gold_network' group by all")
+    assert {n for _, _, n in per_tree} == {3}
+    [(binding_rows,)] = _rows(
+        db,
+        "select count(*) from assertions a join p1_results r using (instance_id) where r.decision = 'keep' "
+        "and list_contains(r.binding_assertions, a.assert_file || ':' || a.line)",
+    )
+    assert binding_rows > 0
+    [(network_runs,)] = _rows(db, "select count(*) from runs where tree = 'gold_network'")
+    assert network_runs == 1  # only the feedfetch task fails gold with network errors
+
+
+def _copy_tasks(dest: Path, *names: str) -> Path:
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        shutil.copytree(SAMPLE / name, dest / name)
+    return dest
+
+
+@pytest.mark.prefect
+def test_broken_folder_and_hanging_test_do_not_stop_the_run(sample_run: Path, tmp_path: Path) -> None:
+    from flows.pipeline1 import run_pipeline1
+
+    src = _copy_tasks(tmp_path / "src", "sample__semverlite-1", "sample__toposort-1")
+    broken = src / "sample__broken-1"
+    shutil.copytree(SAMPLE / "sample__mdtable-1", broken)
+    (broken / "task.toml").write_text('instance_id = "sample__broken-1"\nlog_parser = "pytest"\n')  # no test_cmd
+    hanging = src / "sample__toposort-1"
+    toml = (hanging / "task.toml").read_text()
+    (hanging / "task.toml").write_text(toml.replace("test_cmd = [", 'test_cmd = ["python -c \\"import time; time.sleep(600)\\"", ', 1))
+    cfg = load_config(overrides=["sandbox.limits.timeout_s=4"])
+    summary = run_pipeline1([src], tmp_path / "out", cfg, workers=2)
+    assert summary["kept"] == 1 and summary["rejected"] == {"timeout": 1} and summary["load_errors"] == 1
+    db = tmp_path / "out" / "catalog.duckdb"
+    assert _rows(db, "select field from load_errors") == [("task.toml:test_cmd",)]
+    assert _rows(db, "select reason, stage from p1_results where instance_id = 'sample__toposort-1'") == [("timeout", "tests")]
+
+
+# ------------------------------------------------------------------------------------------ kill and resume
+
+KILL_TASKS = ("sample__semverlite-1", "sample__mdtable-1", "sample__romans-1", "sample__intervals-1", "sample__invoice-1")
+STABLE = (
+    "select instance_id, decision, reason, fail_to_pass, pass_to_pass, binding_assertions, expected_status, runs "
+    "from p1_results order by instance_id"
+)
+RUN_KEYS = "select instance_id, tree, attempt, outcome, statuses from runs order by all"
+ASSERT_KEYS = "select instance_id, tree, attempt, test_id, assert_file, line, occurrence, status from assertions order by all"
+
+
+def _p1(src: Path, out: Path, env: dict[str, str]) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "flows.cli", "p1", str(src), "--out", str(out), "--workers", "1", "--set", "pipeline1.runs=2"]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+
+
+@pytest.mark.prefect
+def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+    src = _copy_tasks(tmp_path / "src", *KILL_TASKS)
+    env = {**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"}
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert _p1(src, whole, env).wait(timeout=600) == 0
+
+    victim = _p1(src, killed, env)
+    deadline = time.monotonic() + 300
+    while len(list((killed / "p1").glob("*/result.parquet"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.7)  # land the kill inside the next task's work, not between tasks
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    finished = len(list((killed / "p1").glob("*/result.parquet")))
+    assert 2 <= finished < len(KILL_TASKS), "the kill should interrupt the run midway"
+
+    assert _p1(src, killed, env).wait(timeout=600) == 0
+    for sql in (STABLE, RUN_KEYS, ASSERT_KEYS):
+        assert _rows(killed / "catalog.duckdb", sql) == _rows(whole / "catalog.duckdb", sql)
+    dupes = _rows(killed / "catalog.duckdb", "select instance_id, tree, attempt from runs group by all having count(*) > 1")
+    assert dupes == []
+    assert not list((killed / "p1").glob(".*")), "partial folders of the killed run were swept"
