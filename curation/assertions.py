@@ -175,6 +175,7 @@ class Event:
     line: int
     source: str
     outcome: Outcome
+    count: int = 1  # the plugin writes repeats of one (test, site, outcome) as a single counted line
 
 
 def parse_events(jsonl: str) -> list[Event]:
@@ -196,6 +197,7 @@ def parse_events(jsonl: str) -> list[Event]:
                 line=int(row["line"]),
                 source=str(row.get("source", "")),
                 outcome=outcome,
+                count=int(row.get("count", 1)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             if number == len(lines):  # no newline after it: truncated
@@ -330,7 +332,7 @@ def assertion_outcomes(
     tests: dict[str, None] = dict.fromkeys(test_ids)
     for event in events:
         tests.setdefault(event.nodeid)
-        counts[(event.nodeid, _site_for(event, by_file, made))][event.outcome] += 1
+        counts[(event.nodeid, _site_for(event, by_file, made))][event.outcome] += event.count
     observed: dict[str, set[Site]] = defaultdict(set)
     for nodeid, site in counts:
         observed[nodeid].add(site)

@@ -79,6 +79,9 @@ class _State:
         self.nodeid = ""
         self.lock = threading.Lock()
         self.index: dict[str, list[tuple[int, int, str, str, str]]] = {}
+        self.seen: set[tuple[str, str, int, str, str]] = set()
+        self.pass_sites: dict[tuple[str, int, str], tuple[str, str]] = {}
+        self.repeats: dict[tuple[str, str, int, str, str], int] = {}
 
 
 _STATE = _State()
@@ -88,20 +91,39 @@ _STATE = _State()
 
 
 def _write(nodeid: str, file: str, line: int, source: str, outcome: str) -> None:
+    """The first event of a (test, site, outcome) is written at once, so a run that dies keeps every
+    outcome it reached; repeats (asserts in loops) are only counted, and written when the test ends."""
     if not _STATE.path:
         return
+    key = (nodeid, file, line, source, outcome)
+    with _STATE.lock:
+        if key in _STATE.seen:
+            _STATE.repeats[key] = _STATE.repeats.get(key, 0) + 1
+            return
+        _STATE.seen.add(key)
+    _emit(key, 1)
+
+
+def _emit(key: tuple[str, str, int, str, str], count: int) -> None:
+    nodeid, file, line, source, outcome = key
     try:
-        blob = json.dumps(
-            {"nodeid": nodeid, "file": file, "line": line, "source": source, "outcome": outcome},
-            ensure_ascii=False,
-        )
-        data = (blob + "\n").encode("utf-8")
+        row = {"nodeid": nodeid, "file": file, "line": line, "source": source, "outcome": outcome}
+        if count != 1:
+            row["count"] = count
+        data = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
         with _STATE.lock:
             if _STATE.fd is None:
                 _STATE.fd = os.open(_STATE.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             os.write(_STATE.fd, data)
     except Exception:
         pass
+
+
+def _flush_repeats() -> None:
+    with _STATE.lock:
+        repeats, _STATE.repeats = _STATE.repeats, {}
+    for key, count in repeats.items():
+        _emit(key, count)
 
 
 def _under_root(filename: str) -> str | None:
@@ -236,10 +258,12 @@ def pytest_assertion_pass(item, lineno, orig, expl):
         if frame is None:
             return
         filename = frame.f_code.co_filename
-        fallback = normalise("assert " + (orig or ""))
-        found = _find(filename, lineno, kind="assert", start_only=True, prefix=fallback)
-        source = found[1] if found else fallback
-        _write(item.nodeid, _relpath(filename), lineno, source, "passed")
+        site = _STATE.pass_sites.get((filename, lineno, orig))
+        if site is None:  # asserts in loops pass thousands of times; look each site up once
+            fallback = normalise("assert " + (orig or ""))
+            found = _find(filename, lineno, kind="assert", start_only=True, prefix=fallback)
+            site = _STATE.pass_sites[(filename, lineno, orig)] = (_relpath(filename), found[1] if found else fallback)
+        _write(item.nodeid, site[0], lineno, site[1], "passed")
     except Exception:
         pass
 
@@ -302,6 +326,7 @@ def pytest_runtest_protocol(item, nextitem):
         yield
     finally:
         _STATE.nodeid = ""
+        _flush_repeats()
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -325,6 +350,7 @@ def pytest_configure(config):
 
 @pytest.hookimpl
 def pytest_unconfigure(config):
+    _flush_repeats()
     try:
         if _STATE.fd is not None:
             os.close(_STATE.fd)

@@ -1,0 +1,102 @@
+"""The ``swedeck`` command line, run as users run it: a subprocess of the installed entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from data import FIXTURES, SAMPLE
+
+
+def swedeck(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=os.environ)
+    if check and done.returncode:
+        raise AssertionError(f"swedeck {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def test_help_starts_fast_without_heavy_imports() -> None:
+    started = time.perf_counter()
+    done = swedeck("--help")
+    assert "grade" in done.stdout and "curate" in done.stdout
+    assert time.perf_counter() - started < 5
+    probe = "import sys, flows.cli; print(sorted(m for m in ('prefect', 'duckdb', 'docker', 'datasets', 'pyarrow') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "[]"
+
+
+def test_tasks_list_json_reads_folders_and_corpus_files_and_reports_bad_rows() -> None:
+    done = swedeck("tasks", "list", str(SAMPLE), str(FIXTURES / "swe_bench.jsonl"), "--json")
+    rows = json.loads(done.stdout)
+    ids = {r["instance_id"] for r in rows}
+    assert {"sample__semverlite-1", "toyorg__calclib-101"} <= ids
+    assert all({"instance_id", "source", "repo"} <= set(r) for r in rows)
+    assert {r["source"] for r in rows} == {"local", "swe_bench"}
+    assert "swe_bench.jsonl#row" in done.stderr  # the malformed rows are named, the rest listed
+
+
+def test_tasks_show_keeps_the_answer_out_of_the_agent_view() -> None:
+    done = swedeck("tasks", "show", "sample__toposort-1")
+    assert "gold patch:" in done.stdout and "diff --git" not in done.stdout
+    assert swedeck("tasks", "show", "no-such-task", check=False).returncode == 2
+
+
+def test_grade_json_gold_and_empty(bwrap_backend) -> None:  # noqa: ANN001
+    gold = json.loads(swedeck("grade", "sample__semverlite-1", "--patch", "gold", "--json").stdout)
+    empty = json.loads(swedeck("grade", "sample__semverlite-1", "--patch", "empty", "--json").stdout)
+    assert (gold["reward"], gold["reason"]) == (1.0, "ok")
+    assert (empty["reward"], empty["reason"]) == (0.0, "pattern_mismatch")
+    assert {"instance_id", "reward", "reason", "statuses"} <= set(gold)
+    assert empty["statuses"]["tests/test_ranges.py::test_caret_zero_major"] == "FAILED"
+
+
+def test_grade_a_patch_file_and_a_task_folder_path(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+    folder = SAMPLE / "sample__toposort-1"
+    patch = tmp_path / "fix.patch"
+    patch.write_text((folder / "gold.patch").read_text())
+    done = json.loads(swedeck("grade", str(folder), "--patch", str(patch), "--json").stdout)
+    assert done["reward"] == 1.0
+
+
+def test_grade_reports_an_environment_that_cannot_build(bwrap_backend) -> None:  # noqa: ANN001
+    done = swedeck("grade", "sample__invoice-1", check=False)
+    assert done.returncode == 3
+    assert "environment build failed" in done.stderr and "No matching distribution" in done.stderr
+
+
+def test_broken_task_folder_is_reported_with_its_field(tmp_path: Path) -> None:
+    shutil.copytree(SAMPLE / "sample__mdtable-1", tmp_path / "sample__mdtable-1")
+    bad = tmp_path / "sample__bad-1"
+    shutil.copytree(SAMPLE / "sample__toposort-1", bad)
+    toml = bad / "task.toml"
+    toml.write_text(toml.read_text().replace("sample__toposort-1", "sample__bad-1"))
+    (bad / "gold.patch").write_text("this is not a diff\n")
+    done = swedeck("tasks", "list", str(tmp_path), "--json")
+    assert [r["instance_id"] for r in json.loads(done.stdout)] == ["sample__mdtable-1"]
+    assert "sample__bad-1" in done.stderr and "gold.patch" in done.stderr
+
+
+@pytest.mark.prefect
+def test_p1_and_query(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+    src = tmp_path / "src"
+    for name in ("sample__mdtable-1", "sample__semverlite-1"):
+        shutil.copytree(SAMPLE / name, src / name)
+    out = tmp_path / "out"
+    summary = json.loads(swedeck("p1", str(src), "--out", str(out), "--json", "--set", "pipeline1.runs=2").stdout)
+    assert summary["kept"] == 1 and summary["rejected"] == {"no_fail_to_pass": 1}
+    db = out / "catalog.duckdb"
+    rows = json.loads(swedeck("query", "select instance_id, decision, reason from p1_results order by 1", "--db", str(db), "--json").stdout)
+    assert rows == [
+        {"instance_id": "sample__mdtable-1", "decision": "reject", "reason": "no_fail_to_pass"},
+        {"instance_id": "sample__semverlite-1", "decision": "keep", "reason": ""},
+    ]
+    csv = swedeck("query", "select count(*) as n from runs", "--db", str(db), "--csv").stdout
+    assert csv.splitlines() == ["n", "8"]
+    bad = swedeck("query", "select * from nowhere", "--db", str(db), check=False)
+    assert bad.returncode == 2 and "nowhere" in bad.stderr
