@@ -14,6 +14,7 @@ import json
 import secrets
 import shutil
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.config import Settings
@@ -24,7 +25,7 @@ from harness.records import Grade, Status, Task, TestRun, content_hash
 from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
 
 BAD = {Status.FAILED, Status.ERROR}
-PLUGIN = Path(__file__).parent / "plugins" / "swedeck_assertions.py"
+PLUGINS = Path(__file__).parent / "plugins"
 PLUGIN_DIR = "/tmp/.swedeck-plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
 
@@ -37,17 +38,19 @@ def run_tests(
     log_dir: Path | None = None,
     network: bool = False,
     instrument: bool = False,
+    select: Sequence[str] | None = None,
 ) -> TestRun:
     """Everything up to the statuses; no expectation involved. EnvError propagates (the environment,
     not the patch, is at fault); a sandbox failure is a recorded outcome. ``instrument`` loads the
-    assertion plugin and returns its events with the hidden test sources they refer to."""
+    assertion plugin and returns its events with the hidden test sources they refer to. ``select``
+    runs only those pytest node ids (other runners ignore it and run everything)."""
     started = time.monotonic()
     durations: dict[str, float] = {}
     sandbox = backend.open(task, network=network)
     durations["open"] = time.monotonic() - started
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
-        return _run_in(sandbox, task, patch, durations, log_dir, instrument)
+        return _run_in(sandbox, task, patch, durations, log_dir, instrument, select)
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
     finally:
@@ -55,7 +58,13 @@ def run_tests(
 
 
 def _run_in(
-    sandbox: Sandbox, task: Task, patch: str, durations: dict[str, float], log_dir: Path, instrument: bool
+    sandbox: Sandbox,
+    task: Task,
+    patch: str,
+    durations: dict[str, float],
+    log_dir: Path,
+    instrument: bool,
+    select: Sequence[str] | None,
 ) -> TestRun:
     t0 = time.monotonic()
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
@@ -77,18 +86,25 @@ def _run_in(
     log_dir.mkdir(parents=True, exist_ok=True)
     run.log_path = str(log_dir / f"{task.instance_id}-{content_hash(patch)}-{token}.log")
     events = f"/tmp/.swedeck-asserts-{token}.jsonl"
-    if instrument:
-        sandbox.write_file(f"{PLUGIN_DIR}/swedeck_assertions.py", PLUGIN.read_bytes())
+    plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
+    for plugin in plugins:
+        sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
+    if select is not None:
+        sandbox.write_file(f"/tmp/.swedeck-select-{token}", "".join(f"{test_id}\n" for test_id in select))
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
             env, junit = {}, ""
             if uses_junit(task.log_parser):
                 junit = f"/tmp/.swedeck-junit-{token}-{i}.xml"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
-            if instrument:
-                env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + " -p swedeck_assertions -o enable_assertion_pass_hook=true"
+            if plugins:
+                env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + "".join(f" -p {p}" for p in plugins)
                 env["PYTHONPATH"] = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
+            if instrument:
+                env["PYTEST_ADDOPTS"] += " -o enable_assertion_pass_hook=true"
                 env["SWEDECK_ASSERT_LOG"] = events
+            if select is not None:
+                env["SWEDECK_SELECT"] = f"/tmp/.swedeck-select-{token}"
             result = sandbox.run(command, env=env)
             run.exit_codes.append(result.exit_code)
             shutil.copyfileobj(open(result.log_path, "rb"), log)
@@ -221,8 +237,12 @@ def grade(
     *,
     expected: dict[str, Status] | None = None,
     log_dir: Path | None = None,
+    select: Sequence[str] | None = None,
 ) -> Grade:
-    """THE grader. ``expected`` defaults to the corpus's gold map or a cached gold run."""
+    """THE grader. ``expected`` defaults to the corpus's gold map or a cached gold run; with ``select``
+    only those tests run and only their part of the pattern is held against them."""
     if expected is None:
         expected = gold_pattern(task, backend)
-    return compare(run_tests(task, patch, backend, log_dir=log_dir), expected, task)
+    if select is not None:
+        expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
+    return compare(run_tests(task, patch, backend, log_dir=log_dir, select=select), expected, task)

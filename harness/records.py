@@ -306,3 +306,50 @@ class Pipeline1Result(Stamped):
     runs: int
     duration_s: float
     detail: str
+
+
+# --------------------------------------------------------------------------------------------- pipeline 2
+
+ProbeKind = Literal["plausible_wrong", "correct_alternative"]
+ProbeOrigin = Literal["model_free", "judge"]
+
+
+class ProbeResult(Stamped):
+    """A counterfactual patch and how the one grader scored it.
+
+    A plausible-but-wrong probe with reward 1 is evidence of a too-loose suite (it may still be
+    equivalent to gold); a correct-but-different probe with reward 0 is evidence of an over-restrictive
+    one. Neither is a verdict by itself.
+    """
+
+    probe_id: str  # stable: hash of (instance, kind, operator, patch)
+    kind: ProbeKind
+    origin: ProbeOrigin
+    operator: str  # e.g. drop_hunk, mutate_compare, special_case, rename_locals, swap_branches
+    description: str
+    patch: str
+    reward: float
+    reason: str  # the Grade's reason
+    selected_reward: float | None  # the quick verdict on the binding tests alone, when run
+    executions: int  # test-command executions spent on this probe
+    differing: list[str]
+    log_path: str
+
+
+Verdict = Literal["accept", "issue_rewritten", "gold_wrong", "too_loose", "over_restrictive", "unjudgeable"]
+
+
+class VerdictRecord(Stamped):
+    """Pipeline 2's answer for one task, with the executed evidence it rests on."""
+
+    verdict: Verdict
+    q1_gold_fixes_issue: bool | None
+    q2_tests_grade_issue: Literal["yes", "too_loose", "over_restrictive"] | None
+    q3_issue_states_requirements: bool | None
+    evidence: list[str]  # probe ids whose executed grades support the verdict
+    rewritten_issue: str
+    rationale: str
+    judge_model: str
+    transcript_path: str
+    tokens: int
+    detail: str  # why a task is unjudgeable (budget spent, endpoint failed), or other notes
