@@ -54,6 +54,7 @@ NETWORK_ERRORS = re.compile(
     r"gaierror|Name or service not known|Temporary failure in name resolution|Network is unreachable"
     r"|No route to host|URLError|Failed to establish a new connection|nodename nor servname provided"
 )
+TASK_FILE = "task.json"  # the full task, answer included, for Pipeline 2; no catalog view reads it
 INFRA_REASONS = {"env_error", "sandbox_error", "internal_error"}
 MISSING = "MISSING"
 
@@ -158,6 +159,18 @@ def result_path(out: Path, instance_id: str) -> Path:
     return out / "p1" / instance_id
 
 
+def kept_tasks(out: Path) -> list[tuple[Task, Pipeline1Result]]:
+    """Every task Pipeline 1 kept in the run directory ``out``, with its result."""
+    kept = []
+    for folder in sorted((out / "p1").glob("*/")):
+        if not (folder / "result.parquet").exists():
+            continue
+        (result,) = read_records(folder / "result.parquet", Pipeline1Result)
+        if result.decision == "keep":
+            kept.append((Task.model_validate_json((folder / TASK_FILE).read_text()), result))
+    return kept
+
+
 def finished(out: Path, task: Task, config_hash: str) -> Pipeline1Result | None:
     """The stored result when it was made from this task content and config and is not an
     infrastructure failure (those are always retried)."""
@@ -208,6 +221,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
                 ("assertions", AssertionRecord, records),
                 ("result", Pipeline1Result, [result]),
             ],
+            {TASK_FILE: task.model_dump_json()},
         )
         return result
 
@@ -304,5 +318,6 @@ def internal_error(task: Task, config_hash: str, out: Path, err: BaseException) 
         result_path(out, task.instance_id),
         [("task", TaskRow, [task_row(task, stamp)]), ("runs", RunRecord, []),
          ("assertions", AssertionRecord, []), ("result", Pipeline1Result, [result])],
+        {TASK_FILE: task.model_dump_json()},
     )  # fmt: skip
     return result

@@ -57,20 +57,28 @@ def write_records(path: Path, model: type[BaseModel], records: Sequence[BaseMode
 
 
 def read_records(path: Path, model: type[BaseModel]) -> list[BaseModel]:
-    rows = pq.read_table(path).to_pylist()
+    table = pq.read_table(path)
+    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
+    rows = table.to_pylist()
     for row in rows:
-        for name, value in row.items():
-            if isinstance(value, list) and value and isinstance(value[0], tuple):
-                row[name] = dict(value)
+        for name in maps:  # Arrow maps come back as lists of pairs, an empty one as []
+            row[name] = dict(row[name] or [])
     return [model.model_validate(row) for row in rows]
 
 
-def commit_folder(dest: Path, tables: Iterable[tuple[str, type[BaseModel], Sequence[BaseModel]]]) -> None:
-    """Write every table of one item into ``dest`` atomically, replacing an older version of it."""
+def commit_folder(
+    dest: Path,
+    tables: Iterable[tuple[str, type[BaseModel], Sequence[BaseModel]]],
+    files: dict[str, str] | None = None,
+) -> None:
+    """Write every table (and plain file) of one item into ``dest`` atomically, replacing an older
+    version of it."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     for name, model, records in tables:
         write_records(work / f"{name}.parquet", model, records)
+    for name, text in (files or {}).items():
+        (work / name).write_text(text)
     if dest.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
         os.rename(dest, old / "x")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -259,11 +261,123 @@ def curate(
     config: ConfigOpt = None,
     overrides: SetOpt = None,
 ) -> None:
-    """The main job, end to end with embedded defaults: curate the sources into a deck and catalog."""
+    """The main job, end to end with embedded defaults: Pipeline 1, then probes and the judge."""
     cfg = _config(config, overrides, backend)
     summary = _run_p1(_sources(sources), out, cfg, workers)
     _print_summary(summary, as_json=False)
+    with _judge_endpoint(scripted=None) as settings:
+        _print_p2(_run_p2(out, cfg, workers, settings), as_json=False)
     _console().print(f"run directory: {out.resolve()}\ncatalog: {Path(summary['catalog']).resolve()}")
+
+
+@contextmanager
+def _judge_endpoint(scripted: bool | None) -> Iterator[object]:
+    """The judge's endpoint: SWEDECK_JUDGE_BASE_URL when set; else the scripted judge (a test double
+    shipped for demos) when ``scripted`` is not False; else none, and only model-free probes run."""
+    import os
+
+    from judge.config import JudgeSettings
+
+    if os.environ.get("SWEDECK_JUDGE_BASE_URL") and not scripted:
+        yield JudgeSettings.from_env()
+        return
+    if scripted is False:
+        yield None
+        return
+    from judge.scripted import ScriptedJudge
+
+    _console().print("[yellow]no judge endpoint configured (SWEDECK_JUDGE_BASE_URL): using the scripted judge, a test double[/]")
+    with ScriptedJudge("labelled") as base_url:
+        yield JudgeSettings(base_url=base_url, model="scripted-judge")
+
+
+def _run_p2(out: Path, cfg, workers: int, settings) -> dict:  # noqa: ANN001
+    import os
+
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from flows.pipeline2 import run_pipeline2
+
+    with _console().status("pipeline 2: probing and judging the kept tasks"):
+        return run_pipeline2(out, cfg, workers, settings)
+
+
+def _print_p2(summary: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("verdict", "tasks", title=f"Pipeline 2: {summary['tasks']} kept tasks in {summary['seconds']} s")
+    for verdict, n in summary["verdicts"].items():
+        table.add_row(verdict, str(n))
+    console = Console()
+    console.print(table)
+    console.print(f"a wrong probe passed (too-loose evidence): {', '.join(summary['too_loose_evidence']) or '-'}")
+    console.print(f"a correct probe failed (over-restrictive evidence): {', '.join(summary['over_restrictive_evidence']) or '-'}")
+
+
+@app.command()
+def judge(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory written by `swedeck p1` or `swedeck curate`")],
+    backend: BackendOpt = None,
+    workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
+    scripted: Annotated[Optional[bool], typer.Option("--scripted/--no-judge", help="scripted judge / probes only")] = None,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Pipeline 2 over a run's kept tasks: model-free probes, then the judge (endpoint from settings)."""
+    cfg = _config(config, overrides, backend)
+    if not (run_dir / "p1").is_dir():
+        _console().print(f"[red]{run_dir} has no Pipeline 1 results[/]; run `swedeck p1 SOURCE --out {run_dir}` first")
+        raise typer.Exit(2)
+    with _judge_endpoint(scripted) as settings:
+        _print_p2(_run_p2(run_dir, cfg, workers, settings), as_json)
+
+
+@app.command()
+def probe(
+    task_id: Annotated[str, typer.Argument(help="instance id, or a task folder path")],
+    source: SourceOpt = None,
+    backend: BackendOpt = None,
+    no_selection: Annotated[bool, typer.Option("--no-selection", help="run the full suite for every probe")] = False,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the model-free counterfactual probes of one task and show how the grader scored each."""
+    import tempfile
+
+    from curation.pipeline1 import process_task as p1_task
+    from curation.sources import find_task
+    from harness.sandbox import get_backend
+    from probes.runner import probe_task
+
+    cfg = _config(config, overrides, backend)
+    task = _find(task_id, source, find_task)
+    sandbox_backend = get_backend(cfg.sandbox)
+    with tempfile.TemporaryDirectory() as tmp, _console().status(f"pipeline 1 on {task.instance_id}"):
+        p1_result = p1_task(task, sandbox_backend, cfg.pipeline1, cfg.hash(), Path(tmp))
+    if p1_result.decision != "keep":
+        _console().print(f"[red]Pipeline 1 rejects {task.instance_id}: {p1_result.reason}[/]; nothing to probe")
+        raise typer.Exit(1)
+    stamp = {"config_hash": cfg.hash(), "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    with _console().status("probing"):
+        results = probe_task(task, sandbox_backend, p1_result, stamp, selection=not no_selection)
+    if as_json:
+        print(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("probe", "kind", "operator", "what it does", "reward", "reason", "tests run")
+    for r in results:
+        alarm = (r.kind == "plausible_wrong") == (r.reward == 1)
+        reward = f"[red]{r.reward:g}[/]" if alarm else f"{r.reward:g}"
+        table.add_row(r.probe_id[:8], r.kind, r.operator, r.description, reward, r.reason, str(r.executions))
+    Console().print(table)
 
 
 @app.command()

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from curation.pipeline1 import Pipeline1Config
 from harness.config import SandboxConfig
+from judge.pipeline2 import Pipeline2Config
 from harness.records import content_hash
 
 
@@ -22,6 +23,7 @@ class SwedeckConfig(BaseModel):
 
     sandbox: SandboxConfig = SandboxConfig()
     pipeline1: Pipeline1Config = Pipeline1Config()
+    pipeline2: Pipeline2Config = Pipeline2Config()
 
     def hash(self) -> str:
         return content_hash(self)

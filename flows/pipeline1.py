@@ -16,7 +16,16 @@ from curation.pipeline1 import finished, internal_error, process_task, result_pa
 from curation.sources import load_sources
 from curation.store import build_catalog, commit_folder, sweep_partials
 from flows.config import SwedeckConfig
-from harness.records import AssertionRecord, LoadError, Pipeline1Result, RunRecord, Task, TaskRow
+from harness.records import (
+    AssertionRecord,
+    LoadError,
+    Pipeline1Result,
+    ProbeResult,
+    RunRecord,
+    Task,
+    TaskRow,
+    VerdictRecord,
+)
 from harness.sandbox import get_backend
 
 CATALOG = "catalog.duckdb"
@@ -54,6 +63,7 @@ def run_one(task_json: str, out: str, config_json: str) -> dict[str, str]:
 
 
 def catalog_views(out: Path) -> dict[str, tuple[str, type]]:
+    """Every view of a run directory's catalog, Pipeline 2's included (empty until it has run)."""
     p1 = out.resolve() / "p1"
     return {
         "tasks": (f"{p1}/*/task.parquet", TaskRow),
@@ -61,6 +71,8 @@ def catalog_views(out: Path) -> dict[str, tuple[str, type]]:
         "assertions": (f"{p1}/*/assertions.parquet", AssertionRecord),
         "p1_results": (f"{p1}/*/result.parquet", Pipeline1Result),
         "load_errors": (f"{out.resolve()}/load_errors/*.parquet", LoadError),
+        "probes": (f"{out.resolve()}/p2/*/probes.parquet", ProbeResult),
+        "verdicts": (f"{out.resolve()}/p2/*/verdict.parquet", VerdictRecord),
     }
 
 

@@ -1,0 +1,67 @@
+"""Pipeline 2 for one task: model-free probes always, then the privileged judge when an endpoint is
+configured. Results land atomically under ``OUT/p2/<instance_id>/`` like Pipeline 1's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from curation.store import commit_folder, read_records
+from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
+from harness.sandbox import Backend
+from judge.config import JudgeConfig, JudgeSettings
+from judge.loop import judge_task
+from probes.runner import probe_task
+
+
+class Pipeline2Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    probes: bool = True  # model-free probes
+    selection: bool = True  # score probes on the binding tests first; the full suite stays the final word
+    judge: JudgeConfig = JudgeConfig()
+
+
+def result_path(out: Path, instance_id: str) -> Path:
+    return out / "p2" / instance_id
+
+
+def finished(out: Path, task: Task, config_hash: str, judged: bool) -> bool:
+    """Done with this content and config; a run that was not judged is redone once a judge exists,
+    and an unjudgeable verdict (endpoint down, budget spent) is always retried."""
+    folder = result_path(out, task.instance_id)
+    if not (folder / "verdict.parquet").exists():
+        return False
+    verdicts = read_records(folder / "verdict.parquet", VerdictRecord)
+    probes = read_records(folder / "probes.parquet", ProbeResult)
+    stamps = {(r.config_hash, r.task_hash) for r in [*verdicts, *probes]}
+    if stamps and stamps != {(config_hash, task.task_hash())}:
+        return False
+    if judged:
+        return bool(verdicts) and verdicts[0].verdict != "unjudgeable"
+    return True
+
+
+def process_task(
+    task: Task,
+    p1: Pipeline1Result,
+    backend: Backend,
+    config: Pipeline2Config,
+    config_hash: str,
+    out: Path,
+    settings: JudgeSettings | None,
+) -> tuple[list[ProbeResult], VerdictRecord | None]:
+    stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    log_dir = out / "logs" / task.instance_id
+    probes = probe_task(task, backend, p1, stamp, selection=config.selection, log_dir=log_dir) if config.probes else []
+    verdict, written = None, []
+    if settings is not None:
+        verdict, written = judge_task(
+            task, p1, probes, backend, stamp, settings=settings, config=config.judge, transcript_dir=out / "transcripts"
+        )
+    commit_folder(
+        result_path(out, task.instance_id),
+        [("probes", ProbeResult, [*probes, *written]), ("verdict", VerdictRecord, [verdict] if verdict else [])],
+    )
+    return [*probes, *written], verdict
