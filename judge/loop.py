@@ -1,0 +1,313 @@
+"""Pipeline 2's judge loop: one privileged judge session per task, over any OpenAI-compatible chat
+endpoint with tool calling.
+
+The spine (``judge_task``): render the prompt; ask the model; run the tool calls it makes and send
+back their results; stop at the first verdict the rules accept (``judge.rules``), or end the task as
+``unjudgeable`` when the token budget or the turns run out, the endpoint keeps failing, or the model
+will not call tools. Every message, failed request and refusal goes to a JSONL transcript as it
+happens, so even a crashed session leaves its record.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import openai
+from pydantic import BaseModel, ValidationError
+
+from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
+from harness.sandbox import Backend
+from judge.config import JudgeConfig, JudgeSettings
+from judge.prompts import NUDGE, TOOL_NAMES, TOOLS, hidden_tests_text, render_messages
+from judge.rules import (
+    VerdictArgs,
+    check_citations,
+    leak_problems,
+    map_verdict,
+    normalise,
+    refusal_message,
+)
+from judge.tools import GradeArgs, ShellArgs, ToolSession
+
+RETRYABLE_STATUS = {408, 409, 429}
+
+
+class EndpointFailed(RuntimeError):
+    """The chat endpoint gave no usable reply after every retry (or refused the request outright)."""
+
+
+# ------------------------------------------------------------------------------------------ transcript
+
+
+class Transcript:
+    """A JSONL file, one event per line, flushed as it is written."""
+
+    def __init__(self, directory: Path, instance_id: str) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        self.path = directory / f"{instance_id}-{stamp}-{secrets.token_hex(3)}.jsonl"
+        self._file = self.path.open("a", encoding="utf-8")
+        self._started = time.monotonic()
+
+    def write(self, event: str, **data: object) -> None:
+        line = {"event": event, "t": round(time.monotonic() - self._started, 3), **data}
+        self._file.write(json.dumps(line, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+# ------------------------------------------------------------------------------------------ endpoint
+
+
+@dataclass
+class Reply:
+    message: dict  # the assistant message as it goes back into the conversation
+    tokens: int
+    finish_reason: str | None
+
+
+def _retryable(err: Exception) -> bool:
+    if isinstance(err, openai.APIConnectionError):  # includes APITimeoutError
+        return True
+    return isinstance(err, openai.APIStatusError) and (err.status_code in RETRYABLE_STATUS or err.status_code >= 500)
+
+
+def _describe(err: Exception) -> str:
+    status = f" {err.status_code}" if isinstance(err, openai.APIStatusError) else ""
+    return f"{type(err).__name__}{status}: {str(err)[:300]}"
+
+
+def complete(
+    client: openai.OpenAI, settings: JudgeSettings, config: JudgeConfig, messages: list[dict], transcript: Transcript
+) -> Reply:
+    """One assistant reply, with timeouts and retries (exponential backoff) on transient failures."""
+    attempts = config.max_retries + 1
+    for attempt in range(attempts):
+        try:
+            response = client.chat.completions.create(
+                model=settings.model,
+                messages=messages,  # type: ignore[arg-type]
+                tools=TOOLS,  # type: ignore[arg-type]
+                tool_choice="auto",
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                seed=config.seed,
+                timeout=config.timeout_s,
+            )
+        except openai.APIError as err:
+            transcript.write("request_failed", attempt=attempt + 1, of=attempts, error=_describe(err))
+            if not _retryable(err):
+                raise EndpointFailed(f"not retried: {_describe(err)}") from err
+            if attempt + 1 == attempts:
+                raise EndpointFailed(f"the endpoint failed {attempts} time(s); last: {_describe(err)}") from err
+            time.sleep(min(config.backoff_s * 2**attempt, config.backoff_max_s))
+            continue
+        if not response.choices:
+            raise EndpointFailed("the endpoint replied with no choices")
+        choice = response.choices[0]
+        return Reply(_assistant_message(choice.message), _tokens(response, messages), choice.finish_reason)
+    raise AssertionError("unreachable")
+
+
+def _assistant_message(message: object) -> dict:
+    calls = []
+    for i, call in enumerate(getattr(message, "tool_calls", None) or []):
+        function = getattr(call, "function", None)
+        calls.append(
+            {
+                "id": getattr(call, "id", None) or f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": getattr(function, "name", "") or "",
+                    "arguments": getattr(function, "arguments", "") or "",
+                },
+            }
+        )
+    out: dict = {"role": "assistant", "content": getattr(message, "content", None)}
+    if calls:
+        out["tool_calls"] = calls
+    refusal = getattr(message, "refusal", None)
+    if refusal:
+        out["refusal"] = refusal
+    return out
+
+
+def _tokens(response: object, messages: list[dict]) -> int:
+    usage = getattr(response, "usage", None)
+    if usage is not None and usage.total_tokens:
+        return int(usage.total_tokens)
+    return len(json.dumps(messages)) // 4  # an endpoint that reports no usage still spends the budget
+
+
+# ------------------------------------------------------------------------------------------ tool calls
+
+
+@dataclass
+class Session:
+    task: Task
+    tools: ToolSession
+    transcript: Transcript
+    verdict: VerdictArgs | None = None
+    refusals: list[str] = field(default_factory=list)
+
+
+def _parse(call: dict, model: type[BaseModel]) -> BaseModel | str:
+    raw = call["function"]["arguments"]
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as err:
+        return f"the arguments are not valid JSON ({err}); send one JSON object"
+    if not isinstance(data, dict):
+        return "the arguments must be one JSON object"
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in err.errors())
+        return f"invalid arguments: {problems}"
+
+
+def run_tool(call: dict, session: Session) -> dict:
+    """Run one tool call; every mistake becomes an error result, never an exception."""
+    name = call["function"]["name"]
+    if name not in TOOL_NAMES:
+        return {"error": f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}"}
+    model = {"shell": ShellArgs, "grade_patch": GradeArgs, "submit_verdict": VerdictArgs}[name]
+    args = _parse(call, model)
+    if isinstance(args, str):
+        return {"error": args}
+    if isinstance(args, ShellArgs):
+        return session.tools.shell(args)
+    if isinstance(args, GradeArgs):
+        return session.tools.grade_patch(args)
+    return submit(args, session)  # type: ignore[arg-type]
+
+
+def submit(args: VerdictArgs, session: Session) -> dict:
+    args = normalise(args)
+    problems = check_citations(args, session.tools.known, executed=session.tools.executed)
+    if not problems and args.rewritten_issue is not None:
+        task = session.task
+        problems = leak_problems(
+            args.rewritten_issue,
+            issue=task.problem_statement,
+            gold_patch=task.answer.gold_patch,
+            hidden_tests=hidden_tests_text(task),
+            existing=session.tools.gold_files_text(),
+        )
+    if problems:
+        message = refusal_message(problems)
+        session.refusals.append(message)
+        session.transcript.write("verdict_refused", problems=problems)
+        return {"accepted": False, "refused": message}
+    session.verdict = args
+    verdict = map_verdict(args.q1_gold_fixes_issue, args.q2_tests_grade_issue, args.q3_issue_states_requirements)
+    return {"accepted": True, "verdict": verdict}
+
+
+# ------------------------------------------------------------------------------------------ the spine
+
+
+def judge_task(
+    task: Task,
+    p1: Pipeline1Result,
+    probes: Sequence[ProbeResult],
+    backend: Backend,
+    stamp: dict[str, str],
+    *,
+    settings: JudgeSettings,
+    config: JudgeConfig,
+    transcript_dir: Path,
+) -> tuple[VerdictRecord, list[ProbeResult]]:
+    """Judge one task kept by Pipeline 1. Returns the verdict and the probes the judge graded."""
+    transcript = Transcript(Path(transcript_dir), task.instance_id)
+    tools = ToolSession(
+        task, p1.expected_status, backend, stamp, probes, config, Path(transcript_dir) / "logs" / task.instance_id
+    )
+    session = Session(task, tools, transcript)
+    client = openai.OpenAI(
+        base_url=settings.base_url,
+        api_key=settings.resolved_api_key(),
+        timeout=config.timeout_s,
+        max_retries=0,  # retries are ours, so each one is in the transcript
+    )
+    tokens = 0
+
+    def finish(detail: str = "") -> tuple[VerdictRecord, list[ProbeResult]]:
+        args = session.verdict
+        if args is None:
+            record = VerdictRecord(
+                **stamp, verdict="unjudgeable", q1_gold_fixes_issue=None, q2_tests_grade_issue=None,
+                q3_issue_states_requirements=None, evidence=[], rewritten_issue="", rationale="",
+                judge_model=settings.model, transcript_path=str(transcript.path), tokens=tokens, detail=detail,
+            )  # fmt: skip
+        else:
+            record = VerdictRecord(
+                **stamp,
+                verdict=map_verdict(
+                    args.q1_gold_fixes_issue, args.q2_tests_grade_issue, args.q3_issue_states_requirements
+                ),
+                q1_gold_fixes_issue=args.q1_gold_fixes_issue,
+                q2_tests_grade_issue=args.q2_tests_grade_issue,
+                q3_issue_states_requirements=args.q3_issue_states_requirements,
+                evidence=args.evidence,
+                rewritten_issue=args.rewritten_issue or "",
+                rationale=args.rationale,
+                judge_model=settings.model,
+                transcript_path=str(transcript.path),
+                tokens=tokens,
+                detail=detail or (f"{len(session.refusals)} verdict(s) refused first" if session.refusals else ""),
+            )
+        transcript.write("end", verdict=record.verdict, detail=record.detail, tokens=tokens)
+        return record, list(tools.written)
+
+    nudges = 0
+    try:
+        messages = render_messages(task, p1, [p for p in probes if p.origin == "model_free"], config.section_chars)
+        for message in messages:
+            transcript.write("message", message=message)
+        for turn in range(1, config.max_turns + 1):
+            if tokens >= config.token_budget:
+                return finish(f"token budget spent: {tokens} of {config.token_budget} tokens after {turn - 1} turn(s)")
+            reply = complete(client, settings, config, messages, transcript)
+            tokens += reply.tokens
+            messages.append(reply.message)
+            transcript.write(
+                "message", turn=turn, message=reply.message, tokens=reply.tokens, finish_reason=reply.finish_reason
+            )
+            calls = reply.message.get("tool_calls", [])
+            if not calls:
+                said = (reply.message.get("content") or reply.message.get("refusal") or "").strip()
+                if nudges >= config.max_nudges:
+                    return finish(
+                        f"model refused: replied without a tool call {nudges + 1} time(s); last: {said[:500]!r}"
+                    )
+                nudges += 1
+                messages.append({"role": "user", "content": NUDGE})
+                transcript.write("message", message=messages[-1], nudge=nudges)
+                continue
+            for call in calls:
+                result = run_tool(call, session)
+                tool_message = {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+                messages.append(tool_message)
+                transcript.write("message", message=tool_message, tool=call["function"]["name"])
+                if session.verdict is not None:
+                    return finish()
+        return finish(f"max turns reached: {config.max_turns} replies without an accepted verdict")
+    except EndpointFailed as err:
+        return finish(f"endpoint failed: {err}")
+    except Exception as err:  # noqa: BLE001 -- our own bug: recorded as data, the run goes on
+        transcript.write("internal_error", traceback=traceback.format_exc())
+        return finish(f"internal error: {type(err).__name__}: {err}")
+    finally:
+        tools.close()
+        client.close()
+        transcript.close()

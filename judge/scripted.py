@@ -1,0 +1,412 @@
+"""A scripted judge model behind a real OpenAI-compatible HTTP endpoint: the test double that drives
+the real judge loop (real ``openai`` client, real local HTTP, real sandboxes) without a model.
+
+``ScriptedJudge`` serves ``POST /v1/chat/completions`` and ``GET /v1/models`` from a thread. Each
+request is answered by a *policy*: a pure function of the conversation so far (messages and tool
+results) that returns the next assistant message, with tool calls in the OpenAI wire format and
+``usage`` token counts. The server is stateless between requests, like a model.
+
+Policies:
+
+``labelled``
+    Plays the sample corpus from its ground truth (``data/sample/labels.toml``) and the probe patches
+    in ``data/sample/<id>/probes/``, standing in for a model that found them. too_loose: grade the
+    wrong patch as plausible_wrong, cite it. over_restrictive: grade the alternative patch as
+    correct_alternative, cite it. gold_wrong: run the issue's reproduction on the gold tree in the
+    shell, then Q1 = no. valid / history_leak: first a verdict with no evidence (refused: the rules
+    work), then cite model-free plausible_wrong probes that scored 0, or, with none given, make a
+    no-op change in the shell, grade it as plausible_wrong and cite it. issue_underspecified: the same
+    evidence, a first rewrite that copies a gold line (refused), then a clean rewrite.
+
+Faults (``fault=``), for the first ``fault_requests`` requests or all of them:
+
+``timeout``  sleep past any client timeout; ``http_500``  answer 500;
+``malformed_tool_call``  invalid JSON arguments and unknown tool names, alternately;
+``refusal``  plain text and no tool call; ``forever``  keep calling shell, never submit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shlex
+import threading
+import time
+import tomllib
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from data import SAMPLE
+from judge.prompts import GOLD_PATCH_PATH
+from judge.rules import nontrivial_added_lines, touched_files
+
+FAULTS = ("timeout", "http_500", "malformed_tool_call", "refusal", "forever")
+REFUSAL_TEXT = "I can't help with that."
+NOOP_MARKER = "swedeck-judge-noop"
+_CALL_IDS = itertools.count(1)
+
+Message = dict[str, Any]
+Policy = Callable[[list[Message]], Message]
+
+
+# ------------------------------------------------------------------------------------------ replies
+
+
+def text_reply(text: str) -> Message:
+    return {"role": "assistant", "content": text}
+
+
+def call_reply(name: str, arguments: dict | str, content: str | None = None) -> Message:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    call_id = f"call_{next(_CALL_IDS)}"
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": raw}}],
+    }
+
+
+def submit_reply(
+    q1: bool,
+    q2: str | None = None,
+    q3: bool | None = None,
+    evidence: list[str] | None = None,
+    rewritten_issue: str | None = None,
+    rationale: str = "",
+) -> Message:
+    return call_reply(
+        "submit_verdict",
+        {
+            "q1_gold_fixes_issue": q1,
+            "q2_tests_grade_issue": q2,
+            "q3_issue_states_requirements": q3,
+            "evidence": evidence or [],
+            "rewritten_issue": rewritten_issue,
+            "rationale": rationale,
+        },
+    )
+
+
+# ------------------------------------------------------------------------------------------ reading the conversation
+
+
+def _section(text: str, tag: str) -> str:
+    found = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.DOTALL)
+    return found.group(1) if found else ""
+
+
+class Conversation:
+    """What a model would read off the messages: the task prompt and each tool call with its result."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        prompt = next((m.get("content") or "" for m in messages if m.get("role") == "user"), "")
+        found = re.search(r"^# Task (\S+)", prompt, re.MULTILINE)
+        self.instance_id = found.group(1) if found else ""
+        self.issue = _section(prompt, "issue")
+        self.gold_patch = _section(prompt, "gold_patch")
+        try:
+            self.probes: list[dict] = json.loads(_section(prompt, "probes") or "[]")
+        except json.JSONDecodeError:
+            self.probes = []
+        results = {m.get("tool_call_id"): m.get("content") or "" for m in messages if m.get("role") == "tool"}
+        self.calls: list[tuple[str, dict, dict]] = []  # (tool, arguments, result)
+        for m in messages:
+            for call in m.get("tool_calls") or []:
+                try:
+                    args = json.loads(call["function"]["arguments"])
+                    result = json.loads(results.get(call["id"], "{}"))
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue
+                self.calls.append((call["function"]["name"], args, result))
+
+    def results(self, tool: str) -> list[tuple[dict, dict]]:
+        return [(args, result) for name, args, result in self.calls if name == tool]
+
+
+def _label(instance_id: str) -> dict | None:
+    labels = tomllib.loads((SAMPLE / "labels.toml").read_text())["tasks"]
+    return labels.get(instance_id)
+
+
+def _probe_patch(instance_id: str, relative: str) -> str:
+    return (SAMPLE / instance_id / relative).read_text()
+
+
+def _graded(conv: Conversation, kind: str, reward: float) -> list[str]:
+    return [
+        r["probe_id"] for a, r in conv.results("grade_patch") if a.get("kind") == kind and r.get("reward") == reward
+    ]
+
+
+def _model_free(conv: Conversation, kind: str, reward: float) -> list[str]:
+    ran = ("pattern_mismatch", "tests_errored") if reward == 0 else ("ok",)
+    return [p["probe_id"] for p in conv.probes if p["kind"] == kind and p["reward"] == reward and p["reason"] in ran]
+
+
+def _noop_evidence(conv: Conversation) -> list[str] | Message:
+    """Probe ids showing that wrong patches fail: model-free ones if given, else a no-op change made in
+    the shell and graded. Returns the next step's message while that is under way."""
+    given = _model_free(conv, "plausible_wrong", 0.0)
+    if given:
+        return given
+    graded = _graded(conv, "plausible_wrong", 0.0)
+    if graded:
+        return graded
+    made = [r for a, r in conv.results("shell") if NOOP_MARKER in a.get("command", "")]
+    if not made:
+        path = shlex.quote(touched_files(conv.gold_patch)[0])
+        command = f"printf '\\n# {NOOP_MARKER}: no behaviour change\\n' >> {path} && git diff -- {path}; git checkout -q -- {path}"
+        return call_reply("shell", {"command": command})
+    output = made[-1].get("output", "")
+    patch = output[output.find("diff --git") :]
+    return call_reply(
+        "grade_patch",
+        {"patch": patch, "kind": "plausible_wrong", "description": "adds a comment only: the bug is left in place"},
+    )
+
+
+def _code_block(text: str, after: str = "") -> str:
+    start = text.find(after) if after else 0
+    found = re.search(r"```(?:python)?\n(.*?)```", text[max(start, 0) :], re.DOTALL)
+    return found.group(1).strip() if found else ""
+
+
+# rewrites that state what the sample's underspecified tasks' hidden tests require, in the issue's words
+REWRITES = {
+    "sample__ttlcache-1": (
+        "\n\n## Also required\n\n"
+        "- `set(key, value, ttl=0)` stores an entry that never expires: it stays readable however much time "
+        "passes, until it is evicted or deleted, and `ttl_remaining()` returns `None` for it.\n"
+        "- A negative `ttl` is an error: `set()` raises `ValueError` and nothing is stored under that key.\n"
+    ),
+}
+
+
+def labelled(messages: list[Message]) -> Message:
+    conv = Conversation(messages)
+    label = _label(conv.instance_id)
+    if label is None:
+        return text_reply(f"I have no script for {conv.instance_id or 'this task'}.")
+    kind = label["label"]
+    submitted = conv.results("submit_verdict")
+    if kind == "too_loose":
+        evidence = _model_free(conv, "plausible_wrong", 1.0) or _graded(conv, "plausible_wrong", 1.0)
+        if evidence:
+            return submit_reply(True, "too_loose", evidence=evidence, rationale="a wrong patch gets full reward")
+        if conv.results("grade_patch"):
+            return text_reply("The wrong patch did not pass; I have nothing more to try.")
+        patch = _probe_patch(conv.instance_id, label["wrong_patch"])
+        return call_reply("grade_patch", {"patch": patch, "kind": "plausible_wrong", "description": label["note"]})
+    if kind == "over_restrictive":
+        evidence = _model_free(conv, "correct_alternative", 0.0) or _graded(conv, "correct_alternative", 0.0)
+        if evidence:
+            return submit_reply(True, "over_restrictive", evidence=evidence, rationale="a correct fix gets reward 0")
+        if conv.results("grade_patch"):
+            return text_reply("The alternative fix passed; I have nothing more to try.")
+        patch = _probe_patch(conv.instance_id, label["alt_patch"])
+        return call_reply("grade_patch", {"patch": patch, "kind": "correct_alternative", "description": label["note"]})
+    if kind == "gold_wrong":
+        ran = conv.results("shell")
+        if not ran:
+            repro = _code_block(conv.issue)
+            return call_reply("shell", {"command": f"git apply {GOLD_PATCH_PATH} && python - <<'PY'\n{repro}\nPY"})
+        observed = ran[-1][1].get("output", "").strip()
+        expected = _code_block(conv.issue, after="Expected")
+        return submit_reply(
+            False,
+            rationale=f"With the gold patch applied the issue's reproduction prints {observed!r}; the issue expects {expected!r}.",
+        )
+    if kind in ("valid", "history_leak", "issue_underspecified"):
+        if kind != "issue_underspecified" and not submitted:
+            return submit_reply(True, "yes", True, rationale="the tests look right to me")  # no evidence: refused
+        evidence = _noop_evidence(conv)
+        if not isinstance(evidence, list):
+            return evidence
+        if kind != "issue_underspecified":
+            return submit_reply(True, "yes", True, evidence=evidence, rationale="wrong patches fail the hidden tests")
+        addendum = REWRITES.get(conv.instance_id, "\n\nThe behaviour the hidden tests check is required.\n")
+        if not submitted:  # a rewrite that copies a gold line: refused by the leak check
+            leaked = conv.issue + addendum + "\nImplementation hint: " + nontrivial_added_lines(conv.gold_patch)[0]
+            return submit_reply(
+                True, "yes", False, evidence=evidence, rewritten_issue=leaked, rationale="underspecified"
+            )
+        return submit_reply(
+            True, "yes", False, evidence=evidence, rewritten_issue=conv.issue + addendum,
+            rationale="the hidden tests require behaviour the issue never states",
+        )  # fmt: skip
+    return text_reply(f"I do not judge tasks labelled {kind}.")
+
+
+POLICIES: dict[str, Policy] = {"labelled": labelled}
+
+
+def malformed(messages: list[Message]) -> Message:
+    turn = sum(1 for m in messages if m.get("role") == "assistant")
+    if turn % 2 == 0:
+        return call_reply("submit_verdict", '{"q1_gold_fixes_issue": true, "evidence": [')
+    return call_reply("run_shell", {"command": "ls"})
+
+
+def forever(messages: list[Message]) -> Message:
+    turn = sum(1 for m in messages if m.get("role") == "assistant")
+    return call_reply("shell", {"command": f"echo still looking {turn}"})
+
+
+FAULT_POLICIES: dict[str, Policy] = {
+    "malformed_tool_call": malformed,
+    "refusal": lambda messages: text_reply(REFUSAL_TEXT),
+    "forever": forever,
+}
+
+
+# ------------------------------------------------------------------------------------------ wire format
+
+
+def _tokens(value: object) -> int:
+    return max(1, len(json.dumps(value)) // 4)
+
+
+def completion(message: Message, messages: list[Message], model: str) -> dict:
+    calls = message.get("tool_calls") or []
+    prompt_tokens, completion_tokens = _tokens(messages), _tokens(message)
+    return {
+        "id": f"chatcmpl-scripted-{time.monotonic_ns()}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": message.get("content"),
+                    **({"tool_calls": calls} if calls else {}),
+                },
+                "finish_reason": "tool_calls" if calls else "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def request_problem(body: object) -> str:
+    """What a real server would reject the request for (HTTP 400), or ''."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list) or not body["messages"]:
+        return "'messages' must be a non-empty list"
+    if not isinstance(body.get("model"), str):
+        return "'model' is required"
+    pending: set[str] = set()
+    for m in body["messages"]:
+        if m.get("role") == "tool":
+            if m.get("tool_call_id") not in pending:
+                return f"tool message for an unknown tool_call_id {m.get('tool_call_id')!r}"
+            pending.discard(m["tool_call_id"])
+            continue
+        if pending:
+            return f"tool calls {sorted(pending)} have no tool message"
+        pending = {c["id"] for c in m.get("tool_calls") or []}
+    return ""
+
+
+class ScriptedJudge:
+    """``with ScriptedJudge("labelled", fault=None) as base_url: ...`` serves the policy on a free
+    local port; ``requests`` counts the chat requests received."""
+
+    def __init__(
+        self,
+        policy: str = "labelled",
+        fault: str | None = None,
+        *,
+        fault_requests: int | None = None,
+        model: str = "scripted-judge",
+        sleep_s: float = 30.0,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}; choose from {sorted(POLICIES)}")
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; choose from {FAULTS}")
+        self.policy, self.fault, self.fault_requests = POLICIES[policy], fault, fault_requests
+        self.model, self.sleep_s = model, sleep_s
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def _faulty(self) -> str | None:
+        with self._lock:
+            self.requests += 1
+            n = self.requests
+        if self.fault is None or (self.fault_requests is not None and n > self.fault_requests):
+            return None
+        return self.fault
+
+    def answer(self, body: dict) -> tuple[int, dict]:
+        """(HTTP status, JSON body) for one chat request."""
+        problem = request_problem(body)
+        if problem:
+            return 400, {"error": {"message": problem, "type": "invalid_request_error"}}
+        fault = self._faulty()
+        if fault == "timeout":
+            self._stop.wait(self.sleep_s)
+        if fault == "http_500":
+            return 500, {"error": {"message": "scripted internal server error", "type": "server_error"}}
+        policy = FAULT_POLICIES.get(fault or "", self.policy)
+        return 200, completion(policy(body["messages"]), body["messages"], self.model)
+
+    def __enter__(self) -> str:
+        judge = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout fault)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/v1/models":
+                    self._send(
+                        200, {"object": "list", "data": [{"id": judge.model, "object": "model", "owned_by": "swedeck"}]}
+                    )
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+            def do_POST(self) -> None:
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    return
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                except (ValueError, json.JSONDecodeError) as err:
+                    self._send(400, {"error": {"message": f"body is not JSON: {err}", "type": "invalid_request_error"}})
+                    return
+                self._send(*judge.answer(body))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="scripted-judge", daemon=True)
+        self._thread.start()
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

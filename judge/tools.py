@@ -1,0 +1,162 @@
+"""The judge's tools for one session: a shell in one sandbox of the task, and the one grader.
+
+A tool never raises for the model's mistakes or the sandbox's failures: it returns a result that says
+what went wrong, and the session goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.grader import grade
+from harness.patching import apply_patch
+from harness.records import ProbeKind, ProbeResult, Status, Task, content_hash
+from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
+from judge.config import JudgeConfig
+from judge.prompts import GOLD_PATCH_PATH, cut
+from judge.rules import touched_files
+
+JUDGE_OPERATOR = "judge_written"
+LOG_TAIL_CHARS = 2000
+
+
+class ShellArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    command: str
+
+
+class GradeArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    patch: str
+    kind: ProbeKind
+    description: str = ""
+
+
+def judge_probe_id(instance_id: str, kind: str, patch: str) -> str:
+    return content_hash([instance_id, kind, "judge", patch])
+
+
+class ToolSession:
+    """The shell sandbox (opened on first use, closed by ``close``) and the probes graded so far."""
+
+    def __init__(
+        self,
+        task: Task,
+        expected: dict[str, str],
+        backend: Backend,
+        stamp: dict[str, str],
+        probes: Sequence[ProbeResult],
+        config: JudgeConfig,
+        log_dir: Path,
+    ) -> None:
+        self.task, self.backend, self.stamp, self.config, self.log_dir = task, backend, stamp, config, log_dir
+        self.expected = {test_id: Status(status) for test_id, status in expected.items()}
+        # what a verdict may cite: model-free probes (adopted) and, later, the ones graded in this session;
+        # a judge-written probe from another session must be graded again here
+        self.known: dict[str, ProbeResult] = {p.probe_id: p for p in probes if p.origin == "model_free"}
+        self.written: list[ProbeResult] = []  # graded by grade_patch in this session, in order
+        self.executed = 0  # shell commands and grades run
+        self._sandbox: Sandbox | None = None
+
+    # ------------------------------------------------------------------ shell
+
+    def _open(self) -> Sandbox:
+        if self._sandbox is None:
+            sandbox = self.backend.open(self.task)
+            try:
+                hidden = self.task.answer.hidden_tests
+                strategy, why = apply_patch(sandbox, hidden.patch, "hidden-tests")
+                if not strategy:
+                    raise SandboxError(f"the hidden tests do not apply to the buggy tree: {why}")
+                for path, content in hidden.files.items():
+                    sandbox.write_file(path, content)
+                sandbox.write_file(GOLD_PATCH_PATH, self.task.answer.gold_patch)
+            except BaseException:
+                sandbox.close()
+                raise
+            self._sandbox = sandbox
+        return self._sandbox
+
+    def shell(self, args: ShellArgs) -> dict:
+        try:
+            result = self._open().run(args.command, timeout=self.config.shell_timeout_s)
+        except (EnvError, SandboxError, OSError) as err:
+            return {"error": f"the sandbox failed: {err}"}
+        self.executed += 1
+        return {
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "output_limited": result.output_limited,
+            "output": cut(result.output, self.config.tool_output_chars),
+        }
+
+    def buggy_text(self, paths: Sequence[str]) -> str:
+        """The pristine buggy text of ``paths`` (for the leak check), read from a fresh sandbox: the
+        shell sandbox may hold anything the judge did, gold applied included. Empty where unreadable."""
+        texts = []
+        try:
+            sandbox = self.backend.open(self.task)
+        except (EnvError, SandboxError, OSError):
+            return ""
+        try:
+            for path in paths:
+                try:
+                    texts.append(sandbox.read_file(path).decode(errors="replace"))
+                except (OSError, ValueError):
+                    continue
+        finally:
+            sandbox.close()
+        return "\n".join(texts)
+
+    def gold_files_text(self) -> str:
+        return self.buggy_text(touched_files(self.task.answer.gold_patch))
+
+    # ------------------------------------------------------------------ grader
+
+    def grade_patch(self, args: GradeArgs) -> dict:
+        probe_id = judge_probe_id(self.task.instance_id, args.kind, args.patch)
+        if probe_id in self.known and self.known[probe_id].origin == "judge":
+            return {**self._view(self.known[probe_id]), "note": "already graded in this session"}
+        try:
+            g = grade(self.task, args.patch, self.backend, expected=self.expected, log_dir=self.log_dir)
+        except (EnvError, SandboxError, OSError) as err:
+            return {"error": f"the grader could not run: {err}"}
+        self.executed += 1
+        probe = ProbeResult(
+            **self.stamp,
+            probe_id=probe_id,
+            kind=args.kind,
+            origin="judge",
+            operator=JUDGE_OPERATOR,
+            description=args.description,
+            patch=args.patch,
+            reward=g.reward,
+            reason=g.reason,
+            selected_reward=None,
+            executions=len(self.task.test_cmd) if g.apply_strategy else 0,
+            differing=sorted(g.differing),
+            log_path=g.log_path,
+        )
+        self.known[probe_id] = probe
+        self.written.append(probe)
+        view = self._view(probe)
+        view["differing"] = {k: v for k, v in list(g.differing.items())[:20]}
+        if g.detail:
+            view["detail"] = cut(g.detail, LOG_TAIL_CHARS)
+        if g.log_path and g.reward == 0 and Path(g.log_path).exists():
+            view["log_tail"] = Path(g.log_path).read_text(errors="replace")[-LOG_TAIL_CHARS:]
+        return view
+
+    @staticmethod
+    def _view(probe: ProbeResult) -> dict:
+        return {"probe_id": probe.probe_id, "kind": probe.kind, "reward": probe.reward, "reason": probe.reason}
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
