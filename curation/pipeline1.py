@@ -191,39 +191,17 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     records: list[AssertionRecord] = []
     trials: dict[Tree, list[TestRun]] = {"buggy": [], "gold": []}
 
-    def finish(reason: str, stage: str = "", detail: str = "", d: Derived | None = None, **extra) -> Pipeline1Result:  # noqa: ANN003
-        d = d or Derived()
+    def finish(reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None) -> Pipeline1Result:
         gold = trials["gold"][0].statuses if trials["gold"] else {}
-        result = Pipeline1Result(
-            **stamp,
-            source=task.source,
-            repo=task.repo,
-            decision="reject" if reason else "keep",
-            reason=reason,
-            infrastructure=reason in INFRA_REASONS,
-            stage=stage,
-            fail_to_pass=d.fail_to_pass,
-            pass_to_pass=d.pass_to_pass,
-            flaky=d.flaky,
-            gold_failing=d.gold_failing,
-            label_disagreements=label_disagreements(task, d, gold) if trials["gold"] else [],
-            expected_status=gold,
-            runs=len(runs),
-            duration_s=round(time.monotonic() - started, 3),
-            detail=detail,
-            **{"binding_assertions": [], **extra},
-        )
-        commit_folder(
-            result_path(out, task.instance_id),
-            [
-                ("task", TaskRow, [task_row(task, stamp)]),
-                ("runs", RunRecord, runs),
-                ("assertions", AssertionRecord, records),
-                ("result", Pipeline1Result, [result]),
-            ],
-            {TASK_FILE: task.model_dump_json()},
-        )
-        return result
+        return store(
+            task, out, stamp, reason, stage, detail, d or Derived(),
+            binding=binding or [],
+            expected=gold,
+            disagreements=label_disagreements(task, d or Derived(), gold) if trials["gold"] else [],
+            runs=runs,
+            records=records,
+            seconds=time.monotonic() - started,
+        )  # fmt: skip
 
     try:
         backend.prepare(task)
@@ -262,7 +240,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     if config.instrument and not network:
         binding = assertions.binding_keys(records, d.fail_to_pass)
     reason = decide(d, network=network, binding=binding)
-    return finish(reason, "tests" if reason else "", detail, d, binding_assertions=binding or [])
+    return finish(reason, "tests" if reason else "", detail, d, binding)
 
 
 def run_record(trial: TestRun, tree: Tree, attempt: int, stamp: dict[str, str]) -> RunRecord:
@@ -303,21 +281,59 @@ def task_row(task: Task, stamp: dict[str, str]) -> TaskRow:
     )
 
 
+def store(
+    task: Task,
+    out: Path,
+    stamp: dict[str, str],
+    reason: str,
+    stage: str,
+    detail: str,
+    d: Derived,
+    *,
+    binding: list[str],
+    expected: dict[str, Status],
+    disagreements: list[str],
+    runs: list[RunRecord],
+    records: list[AssertionRecord],
+    seconds: float,
+) -> Pipeline1Result:
+    """Build the task's result and write its folder (task, runs, assertions, result) atomically."""
+    result = Pipeline1Result(
+        **stamp,
+        source=task.source,
+        repo=task.repo,
+        decision="reject" if reason else "keep",
+        reason=reason,
+        infrastructure=reason in INFRA_REASONS,
+        stage=stage,
+        fail_to_pass=d.fail_to_pass,
+        pass_to_pass=d.pass_to_pass,
+        flaky=d.flaky,
+        gold_failing=d.gold_failing,
+        binding_assertions=binding,
+        label_disagreements=disagreements,
+        expected_status=expected,
+        runs=len(runs),
+        duration_s=round(seconds, 3),
+        detail=detail,
+    )
+    tables = [
+        ("task", TaskRow, [task_row(task, stamp)]),
+        ("runs", RunRecord, runs),
+        ("assertions", AssertionRecord, records),
+        ("result", Pipeline1Result, [result]),
+    ]
+    commit_folder(result_path(out, task.instance_id), tables, {TASK_FILE: task.model_dump_json()})
+    return result
+
+
 def internal_error(task: Task, config_hash: str, out: Path, err: BaseException) -> Pipeline1Result:
     """Our own bug on one task: recorded with its traceback so the run goes on."""
     import traceback
 
     stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
-    result = Pipeline1Result(
-        **stamp, source=task.source, repo=task.repo, decision="reject", reason="internal_error",
-        infrastructure=True, stage="our_code", fail_to_pass=[], pass_to_pass=[], flaky=[], gold_failing=[],
-        binding_assertions=[], label_disagreements=[], expected_status={}, runs=0, duration_s=0.0,
-        detail="".join(traceback.format_exception(err))[-4000:],
+    trace = "".join(traceback.format_exception(err))[-4000:]
+    return store(
+        task, out, stamp, "internal_error", "our_code", trace, Derived(),
+        binding=[], expected={}, disagreements=[], runs=[], records=[], seconds=0.0,
     )  # fmt: skip
-    commit_folder(
-        result_path(out, task.instance_id),
-        [("task", TaskRow, [task_row(task, stamp)]), ("runs", RunRecord, []),
-         ("assertions", AssertionRecord, []), ("result", Pipeline1Result, [result])],
-        {TASK_FILE: task.model_dump_json()},
-    )  # fmt: skip
-    return result

@@ -219,3 +219,19 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backe
     dupes = _rows(killed / "catalog.duckdb", "select instance_id, tree, attempt from runs group by all having count(*) > 1")
     assert dupes == []
     assert not list((killed / "p1").glob(".*")), "partial folders of the killed run were swept"
+
+
+def test_our_own_exception_is_recorded_and_retried_next_run(sample_tasks, tmp_path: Path) -> None:  # noqa: ANN001
+    from curation.pipeline1 import finished, internal_error, result_path
+    from curation.store import read_records
+    from harness.records import Pipeline1Result
+
+    task = sample_tasks["sample__semverlite-1"]
+    try:
+        raise ValueError("boom in our code")
+    except ValueError as err:
+        internal_error(task, "cfg", tmp_path, err)
+    (stored,) = read_records(result_path(tmp_path, task.instance_id) / "result.parquet", Pipeline1Result)
+    assert (stored.reason, stored.stage, stored.infrastructure) == ("internal_error", "our_code", True)
+    assert "boom in our code" in stored.detail
+    assert finished(tmp_path, task, "cfg") is None  # infrastructure failures are redone, never reused
