@@ -136,7 +136,12 @@ class _BwrapSandbox:
 
     def write_file(self, path: str, data: bytes | str) -> None:
         target = self.host_path(path)
+        # folders created here belong to the sandbox user too (as under docker's `mkdir -p`), or the
+        # command could not add or delete files in them
+        created = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
         target.parent.mkdir(parents=True, exist_ok=True)
+        for folder in created:
+            os.chown(folder, self.uid, self.uid)
         target.write_bytes(data.encode() if isinstance(data, str) else data)
         os.chown(target, self.uid, self.uid)
 

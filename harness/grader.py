@@ -71,7 +71,7 @@ def _run_in(
     run.apply_strategy, why = apply_patch(sandbox, patch, "candidate")
     if not run.apply_strategy:
         return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
-    run.neutralized = neutralize_tests(sandbox, task)
+    run.neutralized = neutralize_tests(sandbox, task) if patch.strip() else []
     hidden = task.answer.hidden_tests
     strategy, why = apply_patch(sandbox, hidden.patch, "hidden-tests")
     if not strategy:

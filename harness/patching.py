@@ -23,7 +23,13 @@ APPLY_STRATEGIES: list[tuple[str, str, str]] = [
         "git apply --check --recount --ignore-space-change --ignore-whitespace {p}",
         "git apply --recount --ignore-space-change --ignore-whitespace {p}",
     ),
-    ("git apply --3way", "git apply --check --3way {p}", "git apply --3way {p}"),
+    # --3way refuses files whose index entry looks stale, and a sandbox's tree is a fresh copy (new
+    # inodes and ctimes): refresh the index first or this strategy never applies anything
+    (
+        "git apply --3way",
+        "git update-index -q --refresh >/dev/null; git apply --check --3way {p}",
+        "git apply --3way {p}",
+    ),
     (
         "patch --fuzz=5",
         "patch --batch --forward --fuzz=5 -p1 --dry-run -i {p}",
@@ -36,6 +42,7 @@ TEST_INFRA_NAMES = {"conftest.py", "pytest.ini", "tox.ini", "sitecustomize.py", 
 # symbolic link y"); git apply refuses paths inside .git, and paths beyond a symlink, by itself
 _PATCH_CHECKED = re.compile(r"^checking (file|symbolic link) (.+)$", re.MULTILINE)
 _GIT_DIR = re.compile(r"(?:^|/)\.git(?:/|$)")
+IGNORED_SCAN = [f":(glob)**/{name}" for name in sorted(TEST_INFRA_NAMES)]
 
 
 def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
@@ -50,13 +57,16 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
         probe = sandbox.run(check.format(p=p), timeout=60)
         unsafe = _unsafe_targets(probe.log_path) if probe.exit_code == 0 else []
         if unsafe:  # a hook or config planted in .git would run during grading's own git commands
-            errors.append(f"{strategy}: refused, the patch writes inside .git or creates a symlink: {', '.join(unsafe)}")
+            errors.append(f"{strategy}: refused, it writes inside .git or creates a symlink: {', '.join(unsafe)}")
             continue
         if probe.exit_code == 0:
             done = sandbox.run(apply.format(p=p), timeout=60)
             if done.exit_code == 0:
                 return strategy, ""
-            probe = done
+            # its check passed, so the failure was mid-way: --3way leaves conflict markers and an
+            # unmerged index behind, and no later strategy may run on such a tree
+            errors.append(f"{strategy}: passed its check, then failed: {done.output.strip()[-400:]}")
+            return "", "\n".join(errors)
         errors.append(f"{strategy}: {probe.output.strip()[-400:]}")
     return "", "\n".join(errors)
 
@@ -100,13 +110,20 @@ def neutralize_tests(sandbox: Sandbox, task: Task) -> list[str]:
     """Undo every change the candidate made to protected paths: restore tracked ones from the base
     commit, delete added ones. Returns the paths touched (evidence of tampering, or just of an
     over-eager agent)."""
-    # --ignored: a .gitignore the candidate adds must not hide a planted conftest.py from this scan
-    status = sandbox.run("git status --porcelain=v1 -z --untracked-files=all --ignored", timeout=60)
+    status = sandbox.run(
+        "git status --porcelain=v1 -z --untracked-files=all; "
+        # a .gitignore the candidate adds hides what it plants from the scan above, so ignored files
+        # are listed too, but only for the names that change how pytest runs: an ignored in-tree venv
+        # or build output (its .pth files, its packages' tests) belongs to the environment
+        "git status --porcelain=v1 -z --untracked-files=all --ignored -- " + shlex.join(IGNORED_SCAN),
+        timeout=60,
+    )
     restore, delete = [], []
-    for code, path in changed_paths(Path(status.log_path).read_text(errors="replace")):
+    for code, path in dict.fromkeys(changed_paths(Path(status.log_path).read_text(errors="replace"))):
         if not is_protected(path, task):
             continue
-        (delete if code in ("??", "!!") or code.startswith("A") else restore).append(path)
+        # added, or the new side of a rename or copy staged by `git apply --3way`: not in HEAD
+        (delete if code in ("??", "!!") or code[0] in "ARC" else restore).append(path)
     if restore:
         sandbox.run("git checkout HEAD -- " + shlex.join(restore), timeout=60)
     if delete:

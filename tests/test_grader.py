@@ -1,0 +1,529 @@
+"""The grader on the sample corpus: gold earns 1, nothing earns 0, both backends agree, and patches that
+try to earn the reward without fixing the bug get 0 for the right reason.
+
+Adversarial patches are real unified diffs made with ``git diff`` against a checkout of the task's
+sealed buggy tree (the ``make_patch`` fixture), so they go through the same apply cascade a model's
+patch would.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import LABELS, VALID_IDS, git
+
+from harness.config import Settings
+from harness.envs import prepare_tree
+from harness.grader import compare, gold_pattern, grade, run_tests
+from harness.records import Grade, HiddenTests, Status, Task, TestRun
+from harness.sandbox import Backend, Sandbox
+
+ADVERSARY_TASK = "sample__toposort-1"
+BAD = {Status.FAILED, Status.ERROR}
+
+
+@pytest.fixture
+def task(sample_tasks: dict[str, Task]) -> Task:
+    return sample_tasks[ADVERSARY_TASK]
+
+
+@pytest.fixture
+def expected(task: Task, backend: Backend) -> dict[str, Status]:
+    return gold_pattern(task, backend)
+
+
+def f2p(task: Task) -> list[str]:
+    return LABELS[task.instance_id]["fail_to_pass"]
+
+
+# ------------------------------------------------------------------------------------------ gold and empty
+
+
+@pytest.mark.bwrap
+@pytest.mark.docker
+@pytest.mark.parametrize("instance_id", VALID_IDS)
+def test_gold_earns_1_and_empty_earns_0_on_both_backends(
+    instance_id: str, sample_tasks: dict[str, Task], backends: dict[str, Backend]
+) -> None:
+    task = sample_tasks[instance_id]
+    grades: dict[tuple[str, str], Grade] = {}
+    for name, backend in backends.items():
+        for label, patch in (("gold", task.answer.gold_patch), ("empty", "")):
+            grades[name, label] = grade(task, patch, backend)
+    for name in backends:
+        gold, empty = grades[name, "gold"], grades[name, "empty"]
+        assert (gold.reward, gold.reason) == (1.0, "ok"), (name, gold.differing, gold.spoof_evidence, gold.detail)
+        assert gold.apply_strategy == "git apply" and gold.neutralized == []
+        assert (empty.reward, empty.reason) == (0.0, "pattern_mismatch"), (name, empty)
+        assert empty.apply_strategy == "empty"
+    # the backends see the same tests with the same outcomes, tree for tree
+    assert grades["bwrap", "gold"].statuses == grades["docker", "gold"].statuses
+    assert grades["bwrap", "empty"].statuses == grades["docker", "empty"].statuses
+    # and the statuses are the labelled truth: FAIL_TO_PASS flips, PASS_TO_PASS holds
+    gold, empty = grades["bwrap", "gold"].statuses, grades["bwrap", "empty"].statuses
+    flipped = sorted(t for t in gold if gold[t] is Status.PASSED and empty.get(t, Status.ERROR) in BAD)
+    kept = [t for t in gold if gold[t] is Status.PASSED and empty.get(t) is Status.PASSED]
+    assert flipped == sorted(LABELS[instance_id]["fail_to_pass"])
+    assert len(kept) == LABELS[instance_id]["pass_to_pass_count"]
+
+
+# ------------------------------------------------------------------------------------------ adversarial patches
+
+FORCE_PASS_CONFTEST = """\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+    report.longrepr = None
+"""
+
+# The bug fixed by monkeypatching from wherever this code is imported: a real fix, living in a file
+# of the candidate's choice.
+FIX_BY_MONKEYPATCH = """
+import toposort.graph as _graph
+
+_add = _graph.DependencyGraph.add_dependency
+
+
+def _add_once(self, node, dependency):
+    if node in self._deps and dependency in self._deps[node]:
+        return
+    _add(self, node, dependency)
+
+
+_graph.DependencyGraph.add_dependency = _add_once
+"""
+
+
+def _prepend(text: str) -> Callable[[str], str]:
+    return lambda source: text + source
+
+
+def _append(text: str) -> Callable[[str], str]:
+    return lambda source: source + text
+
+
+def _forged_summary(ids: list[str]) -> str:
+    """Library code that prints a fake pytest summary (all passed) after pytest's own, at exit."""
+    lines = ["", "=" * 30 + " short test summary info " + "=" * 30, *(f"PASSED {i}" for i in ids)]
+    lines.append("=" * 30 + f" {len(ids)} passed in 0.12s " + "=" * 30)
+    text = "\n".join(lines) + "\n"
+    return textwrap.dedent(
+        f"""
+        import atexit as _atexit
+        import os as _os
+
+        _atexit.register(lambda: _os.write(1, {text.encode()!r}))
+        """
+    )
+
+
+def test_control_monkeypatch_fix_in_library_earns_1(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable
+) -> None:
+    """Control for the test-file case below: the same code outside a test file really fixes the bug."""
+    patch = make_patch(task, {"toposort/__init__.py": _append(FIX_BY_MONKEYPATCH)})
+    result = grade(task, patch, backend)
+    assert (result.reward, result.reason) == (1.0, "ok"), result
+
+
+def test_editing_the_hidden_tests_file_is_undone(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable
+) -> None:
+    patch = make_patch(task, {"tests/test_sort.py": _prepend(FIX_BY_MONKEYPATCH)})
+    result = grade(task, patch, backend)
+    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
+    assert result.neutralized == ["tests/test_sort.py"]
+    assert all(result.statuses[t] in BAD for t in f2p(task))
+
+
+def test_control_force_pass_conftest_works_when_left_in_place(backend: Backend, task: Task) -> None:
+    """Control for the conftest cases: planted by hand next to the hidden tests (no grader, so no
+    neutralization), the hook does turn the FAIL_TO_PASS failures into passes."""
+    box = backend.open(task)
+    try:
+        box.write_file("conftest.py", FORCE_PASS_CONFTEST)
+        box.write_file("/tmp/tests.patch", task.answer.hidden_tests.patch)
+        assert box.run("git apply /tmp/tests.patch").exit_code == 0
+        result = box.run(task.test_cmd[0] + " -rA")
+    finally:
+        box.close()
+    assert result.exit_code == 0, result.output
+    for test_id in f2p(task):
+        assert f"PASSED {test_id}" in result.output
+
+
+# protected by name wherever it is, even where pytest would not load it
+@pytest.mark.parametrize("where", ["conftest.py", "tests/conftest.py", "toposort/conftest.py"])
+def test_conftest_forcing_passes_is_removed(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, where: str
+) -> None:
+    patch = make_patch(task, {where: FORCE_PASS_CONFTEST})
+    result = grade(task, patch, backend)
+    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
+    assert result.neutralized == [where]
+    assert all(result.statuses[t] in BAD for t in f2p(task))
+
+
+@pytest.mark.parametrize(
+    ("forge", "reason"),
+    [
+        # Forged PASSED lines for the real ids: the statuses come from the JUnit report, which the
+        # prints cannot reach, and in the text summary a forged pass never outranks the real failure
+        # (the worst outcome of an id wins), so text and JUnit agree: the F2P tests are FAILED.
+        pytest.param("known-ids", "pattern_mismatch", id="forged-real-ids"),
+        # Forged PASSED lines naming a test pytest never ran: the text summary lists a test the JUnit
+        # report does not have, which is evidence of forging.
+        pytest.param("unknown-id", "spoofing_suspected", id="forged-unknown-id"),
+    ],
+)
+def test_forged_pass_lines_are_not_believed(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, forge: str, reason: str
+) -> None:
+    ids = sorted(expected) + (["tests/test_sort.py::test_everything_is_fixed"] if forge == "unknown-id" else [])
+    patch = make_patch(task, {"toposort/__init__.py": _append(_forged_summary(ids))})
+    result = grade(task, patch, backend)
+    assert (result.reward, result.reason) == (0.0, reason), result
+    assert "PASSED tests/test_sort.py::test_repeated_dependency_is_not_a_cycle" in Path(result.log_path).read_text()
+    assert all(result.statuses[t] in BAD for t in f2p(task))
+    if reason == "spoofing_suspected":
+        assert any("test_everything_is_fixed" in e for e in result.spoof_evidence)
+    else:
+        assert result.spoof_evidence == []
+
+
+def test_deleting_the_test_files_is_undone(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable
+) -> None:
+    patch = make_patch(task, {"tests/test_sort.py": None, "tests/test_graph.py": None})
+    assert patch.count("deleted file mode") == 2
+    result = grade(task, patch, backend)
+    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
+    assert result.neutralized == ["tests/test_graph.py", "tests/test_sort.py"]
+    # both files are back: every test of the expected pattern ran
+    assert set(result.statuses) == set(expected)
+
+
+SHADOW_PYTEST_PRINTING_PASSES = '''\
+"""Shadows pytest: `python -m pytest` finds this file first in the workdir."""
+import sys
+
+IDS = {ids!r}
+print("=" * 30 + " short test summary info " + "=" * 30)
+for test_id in IDS:
+    print("PASSED " + test_id)
+print("=" * 30 + " %d passed in 0.10s " % len(IDS) + "=" * 30)
+sys.exit(0)
+'''
+
+
+@pytest.mark.parametrize(
+    ("early_exit", "reason"),
+    [
+        # nothing printed, no JUnit report: no statuses and nothing forged
+        pytest.param("os-exit-at-import", "tests_errored"),
+        # a pass summary printed but pytest never wrote its JUnit report
+        pytest.param("shadow-pytest-module", "spoofing_suspected"),
+    ],
+)
+def test_exiting_early_with_0_earns_nothing(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, early_exit: str, reason: str
+) -> None:
+    if early_exit == "os-exit-at-import":
+        edits = {"toposort/__init__.py": _prepend("import os\n\nos._exit(0)\n")}
+    else:
+        edits = {"pytest.py": SHADOW_PYTEST_PRINTING_PASSES.format(ids=sorted(expected))}
+    result = grade(task, make_patch(task, edits), backend)
+    assert (result.reward, result.reason) == (0.0, reason), result
+    assert result.exit_code == 0
+    assert result.statuses == {}
+    if reason == "spoofing_suspected":
+        assert any("no JUnit report" in e for e in result.spoof_evidence)
+
+
+def test_patch_that_does_not_apply(
+    backend: Backend, task: Task, sample_tasks: dict[str, Task], expected: dict[str, Status], make_patch: Callable
+) -> None:
+    # a real diff whose removed line is nowhere in the buggy tree (no fuzz can place it) ...
+    patch = make_patch(task, {"toposort/graph.py": lambda s: s.replace("class DependencyGraph", "class Graph")})
+    assert "-class DependencyGraph" in patch
+    stale = patch.replace("-class DependencyGraph", "-class SomethingElse")
+    # ... and another task's gold patch, for files this repository does not have
+    foreign = sample_tasks["sample__semverlite-1"].answer.gold_patch
+    for candidate in (stale, foreign):
+        result = grade(task, candidate, backend)
+        assert (result.reward, result.reason) == (0.0, "patch_apply_failed"), result
+        assert result.statuses == {} and "git apply" in result.detail and "patch --fuzz=5" in result.detail
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "this is not a patch at all\n",
+        "diff --git a/x b/x\n@@ nonsense @@\n+++\n",
+        "\x00\x01\x02 binary junk \xff",
+        "--- a/toposort/graph.py\n+++ b/toposort/graph.py\n@@ -1,3 +1,3 @@\n-no such line\n+x\n",
+    ],
+    ids=["prose", "broken-header", "binary", "wrong-context"],
+)
+def test_garbage_patch(backend: Backend, task: Task, expected: dict[str, Status], garbage: str) -> None:
+    result = grade(task, garbage, backend)
+    assert (result.reward, result.reason) == (0.0, "patch_apply_failed"), result
+
+
+# ------------------------------------------------------------------------------------------ regressions
+
+
+def test_regression_gitignore_hides_planted_conftest(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable
+) -> None:
+    """A .gitignore listing conftest.py hid the planted file from `git status`, so it survived
+    neutralization and its forced passes earned reward 1."""
+    patch = make_patch(task, {".gitignore": "conftest.py\n", "conftest.py": FORCE_PASS_CONFTEST})
+    assert "+++ b/conftest.py" in patch
+    result = grade(task, patch, backend)
+    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
+    assert result.neutralized == ["conftest.py"]
+
+
+GIT_HOOK = """#!/bin/sh
+cat > conftest.py <<'PY'
+{conftest}PY
+"""
+
+
+def _git_hook_patch(task: Task, make_patch: Callable, via_symlink: bool) -> str:
+    """A patch that plants .git/hooks/post-checkout (directly, or through a symlink to .git) and
+    touches a test file so that neutralization's own `git checkout` runs the hook, which plants a
+    conftest.py after the scan. git apply refuses it; GNU patch (the last strategy) used to apply it."""
+    diff = make_patch(task, {"tests/test_graph.py": _prepend("# touched\n")})
+    hook = GIT_HOOK.format(conftest=FORCE_PASS_CONFTEST).splitlines()
+    prefix = "g" if via_symlink else ".git"
+    if via_symlink:
+        diff += "diff --git a/g b/g\nnew file mode 120000\n--- /dev/null\n+++ b/g\n@@ -0,0 +1 @@\n+.git\n"
+        diff += "\\ No newline at end of file\n"
+    diff += f"diff --git a/{prefix}/hooks/post-checkout b/{prefix}/hooks/post-checkout\nnew file mode 100755\n"
+    diff += f"--- /dev/null\n+++ b/{prefix}/hooks/post-checkout\n@@ -0,0 +1,{len(hook)} @@\n"
+    return diff + "".join(f"+{line}\n" for line in hook)
+
+
+@pytest.mark.parametrize("via_symlink", [False, True], ids=["direct", "through-symlink"])
+def test_regression_patch_fallback_writes_git_hook(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, via_symlink: bool
+) -> None:
+    """GNU patch wrote a hook into .git; neutralization's `git checkout` then ran it and the planted
+    conftest.py forced every test to pass (reward 1)."""
+    result = grade(task, _git_hook_patch(task, make_patch, via_symlink), backend)
+    assert (result.reward, result.reason) == (0.0, "patch_apply_failed"), result
+    assert "refused" in result.detail
+
+
+# Fixes matrixlite's determinant from inside a test module, by rewriting the library function's code
+# at collection time: a "fix" that only exists while the tampered test file is in the tree.
+FIX_FROM_TEST_MODULE = """
+import inspect as _inspect
+
+import matrixlite.linalg as _la
+
+_src = _inspect.getsource(_la.determinant).replace(
+    "a[col], a[pivot] = a[pivot], a[col]\\n", "a[col], a[pivot] = a[pivot], a[col]\\n            det = -det\\n"
+)
+_ns = {}
+exec(compile(_src, _la.__file__, "exec"), _la.__dict__, _ns)
+_la.determinant.__code__ = _ns["determinant"].__code__
+"""
+
+
+def _three_way_hunk(task: Task, tmp_path: Path) -> str:
+    """A hunk written against the commit before the base: stale context, but its pre-image blob is in
+    the sealed history, so only `git apply --3way` takes it (and --3way stages what it applies)."""
+    clone = tmp_path / "older"
+    git(["clone", "-q", task.repo_source.path, str(clone)], tmp_path)
+    git(["checkout", "-q", f"{task.repo_source.ref}~1"], clone)
+    init = clone / "matrixlite/__init__.py"
+    init.write_text(init.read_text().replace("from .matrix import Matrix\n", "from .matrix import Matrix  # noqa\n"))
+    return git(["diff"], clone)
+
+
+def test_regression_staged_rename_blocked_test_restore(
+    backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable, tmp_path: Path
+) -> None:
+    """A patch applied by --3way is staged, so `git status` reports a moved file as a rename (R). The
+    rename's new path, when protected, went to the `git checkout HEAD --` list although HEAD does not
+    have it; the whole checkout failed and every edited test file stayed as the candidate left it
+    (here: a test module that patches the library at collection time, reward 1)."""
+    task = sample_tasks["sample__matrixlite-1"]
+    readme = (Path(prepare_tree(task, Settings.from_env())) / "README.md").read_text()
+    tampering = make_patch(
+        task,
+        {
+            "tests/test_matrix.py": _prepend(FIX_FROM_TEST_MODULE),
+            "README.md": None,
+            "tests/README.md": readme,  # staged by --3way as a rename README.md -> tests/README.md
+        },
+    )
+    result = grade(task, _three_way_hunk(task, tmp_path) + tampering, backend)
+    assert result.apply_strategy == "git apply --3way", result.detail
+    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
+    assert result.neutralized == ["tests/README.md", "tests/test_matrix.py"]
+    assert all(result.statuses[t] in BAD for t in f2p(task))
+
+
+# ------------------------------------------------------------------------------------------ known gaps
+
+SHADOW_PYTEST_FORCING_PASSES = '''\
+"""Shadows pytest, then runs the real one with a plugin that turns every result into a pass."""
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != here]
+sys.modules.pop("pytest", None)
+import pytest as real
+
+sys.path.insert(0, here)  # the code under test is imported from the workdir
+
+
+class ForcePass:
+    @real.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        report.outcome = "passed"
+        report.longrepr = None
+
+
+sys.exit(real.main(sys.argv[1:], plugins=[ForcePass()]))
+'''
+
+LIBRARY_PATCHING_PYTEST = """
+import sys as _sys
+
+if "_pytest.reports" in _sys.modules:  # imported by a test module, inside the pytest process
+    _reports = _sys.modules["_pytest.reports"]
+    _make = _reports.TestReport.from_item_and_call.__func__
+
+    def _passed(cls, item, call):
+        report = _make(cls, item, call)
+        report.outcome, report.longrepr = "passed", None
+        return report
+
+    _reports.TestReport.from_item_and_call = classmethod(_passed)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: code under test runs inside the pytest process, so it can rewrite results before "
+    "pytest writes its summary and JUnit report; nothing in the output is forged",
+)
+@pytest.mark.parametrize("how", ["shadow-pytest-module", "library-patches-pytest-at-import"])
+def test_known_gap_in_process_tampering_with_pytest(
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, how: str
+) -> None:
+    if how == "shadow-pytest-module":
+        edits = {"pytest.py": SHADOW_PYTEST_FORCING_PASSES}
+    else:
+        edits = {"toposort/__init__.py": _append(LIBRARY_PATCHING_PYTEST)}
+    result = grade(task, make_patch(task, edits), backend)
+    assert result.reward == 0.0, result
+
+
+# ------------------------------------------------------------------------------------------ gold_pattern
+
+
+class CountingBackend:
+    """Delegates to a real backend and counts the sandboxes it opens."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.opened = 0
+
+    def prepare(self, task: Task) -> None:
+        self.inner.prepare(task)
+
+    def open(self, task: Task, *, network: bool = False) -> Sandbox:
+        self.opened += 1
+        return self.inner.open(task, network=network)
+
+
+def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, swedeck_env: Settings) -> None:
+    settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
+    counting = CountingBackend(backend)
+    first = gold_pattern(task, counting, settings)
+    assert counting.opened == 1
+    assert first and all(status is Status.PASSED for status in first.values())
+    assert (settings.cache_dir / "gold" / f"{task.task_hash()}.json").is_file()
+    second = gold_pattern(task, counting, settings)
+    assert counting.opened == 1, "the second call ran a sandbox"
+    assert second == first
+    # a different task (another hash) is not served from that cache
+    changed = task.model_copy(update={"test_cmd": ["python -m pytest tests/test_sort.py"]})
+    third = gold_pattern(changed, counting, settings)
+    assert counting.opened == 2
+    assert set(third) == {t for t in first if t.startswith("tests/test_sort.py")}
+    # a corpus that ships the expected map never needs a sandbox
+    shipped = task.model_copy(update={"answer": task.answer.model_copy(update={"expected_status": first})})
+    assert gold_pattern(shipped, counting, settings) == first
+    assert counting.opened == 2
+
+
+def test_grade_through_counting_backend_opens_one_sandbox_per_run(
+    backend: Backend, task: Task, expected: dict[str, Status]
+) -> None:
+    counting = CountingBackend(backend)
+    result = grade(task, task.answer.gold_patch, counting, expected=expected)
+    assert result.reward == 1.0 and counting.opened == 1
+
+
+# ------------------------------------------------------------------------------------------ compare
+
+
+def _run(**fields: object) -> TestRun:
+    return TestRun(instance_id="t", backend="bwrap", **{"outcome": "ok", **fields})
+
+
+@pytest.mark.parametrize(
+    ("run", "reason"),
+    [
+        (_run(statuses={"a": Status.PASSED}), "ok"),
+        (_run(statuses={"a": Status.FAILED}), "pattern_mismatch"),
+        (_run(statuses={"a": Status.PASSED, "b": Status.PASSED}), "pattern_mismatch"),  # an extra test
+        (_run(statuses={}), "tests_errored"),
+        (_run(statuses={}, spoof_evidence=["x"]), "spoofing_suspected"),
+        (_run(statuses={"a": Status.PASSED}, spoof_evidence=["x"]), "spoofing_suspected"),
+        (_run(outcome="timeout"), "timeout"),
+        (_run(outcome="output_limit", statuses={"a": Status.PASSED}), "output_limit"),
+        (_run(outcome="patch_apply_failed"), "patch_apply_failed"),
+    ],
+)
+def test_compare_reasons(run: TestRun, reason: str) -> None:
+    task = Task.model_validate(
+        {
+            "instance_id": "t",
+            "source": "local",
+            "repo": "r",
+            "problem_statement": "p",
+            "environment": {"recipe": {}},
+            "test_cmd": ["true"],
+            "answer": {"gold_patch": "", "hidden_tests": HiddenTests().model_dump()},
+        }
+    )
+    result = compare(run, {"a": Status.PASSED}, task)
+    assert result.reason == reason
+    assert result.reward == (1.0 if reason == "ok" else 0.0)
+
+
+def test_run_tests_without_expectation(backend: Backend, task: Task) -> None:
+    run = run_tests(task, "", backend)
+    assert run.outcome == "ok" and run.backend == backend.name
+    assert all(run.statuses[t] in BAD for t in f2p(task))
+    assert set(run.durations) == {"open", "apply", "tests"}
