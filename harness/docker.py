@@ -180,15 +180,22 @@ class _DockerSandbox:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
         blob = data.encode() if isinstance(data, str) else data
         p = PurePosixPath(path)
+        owner = 0 if self.own_repo else UID
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
-            info = tarfile.TarInfo(p.name)
+            # parent folders below /tmp or the workdir travel in the same archive, owned by the
+            # sandbox user like bwrap's, so one upload replaces a mkdir exec plus an upload
+            for parent in reversed(p.parents):
+                if any(root in parent.parents for root in (PurePosixPath("/tmp"), PurePosixPath(self.workdir))):
+                    folder = tarfile.TarInfo(str(parent).lstrip("/"))
+                    folder.type, folder.mode, folder.uid, folder.gid = tarfile.DIRTYPE, 0o755, owner, owner
+                    tar.addfile(folder)
+            info = tarfile.TarInfo(path.lstrip("/"))
             info.size = len(blob)
             info.mode = 0o644
-            info.uid = info.gid = 0 if self.own_repo else UID
+            info.uid = info.gid = owner
             tar.addfile(info, io.BytesIO(blob))
-        self.container.exec_run(["mkdir", "-p", str(p.parent)], user=self.user)
-        if not self.container.put_archive(str(p.parent), buf.getvalue()):
+        if not self.container.put_archive("/", buf.getvalue()):
             raise SandboxError(f"could not write {path}")
 
     def read_file(self, path: str) -> bytes:
@@ -246,10 +253,17 @@ class _DockerSandbox:
         ).start()
 
     def close(self) -> None:
-        try:
-            self.container.remove(force=True)
-        except Exception:  # already removed by the engine
-            pass
+        """Remove the container in the background: nothing waits for it, and a non-daemon thread
+        still finishes before the interpreter exits, so no container is leaked."""
+        container = self.container
+
+        def remove() -> None:
+            try:
+                container.remove(force=True)
+            except Exception:  # already removed by the engine
+                pass
+
+        threading.Thread(target=remove, name="swedeck-docker-remove").start()
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -15,12 +15,13 @@ from harness.records import Task
 from harness.sandbox import Sandbox
 
 PATCH_FILE = "/tmp/.swedeck-{name}.patch"
-APPLY_STRATEGIES: list[tuple[str, str, str]] = [
-    # (name, check command, apply command); {p} is the patch file
-    ("git apply", "git apply --check {p}", "git apply {p}"),
+APPLY_STRATEGIES: list[tuple[str, str | None, str]] = [
+    # (name, check command, apply command); {p} is the patch file. Plain git apply is atomic (all
+    # files or none), so it needs no separate check; --3way and GNU patch can stop half-way.
+    ("git apply", None, "git apply {p}"),
     (
         "git apply --recount --ignore-whitespace",
-        "git apply --check --recount --ignore-space-change --ignore-whitespace {p}",
+        None,
         "git apply --recount --ignore-space-change --ignore-whitespace {p}",
     ),
     # --3way refuses files whose index entry looks stale, and a sandbox's tree is a fresh copy (new
@@ -54,6 +55,12 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
     p = shlex.quote(path)
     errors = []
     for strategy, check, apply in APPLY_STRATEGIES:
+        if check is None:
+            done = sandbox.run(apply.format(p=p), timeout=60)
+            if done.exit_code == 0:
+                return strategy, ""
+            errors.append(f"{strategy}: {done.output.strip()[-400:]}")
+            continue
         probe = sandbox.run(check.format(p=p), timeout=60)
         unsafe = _unsafe_targets(probe.log_path) if probe.exit_code == 0 else []
         if unsafe:  # a hook or config planted in .git would run during grading's own git commands
