@@ -1,0 +1,1 @@
+"""Counterfactual probes: model-free patches derived from gold (``generate``) and their grading (``runner``)."""
