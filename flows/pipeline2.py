@@ -71,5 +71,7 @@ def pipeline2(out: str, config: dict, settings: dict | None) -> dict:
 
 def run_pipeline2(out: Path, cfg: SwedeckConfig, workers: int, settings: JudgeSettings | None) -> dict:
     runner = ThreadPoolTaskRunner(max_workers=workers)
-    payload = settings.model_dump(mode="json") | {"api_key": settings.api_key.get_secret_value()} if settings else None
+    # the API key never travels in flow parameters (it would land in Prefect's database): settings
+    # serialise without it and each worker reads SWEDECK_JUDGE_API_KEY from its environment
+    payload = settings.model_dump(mode="json") if settings else None
     return pipeline2.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), payload)

@@ -181,3 +181,15 @@ def make_patch(tmp_path: Path, swedeck_env: Settings) -> Callable[[Task, PatchEd
         return git(["diff", "--cached", "--no-renames", "HEAD"], work)
 
     return build
+
+
+# ----------------------------------------------------------------------------------- prefect
+
+
+@pytest.fixture(scope="session")
+def prefect_api(swedeck_env):  # noqa: ANN001, ANN201
+    """A temporary Prefect API for in-process flows, stopped before pytest closes its output."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=90):
+        yield

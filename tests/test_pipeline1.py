@@ -100,15 +100,6 @@ def _rows(db: Path, sql: str) -> list[tuple]:
 
 
 @pytest.fixture(scope="session")
-def prefect_api(swedeck_env):  # noqa: ANN001, ANN201
-    """A temporary Prefect API for in-process flows, stopped before pytest closes its output."""
-    from prefect.testing.utilities import prefect_test_harness
-
-    with prefect_test_harness(server_startup_timeout=90):
-        yield
-
-
-@pytest.fixture(scope="session")
 def sample_run(prefect_api, bwrap_backend, tmp_path_factory) -> Path:  # noqa: ANN001
     """The real Prefect flow over the whole sample corpus, once per session."""
     from flows.pipeline1 import run_pipeline1
