@@ -353,3 +353,64 @@ class VerdictRecord(Stamped):
     transcript_path: str
     tokens: int
     detail: str  # why a task is unjudgeable (budget spent, endpoint failed), or other notes
+
+
+# ---- trajectories
+
+# imported here so that nothing above this section changes
+from pydantic import model_validator
+
+Termination = Literal["submitted", "malformed_turn", "repeated_call", "max_turns", "max_tokens", "timeout", "env_error"]
+
+
+class ToolCall(Record):
+    """One parsed call from a turn that passed the raw-turn check."""
+
+    name: str
+    arguments: dict[str, str] = Field(default_factory=dict)
+
+
+class TurnRecord(Record):
+    """One assistant turn exactly as sampled, and what its call did.
+
+    ``raw``, ``token_ids`` and ``logprobs`` are the sampled turn itself (history is never re-rendered
+    from ``call``). ``call`` is None when the turn failed the raw-turn check (``check_error`` then holds
+    its error class) and nothing was executed.
+    """
+
+    index: int
+    raw: str
+    token_ids: list[int] = Field(default_factory=list)
+    logprobs: list[float] = Field(default_factory=list)
+    check_error: str = ""  # "" when the turn passed the raw-turn check
+    call: ToolCall | None = None
+    output: str = ""  # the full tool output, as kept for the record
+    output_shown: str = ""  # what the model saw (head and tail when truncated)
+    exit_code: int | None = None
+    duration_s: float = 0.0
+
+
+class TrajectoryRecord(Stamped):
+    """One rollout: every turn, why it ended, and its gated reward.
+
+    ``turns`` is a nested list of records; the store's annotation-derived Arrow schema only maps flat
+    types, so Parquet storage of this record needs a struct mapping for ``TurnRecord``.
+    """
+
+    rollout_id: str
+    group_id: str
+    weight_version: int
+    turns: list[TurnRecord] = Field(default_factory=list)
+    termination: Termination
+    submitted: bool
+    patch: str = ""
+    grader_reward: float | None = None  # the one grader's reward, when the patch was graded
+    reward: float  # the gated reward: grader_reward only when submitted, else 0
+
+    @model_validator(mode="after")
+    def _submitted_matches_termination(self) -> TrajectoryRecord:
+        if self.submitted != (self.termination == "submitted"):
+            raise ValueError(f"submitted={self.submitted} contradicts termination={self.termination!r}")
+        if not self.submitted and self.reward != 0.0:
+            raise ValueError(f"a trajectory that did not submit has reward {self.reward}, not 0")
+        return self
