@@ -8,6 +8,7 @@ repository are sealed in place. Commands run through ``docker exec`` with the sa
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import shlex
@@ -54,6 +55,13 @@ class DockerBackend:
         self.config = config
         self.settings = settings
         self.client = _client()
+        # one pristine spare container per (task, network), started in the background after each
+        # open: a task is graded many times (runs, probes, rollouts) and the start is the slow part
+        self._spares: dict[tuple[str, bool], _DockerSandbox] = {}
+        self._warming: set[tuple[str, bool]] = set()
+        self._lock = threading.Lock()
+        self._drained = False
+        atexit.register(self.drain)
 
     def _has_image(self, ref: str) -> bool:
         import docker.errors
@@ -127,7 +135,42 @@ class DockerBackend:
         return dest
 
     def open(self, task: Task, *, network: bool = False) -> _DockerSandbox:
-        return _DockerSandbox(self, task, network=network)
+        key = (task.task_hash(), network)
+        with self._lock:
+            spare = self._spares.pop(key, None)
+        box = spare or _DockerSandbox(self, task, network=network)
+        if not network:  # networked sandboxes are one-off checks, not worth a spare
+            self._warm(task, key)
+        return box
+
+    def _warm(self, task: Task, key: tuple[str, bool]) -> None:
+        with self._lock:
+            if self._drained or key in self._spares or key in self._warming:
+                return
+            self._warming.add(key)
+
+        def start() -> None:
+            try:
+                spare = _DockerSandbox(self, task, network=key[1])
+            except Exception:  # the next open builds its own and reports the error itself
+                spare = None
+            with self._lock:
+                self._warming.discard(key)
+                if spare is not None and key not in self._spares and not self._drained:
+                    self._spares[key] = spare
+                    spare = None
+            if spare is not None:
+                spare.close()
+
+        threading.Thread(target=start, name="swedeck-docker-spare", daemon=True).start()
+
+    def drain(self) -> None:
+        """Remove the spare containers (at exit, or when a caller is done with this backend)."""
+        with self._lock:
+            self._drained = True
+            spares, self._spares = list(self._spares.values()), {}
+        for spare in spares:
+            spare.container.remove(force=True)
 
 
 class _DockerSandbox:
