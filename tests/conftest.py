@@ -193,3 +193,14 @@ def prefect_api(swedeck_env):  # noqa: ANN001, ANN201
 
     with prefect_test_harness(server_startup_timeout=90):
         yield
+
+
+def catalog_rows(db: Path, sql: str) -> list[tuple]:
+    """Rows of a query over a run's DuckDB catalog, opened read-only and closed again."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

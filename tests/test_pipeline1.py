@@ -12,14 +12,13 @@ import sys
 import time
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from curation.pipeline1 import Derived, decide, derive, label_disagreements
 from data import SAMPLE
 from flows.config import load_config
 from harness.records import Answer, Environment, HiddenTests, Recipe, Task
-from conftest import LABELS
+from conftest import LABELS, catalog_rows
 
 P, F, E = "PASSED", "FAILED", "ERROR"
 
@@ -91,14 +90,6 @@ def test_label_disagreements_name_every_claim_the_runs_contradict() -> None:
 # ------------------------------------------------------------------------------------------ the flow
 
 
-def _rows(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
 @pytest.fixture(scope="session")
 def sample_run(prefect_api, bwrap_backend, tmp_path_factory) -> Path:  # noqa: ANN001
     """The real Prefect flow over the whole sample corpus, once per session."""
@@ -114,7 +105,7 @@ def sample_run(prefect_api, bwrap_backend, tmp_path_factory) -> Path:  # noqa: A
 @pytest.mark.parametrize("instance_id", sorted(LABELS))
 def test_sample_task_is_decided_as_labelled(sample_run: Path, instance_id: str) -> None:
     label = LABELS[instance_id]
-    (row,) = _rows(
+    (row,) = catalog_rows(
         sample_run / "catalog.duckdb",
         f"select decision, reason, fail_to_pass, binding_assertions, infrastructure, detail "
         f"from p1_results where instance_id = '{instance_id}'",
@@ -130,18 +121,18 @@ def test_sample_task_is_decided_as_labelled(sample_run: Path, instance_id: str) 
 @pytest.mark.prefect
 def test_catalog_views_hold_every_record_kind(sample_run: Path) -> None:
     db = sample_run / "catalog.duckdb"
-    [(tasks,)], [(results,)] = _rows(db, "select count(*) from tasks"), _rows(db, "select count(*) from p1_results")
+    [(tasks,)], [(results,)] = catalog_rows(db, "select count(*) from tasks"), catalog_rows(db, "select count(*) from p1_results")
     assert tasks == results == len(LABELS)
     # each non-env-error task ran 3 times per tree, network confirmation runs aside
-    per_tree = _rows(db, "select instance_id, tree, count(*) from runs where tree <> 'gold_network' group by all")
+    per_tree = catalog_rows(db, "select instance_id, tree, count(*) from runs where tree <> 'gold_network' group by all")
     assert {n for _, _, n in per_tree} == {3}
-    [(binding_rows,)] = _rows(
+    [(binding_rows,)] = catalog_rows(
         db,
         "select count(*) from assertions a join p1_results r using (instance_id) where r.decision = 'keep' "
         "and list_contains(r.binding_assertions, a.assert_file || ':' || a.line)",
     )
     assert binding_rows > 0
-    [(network_runs,)] = _rows(db, "select count(*) from runs where tree = 'gold_network'")
+    [(network_runs,)] = catalog_rows(db, "select count(*) from runs where tree = 'gold_network'")
     assert network_runs == 1  # only the feedfetch task fails gold with network errors
 
 
@@ -167,8 +158,8 @@ def test_broken_folder_and_hanging_test_do_not_stop_the_run(sample_run: Path, tm
     summary = run_pipeline1([src], tmp_path / "out", cfg, workers=2)
     assert summary["kept"] == 1 and summary["rejected"] == {"timeout": 1} and summary["load_errors"] == 1
     db = tmp_path / "out" / "catalog.duckdb"
-    assert _rows(db, "select field from load_errors") == [("task.toml:test_cmd",)]
-    assert _rows(db, "select reason, stage from p1_results where instance_id = 'sample__toposort-1'") == [("timeout", "tests")]
+    assert catalog_rows(db, "select field from load_errors") == [("task.toml:test_cmd",)]
+    assert catalog_rows(db, "select reason, stage from p1_results where instance_id = 'sample__toposort-1'") == [("timeout", "tests")]
 
 
 # ------------------------------------------------------------------------------------------ kill and resume
@@ -206,8 +197,8 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backe
 
     assert _p1(src, killed, env).wait(timeout=600) == 0
     for sql in (STABLE, RUN_KEYS, ASSERT_KEYS):
-        assert _rows(killed / "catalog.duckdb", sql) == _rows(whole / "catalog.duckdb", sql)
-    dupes = _rows(killed / "catalog.duckdb", "select instance_id, tree, attempt from runs group by all having count(*) > 1")
+        assert catalog_rows(killed / "catalog.duckdb", sql) == catalog_rows(whole / "catalog.duckdb", sql)
+    dupes = catalog_rows(killed / "catalog.duckdb", "select instance_id, tree, attempt from runs group by all having count(*) > 1")
     assert dupes == []
     assert not list((killed / "p1").glob(".*")), "partial folders of the killed run were swept"
 

@@ -6,23 +6,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 
+from conftest import catalog_rows
 from data import SAMPLE
 from flows.config import load_config
 from judge.config import JudgeSettings
 from judge.scripted import ScriptedJudge
 
 TASKS = {"sample__moneyfmt-1": "too_loose", "sample__slugkit-1": "over_restrictive", "sample__semverlite-1": "accept"}
-
-
-def _rows(db: Path, sql: str) -> list[tuple]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.fixture(scope="module")
@@ -46,17 +38,17 @@ def test_judge_failure_is_recorded_then_retried_with_a_working_endpoint(p1_run: 
     with ScriptedJudge("labelled", fault="http_500") as url:
         down = run_pipeline2(p1_run, cfg, 2, JudgeSettings(base_url=url, model="scripted"))
     assert down["verdicts"] == {"unjudgeable": len(TASKS)}
-    details = _rows(p1_run / "catalog.duckdb", "select detail from verdicts")
+    details = catalog_rows(p1_run / "catalog.duckdb", "select detail from verdicts")
     assert all("500" in d for (d,) in details)
 
     with ScriptedJudge("labelled") as url:
         judged = run_pipeline2(p1_run, cfg, 2, JudgeSettings(base_url=url, model="scripted"))
     assert judged["verdicts"] == {"accept": 1, "over_restrictive": 1, "too_loose": 1}
     db = p1_run / "catalog.duckdb"
-    verdicts = dict(_rows(db, "select instance_id, verdict from verdicts"))
+    verdicts = dict(catalog_rows(db, "select instance_id, verdict from verdicts"))
     assert verdicts == {iid: verdict for iid, verdict in TASKS.items()}
     # every cited probe is a stored probe with an executed grade that supports the verdict
-    cited = _rows(
+    cited = catalog_rows(
         db,
         "select v.instance_id, v.verdict, p.kind, p.reward from verdicts v, unnest(v.evidence) as e(probe_id) "
         "join probes p on p.probe_id = e.probe_id and p.instance_id = v.instance_id",
@@ -66,7 +58,7 @@ def test_judge_failure_is_recorded_then_retried_with_a_working_endpoint(p1_run: 
         expected = {"too_loose": ("plausible_wrong", 1.0), "over_restrictive": ("correct_alternative", 0.0),
                     "accept": ("plausible_wrong", 0.0)}[verdict]  # fmt: skip
         assert (kind, reward) == expected
-    [(model_free,)] = _rows(db, "select count(*) from probes where origin = 'model_free'")
+    [(model_free,)] = catalog_rows(db, "select count(*) from probes where origin = 'model_free'")
     assert model_free > 0
 
     # a rerun with the same config finds every task finished and leaves the files alone
