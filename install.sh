@@ -21,5 +21,5 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /tmp/swedeck-dockerd.log" >&2; exit 1; }
 fi
 
-python3 -m pip install -q -e '.[test]'
+python3 -m pip install -q -e '.[test,train]'
 swedeck env base
