@@ -151,7 +151,9 @@ class _BwrapSandbox:
     # ------------------------------------------------------------------ run
 
     def _argv(self, command: str, timeout: float, env: Mapping[str, str]) -> list[str]:
-        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--tmpfs", "/"]
+        # the root is a private tmpfs (mount points only); sized, or writes to / would eat host memory
+        root_size = str(self.limits.tmp_mb * 1024 * 1024)
+        argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--size", root_size, "--tmpfs", "/"]
         if self.network:
             argv += ["--share-net"]
         for sub in ("usr", "etc", "var"):

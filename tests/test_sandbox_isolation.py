@@ -491,3 +491,16 @@ def test_grader_records_runaway_tests(
         assert result.statuses == {}
     if reason == "output_limit":
         assert Path(result.log_path).stat().st_size <= grader_backend.config.limits.output_bytes
+
+
+@pytest.mark.bwrap
+def test_regression_bwrap_root_tmpfs_cannot_eat_host_memory(bwrap_backend: Backend, toposort: Task) -> None:
+    # the sandbox's / was an unbounded tmpfs: 2.9 GB written there sat in host RAM
+    box = bwrap_backend.open(toposort)
+    try:
+        cap_mb = bwrap_backend.config.limits.tmp_mb
+        files = " ".join(f"/fill{i}" for i in range(cap_mb // 100 + 2))
+        result = box.run(f"for f in {files}; do head -c 104857600 /dev/zero > $f || exit 1; done")
+        assert result.exit_code != 0 and "No space left" in result.output, result.output
+    finally:
+        box.close()
