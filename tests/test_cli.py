@@ -100,3 +100,28 @@ def test_p1_and_query(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
     assert csv.splitlines() == ["n", "8"]
     bad = swedeck("query", "select * from nowhere", "--db", str(db), check=False)
     assert bad.returncode == 2 and "nowhere" in bad.stderr
+
+
+def test_probe_prints_scored_probes(bwrap_backend) -> None:  # noqa: ANN001
+    rows = json.loads(swedeck("probe", "sample__moneyfmt-1", "--json", "--set", "pipeline1.runs=1").stdout)
+    assert rows and {r["origin"] for r in rows} == {"model_free"}
+    kinds = {r["kind"] for r in rows}
+    assert kinds == {"plausible_wrong", "correct_alternative"}
+    # the planted too-loose suite: some wrong probe survives the hidden tests
+    assert any(r["kind"] == "plausible_wrong" and r["reward"] == 1.0 for r in rows)
+
+
+def test_probe_refuses_a_task_pipeline1_rejects(bwrap_backend) -> None:  # noqa: ANN001
+    done = swedeck("probe", "sample__mdtable-1", "--set", "pipeline1.runs=1", check=False)
+    assert done.returncode == 1 and "no_fail_to_pass" in done.stderr
+
+
+@pytest.mark.prefect
+def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+    src = tmp_path / "src"
+    shutil.copytree(SAMPLE / "sample__cronexpr-1", src / "sample__cronexpr-1")
+    out = tmp_path / "out"
+    swedeck("p1", str(src), "--out", str(out), "--set", "pipeline1.runs=1")
+    summary = json.loads(swedeck("judge", str(out), "--scripted", "--json", "--set", "pipeline1.runs=1").stdout)
+    assert summary["verdicts"] == {"too_loose": 1}
+    assert swedeck("judge", str(tmp_path / "nowhere"), check=False).returncode == 2
