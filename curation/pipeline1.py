@@ -192,12 +192,13 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     trials: dict[Tree, list[TestRun]] = {"buggy": [], "gold": []}
 
     def finish(reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None) -> Pipeline1Result:
+        d = d or Derived()
         gold = trials["gold"][0].statuses if trials["gold"] else {}
         return store(
-            task, out, stamp, reason, stage, detail, d or Derived(),
+            task, out, stamp, reason, stage, detail, d,
             binding=binding or [],
             expected=gold,
-            disagreements=label_disagreements(task, d or Derived(), gold) if trials["gold"] else [],
+            disagreements=label_disagreements(task, d, gold) if trials["gold"] else [],
             runs=runs,
             records=records,
             seconds=time.monotonic() - started,

@@ -182,15 +182,20 @@ def env_build(
     _console().print(f"{len(result.tasks) - failed} ready, {failed} failed")
 
 
-def _run_p1(sources: list[Path], out: Path, cfg, workers: int) -> dict:  # noqa: ANN001
-    """The flow in a worker thread; this thread draws progress from the results landing on disk."""
+def _quiet_prefect() -> None:
+    """Before Prefect is imported: its per-task INFO lines would drown the progress display (warnings
+    still show), and offline it would log failed telemetry."""
     import os
-    import threading
 
-    # Prefect's own per-task INFO lines would drown the progress bar; warnings still show
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
+
+def _run_p1(sources: list[Path], out: Path, cfg, workers: int) -> dict:  # noqa: ANN001
+    """The flow in a worker thread; this thread draws progress from the results landing on disk."""
+    import threading
+
+    _quiet_prefect()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from curation.sources import load_sources
@@ -292,10 +297,7 @@ def _judge_endpoint(scripted: bool | None) -> Iterator[object]:
 
 
 def _run_p2(out: Path, cfg, workers: int, settings) -> dict:  # noqa: ANN001
-    import os
-
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    _quiet_prefect()
     from flows.pipeline2 import run_pipeline2
 
     with _console().status("pipeline 2: probing and judging the kept tasks"):

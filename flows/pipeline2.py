@@ -11,7 +11,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from curation.pipeline1 import kept_tasks
-from curation.store import build_catalog
+from curation.store import build_catalog, read_records
 from flows.config import SwedeckConfig
 from flows.pipeline1 import CATALOG, catalog_views
 from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
@@ -30,8 +30,6 @@ def run_one(task_json: str, p1_json: str, out: str, config_json: str, settings_j
     if not finished(out_dir, work, config.hash(), judged=settings is not None):
         process_task(work, p1, get_backend(config.sandbox), config.pipeline2, config.hash(), out_dir, settings)
     folder = out_dir / "p2" / work.instance_id
-    from curation.store import read_records
-
     verdicts = read_records(folder / "verdict.parquet", VerdictRecord)
     probes = read_records(folder / "probes.parquet", ProbeResult)
     return {

@@ -43,12 +43,16 @@ class BwrapBackend:
         return rootfs
 
     def prepare(self, task: Task) -> None:
+        self._materialise(task)
+
+    def _materialise(self, task: Task) -> tuple[Path, Path | None]:
+        """The task's sealed tree and recipe environment, built on first use (cached by hash)."""
         env = task.environment
         if env.image is not None and env.recipe is None:
             raise EnvError(f"{task.instance_id}: the bwrap backend cannot run a Docker image ({env.image}); use --backend docker")
         self._rootfs()
-        self.env_dir(task)
-        prepare_tree(task, self.settings)
+        env_dir = self.env_dir(task)
+        return prepare_tree(task, self.settings), env_dir
 
     def env_dir(self, task: Task) -> Path | None:
         """Build (once) the recipe's /opt/swedeck-env on the host; None when the recipe installs nothing."""
@@ -82,9 +86,8 @@ class BwrapBackend:
         return dest
 
     def open(self, task: Task, *, network: bool = False) -> _BwrapSandbox:
-        self.prepare(task)
-        tree = prepare_tree(task, self.settings)
-        return _BwrapSandbox(self, task, tree=tree, env_dir=self.env_dir(task), network=network)
+        tree, env_dir = self._materialise(task)
+        return _BwrapSandbox(self, task, tree=tree, env_dir=env_dir, network=network)
 
 
 class _BwrapSandbox:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -107,11 +106,12 @@ def _run_in(
                 env["SWEDECK_SELECT"] = f"/tmp/.swedeck-select-{token}"
             result = sandbox.run(command, env=env)
             run.exit_codes.append(result.exit_code)
-            shutil.copyfileobj(open(result.log_path, "rb"), log)
+            output = Path(result.log_path).read_bytes()
+            log.write(output)
             if result.timed_out or result.output_limited:
                 run.outcome = "timeout" if result.timed_out else "output_limit"
                 break
-            text = Path(result.log_path).read_text(errors="replace")
+            text = output.decode(errors="replace")
             statuses, evidence = _statuses(parser(text), _junit(sandbox, junit), result.exit_code, i, bool(junit))
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
