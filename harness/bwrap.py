@@ -22,7 +22,7 @@ from pathlib import Path
 from harness.config import SandboxConfig, Settings
 from harness.envs import BUILD_ENV_PREFIXES, ENV_MOUNT, needs_env_build, prepare_tree, recipe_key, run_env
 from harness.records import ExecResult, Task
-from harness.sandbox import EnvError, capture, exec_result, shell_command
+from harness.sandbox import EnvError, capture, exec_result, host_path, shell_command
 
 MERGED_USR_LINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
 
@@ -127,15 +127,8 @@ class _BwrapSandbox:
     # ------------------------------------------------------------------ paths
 
     def host_path(self, path: str) -> Path:
-        """Map a sandbox path to its host location; only the workdir and /tmp are writable."""
-        p = Path(path if path.startswith("/") else f"{self.workdir}/{path}")
-        for inside, outside in ((Path(self.workdir), self.root / "tree"), (Path("/tmp"), self.root / "tmp")):
-            if p == inside or inside in p.parents:
-                resolved = (outside / p.relative_to(inside)).resolve()
-                if outside.resolve() not in [resolved, *resolved.parents]:
-                    raise ValueError(f"path escapes the sandbox: {path}")
-                return resolved
-        raise ValueError(f"not a writable sandbox path: {path}")
+        """Only the workdir and /tmp are writable, and both are host folders."""
+        return host_path(path, ((self.workdir, self.root / "tree"), ("/tmp", self.root / "tmp")), self.workdir)
 
     def write_file(self, path: str, data: bytes | str) -> None:
         target = self.host_path(path)

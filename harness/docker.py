@@ -32,7 +32,7 @@ from harness.envs import (
     tree_key,
 )
 from harness.records import ExecResult, Task
-from harness.sandbox import EnvError, SandboxError, capture, exec_result, shell_command
+from harness.sandbox import IO_DIR, EnvError, SandboxError, capture, exec_result, host_path, shell_command
 
 UID = 1000
 
@@ -186,6 +186,9 @@ class _DockerSandbox:
         self.user = "root" if self.own_repo else f"{UID}:{UID}"
         image = owner.image(task)
         self.root = Path(tempfile.mkdtemp(prefix="docker-", dir=_mkdir(owner.settings.cache_dir / "sandboxes")))
+        self.io = _mkdir(self.root / "io")
+        self.owner = 0 if self.own_repo else UID
+        os.chown(self.io, self.owner, self.owner)
         env = run_env(task.environment.image is None and needs_env_build(task.environment.recipe))
         self.container = self.client.containers.run(
             image,
@@ -198,6 +201,7 @@ class _DockerSandbox:
             environment=env,
             working_dir="/",
             init=True,
+            volumes={str(self.io): {"bind": IO_DIR, "mode": "rw"}},
         )
         self._runs = 0
         try:
@@ -219,11 +223,25 @@ class _DockerSandbox:
         if code != 0:
             raise EnvError(f"{task.instance_id}: could not seal git history in the image", out.decode(errors="replace"))
 
+    def _io_path(self, path: str) -> Path | None:
+        """The host side of a path in the IO folder (None elsewhere); raises if a symlink leads out."""
+        inside = PurePosixPath(path)
+        if inside != PurePosixPath(IO_DIR) and PurePosixPath(IO_DIR) not in inside.parents:
+            return None
+        return host_path(path, ((IO_DIR, self.io),), self.workdir)
+
     def write_file(self, path: str, data: bytes | str) -> None:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
         blob = data.encode() if isinstance(data, str) else data
+        if (target := self._io_path(path)) is not None:
+            created = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(blob)
+            for made in (*created, target):
+                os.chown(made, self.owner, self.owner)
+            return
         p = PurePosixPath(path)
-        owner = 0 if self.own_repo else UID
+        owner = self.owner
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             # parent folders below /tmp or the workdir travel in the same archive, owned by the
@@ -245,6 +263,8 @@ class _DockerSandbox:
         import docker.errors
 
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
+        if (source := self._io_path(path)) is not None:
+            return source.read_bytes()
         try:
             stream, _ = self.container.get_archive(path)
         except docker.errors.NotFound as err:

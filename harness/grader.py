@@ -19,13 +19,13 @@ from pathlib import Path
 from harness.config import Settings
 from harness.envs import ENV_MOUNT
 from harness.parsers import parse_junit, resolve_parser, uses_junit
-from harness.patching import apply_patch, neutralize_tests
+from harness.patching import CHANGES_COMMAND, apply_patch, neutralize_tests
 from harness.records import Grade, Status, Task, TestRun, content_hash
-from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
+from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError
 
 BAD = {Status.FAILED, Status.ERROR}
 PLUGINS = Path(__file__).parent / "plugins"
-PLUGIN_DIR = "/tmp/.swedeck-plugins"
+PLUGIN_DIR = f"{IO_DIR}/plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
 
 
@@ -67,10 +67,12 @@ def _run_in(
 ) -> TestRun:
     t0 = time.monotonic()
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
-    run.apply_strategy, why = apply_patch(sandbox, patch, "candidate")
+    changes = f"{IO_DIR}/changes"
+    run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", then=f"({CHANGES_COMMAND}) > {changes}")
     if not run.apply_strategy:
         return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
-    run.neutralized = neutralize_tests(sandbox, task) if patch.strip() else []
+    if patch.strip():
+        run.neutralized = neutralize_tests(sandbox, task, sandbox.read_file(changes).decode(errors="replace"))
     hidden = task.answer.hidden_tests
     strategy, why = apply_patch(sandbox, hidden.patch, "hidden-tests")
     if not strategy:
@@ -84,17 +86,17 @@ def _run_in(
     token = secrets.token_hex(8)  # an unguessable report path, so code under test cannot pre-write it
     log_dir.mkdir(parents=True, exist_ok=True)
     run.log_path = str(log_dir / f"{task.instance_id}-{content_hash(patch)}-{token}.log")
-    events = f"/tmp/.swedeck-asserts-{token}.jsonl"
+    events = f"{IO_DIR}/asserts-{token}.jsonl"
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
     for plugin in plugins:
         sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
     if select is not None:
-        sandbox.write_file(f"/tmp/.swedeck-select-{token}", "".join(f"{test_id}\n" for test_id in select))
+        sandbox.write_file(f"{IO_DIR}/select-{token}", "".join(f"{test_id}\n" for test_id in select))
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
             env, junit = {}, ""
             if uses_junit(task.log_parser):
-                junit = f"/tmp/.swedeck-junit-{token}-{i}.xml"
+                junit = f"{IO_DIR}/junit-{token}-{i}.xml"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
             if plugins:
                 env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + "".join(f" -p {p}" for p in plugins)
@@ -103,7 +105,7 @@ def _run_in(
                 env["PYTEST_ADDOPTS"] += " -o enable_assertion_pass_hook=true"
                 env["SWEDECK_ASSERT_LOG"] = events
             if select is not None:
-                env["SWEDECK_SELECT"] = f"/tmp/.swedeck-select-{token}"
+                env["SWEDECK_SELECT"] = f"{IO_DIR}/select-{token}"
             result = sandbox.run(command, env=env)
             run.exit_codes.append(result.exit_code)
             output = Path(result.log_path).read_bytes()

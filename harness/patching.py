@@ -12,9 +12,9 @@ from pathlib import Path, PurePosixPath
 
 from harness.diffs import is_r2e_test_path
 from harness.records import Task
-from harness.sandbox import Sandbox
+from harness.sandbox import IO_DIR, Sandbox
 
-PATCH_FILE = "/tmp/.swedeck-{name}.patch"
+PATCH_FILE = IO_DIR + "/{name}.patch"
 APPLY_STRATEGIES: list[tuple[str, str | None, str]] = [
     # (name, check command, apply command); {p} is the patch file. Plain git apply is atomic (all
     # files or none), so it needs no separate check; --3way and GNU patch can stop half-way.
@@ -44,10 +44,18 @@ TEST_INFRA_NAMES = {"conftest.py", "pytest.ini", "tox.ini", "sitecustomize.py", 
 _PATCH_CHECKED = re.compile(r"^checking (file|symbolic link) (.+)$", re.MULTILINE)
 _GIT_DIR = re.compile(r"(?:^|/)\.git(?:/|$)")
 IGNORED_SCAN = [f":(glob)**/{name}" for name in sorted(TEST_INFRA_NAMES)]
+CHANGES_COMMAND = (
+    "git status --porcelain=v1 -z --untracked-files=all; "
+    # a .gitignore the candidate adds hides what it plants from the scan above, so ignored files are
+    # listed too, but only for the names that change how pytest runs: an ignored in-tree venv or
+    # build output (its .pth files, its packages' tests) belongs to the environment
+    "git status --porcelain=v1 -z --untracked-files=all --ignored -- " + shlex.join(IGNORED_SCAN)
+)
 
 
-def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
-    """Apply ``patch`` in the workdir. Returns (strategy, "") on success, ("", why) on failure."""
+def apply_patch(sandbox: Sandbox, patch: str, name: str, *, then: str = "") -> tuple[str, str]:
+    """Apply ``patch`` in the workdir. Returns (strategy, "") on success, ("", why) on failure.
+    ``then`` runs right after a successful apply in the same command: one engine round trip less."""
     if not patch.strip():
         return "empty", ""
     path = PATCH_FILE.format(name=name)
@@ -55,8 +63,9 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
     p = shlex.quote(path)
     errors = []
     for strategy, check, apply in APPLY_STRATEGIES:
+        command = apply.format(p=p) + (f" && {{ {then}; }}" if then else "")
         if check is None:
-            done = sandbox.run(apply.format(p=p), timeout=60)
+            done = sandbox.run(command, timeout=60)
             if done.exit_code == 0:
                 return strategy, ""
             errors.append(f"{strategy}: {done.output.strip()[-400:]}")
@@ -67,7 +76,7 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str) -> tuple[str, str]:
             errors.append(f"{strategy}: refused, it writes inside .git or creates a symlink: {', '.join(unsafe)}")
             continue
         if probe.exit_code == 0:
-            done = sandbox.run(apply.format(p=p), timeout=60)
+            done = sandbox.run(command, timeout=60)
             if done.exit_code == 0:
                 return strategy, ""
             # its check passed, so the failure was mid-way: --3way leaves conflict markers and an
@@ -113,20 +122,15 @@ def changed_paths(porcelain_z: str) -> list[tuple[str, str]]:
     return out
 
 
-def neutralize_tests(sandbox: Sandbox, task: Task) -> list[str]:
+def neutralize_tests(sandbox: Sandbox, task: Task, listing: str | None = None) -> list[str]:
     """Undo every change the candidate made to protected paths: restore tracked ones from the base
-    commit, delete added ones. Returns the paths touched (evidence of tampering, or just of an
+    commit, delete added ones. ``listing`` is CHANGES_COMMAND's output when the caller already ran it
+    (see ``apply_patch(then=...)``). Returns the paths touched (evidence of tampering, or just of an
     over-eager agent)."""
-    status = sandbox.run(
-        "git status --porcelain=v1 -z --untracked-files=all; "
-        # a .gitignore the candidate adds hides what it plants from the scan above, so ignored files
-        # are listed too, but only for the names that change how pytest runs: an ignored in-tree venv
-        # or build output (its .pth files, its packages' tests) belongs to the environment
-        "git status --porcelain=v1 -z --untracked-files=all --ignored -- " + shlex.join(IGNORED_SCAN),
-        timeout=60,
-    )
+    if listing is None:
+        listing = Path(sandbox.run(CHANGES_COMMAND, timeout=60).log_path).read_text(errors="replace")
     restore, delete = [], []
-    for code, path in dict.fromkeys(changed_paths(Path(status.log_path).read_text(errors="replace"))):
+    for code, path in dict.fromkeys(changed_paths(listing)):
         if not is_protected(path, task):
             continue
         # added, or the new side of a rename or copy staged by `git apply --3way`: not in HEAD

@@ -11,13 +11,16 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO, Protocol
 
 from harness.config import Limits, SandboxConfig, Settings
 from harness.records import ExecResult, Task
 
 DISPLAY_BYTES = 16 * 1024
+# Files the harness exchanges with a sandbox (patches, plugins, reports) live here. Backends back it with a
+# host folder, so reading and writing them costs no engine round trip (a Docker copy is ~50 ms).
+IO_DIR = "/tmp/.swedeck-io"
 TIMEOUT_EXIT = 124  # coreutils timeout(1) after TERM
 KILLED_EXIT = 137  # after KILL
 
@@ -71,6 +74,20 @@ def get_backend(config: SandboxConfig | None = None, settings: Settings | None =
 
         return DockerBackend(config, settings)
     raise ValueError(f"unknown sandbox backend {config.backend!r} (expected 'bwrap' or 'docker')")
+
+
+def host_path(path: str, mounts: Iterable[tuple[str, Path]], workdir: str) -> Path:
+    """Map a sandbox path to the host folder mounted there (first match wins). The result is resolved and
+    must stay inside that folder: code under test can plant symlinks, and the host must never follow
+    one out of the sandbox."""
+    p = PurePosixPath(path if path.startswith("/") else f"{workdir}/{path}")
+    for inside, outside in mounts:
+        if p == PurePosixPath(inside) or PurePosixPath(inside) in p.parents:
+            resolved = (outside / p.relative_to(inside)).resolve()
+            if outside.resolve() not in [resolved, *resolved.parents]:
+                raise ValueError(f"path escapes the sandbox: {path}")
+            return resolved
+    raise ValueError(f"not a host-backed sandbox path: {path}")
 
 
 def shell_command(command: str, activation: str, limits: Limits, timeout: float) -> list[str]:

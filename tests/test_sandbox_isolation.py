@@ -28,7 +28,7 @@ from harness.config import Limits, Settings
 from harness.envs import prepare_tree
 from harness.grader import grade
 from harness.records import Status, Task
-from harness.sandbox import Backend, Sandbox
+from harness.sandbox import IO_DIR, Backend, Sandbox
 
 NET_TASK = "sample__toposort-1"
 HISTORY_TASK = "sample__matrixlite-1"
@@ -291,6 +291,23 @@ def test_regression_write_file_folders_belong_to_the_sandbox_user(sandbox: Sandb
         assert result.exit_code == 0, result.output
     assert sandbox.run("git status --porcelain --untracked-files=all").output.strip() == ""
 
+
+
+def test_io_folder_symlinks_never_lead_the_host_out(sandbox: Sandbox, tmp_path: Path) -> None:
+    """The IO folder is a host folder on both backends, and code under test can write in it: a symlink
+    it plants there must not make the harness read or write a host file through it."""
+    secret = tmp_path / "host-secret"
+    secret.write_text("host only\n")
+    planted = sandbox.run(f"mkdir -p {IO_DIR} && ln -s {secret} {IO_DIR}/report.xml && ln -s / {IO_DIR}/root")
+    assert planted.exit_code == 0, planted.output
+    with pytest.raises(ValueError, match="escapes"):
+        sandbox.read_file(f"{IO_DIR}/report.xml")
+    with pytest.raises(ValueError, match="escapes"):
+        sandbox.write_file(f"{IO_DIR}/root{secret}", "overwritten\n")
+    assert secret.read_text() == "host only\n"
+    sandbox.write_file(f"{IO_DIR}/plain.txt", "in\n")
+    assert sandbox.run(f"cat {IO_DIR}/plain.txt").output == "in\n"
+    assert sandbox.read_file(f"{IO_DIR}/plain.txt") == b"in\n"
 
 # ------------------------------------------------------------------------------------------ limits
 
