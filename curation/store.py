@@ -38,6 +38,8 @@ def arrow_type(annotation: object) -> pa.DataType:
         return pa.string()
     if annotation in _SCALARS:
         return _SCALARS[annotation]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):  # nested records: a struct
+        return pa.struct(list(arrow_schema(annotation)))
     raise TypeError(f"no Arrow type for {annotation!r}")
 
 
@@ -46,24 +48,28 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     return pa.schema([pa.field(name, arrow_type(hints[name])) for name in model.model_fields])
 
 
-def _row(record: BaseModel) -> dict[str, object]:
-    row = record.model_dump(mode="json")
-    return {k: list(v.items()) if isinstance(v, dict) else v for k, v in row.items()}
+def _from_arrow(value: object, kind: pa.DataType) -> object:
+    """Arrow maps come back as lists of pairs (an empty one as []), at any depth: make them dicts again."""
+    if value is None:
+        return None
+    if pa.types.is_map(kind):
+        return {k: _from_arrow(v, kind.item_type) for k, v in value}
+    if pa.types.is_struct(kind):
+        return {f.name: _from_arrow(value[f.name], f.type) for f in kind}
+    if pa.types.is_list(kind):
+        return [_from_arrow(v, kind.value_type) for v in value]
+    return value
 
 
 def write_records(path: Path, model: type[BaseModel], records: Sequence[BaseModel]) -> None:
-    table = pa.Table.from_pylist([_row(r) for r in records], schema=arrow_schema(model))
+    table = pa.Table.from_pylist([r.model_dump(mode="json") for r in records], schema=arrow_schema(model))
     pq.write_table(table, path, compression="zstd")
 
 
 def read_records(path: Path, model: type[BaseModel]) -> list[BaseModel]:
     table = pq.read_table(path)
-    maps = [f.name for f in table.schema if pa.types.is_map(f.type)]
     rows = table.to_pylist()
-    for row in rows:
-        for name in maps:  # Arrow maps come back as lists of pairs, an empty one as []
-            row[name] = dict(row[name] or [])
-    return [model.model_validate(row) for row in rows]
+    return [model.model_validate(_from_arrow(row, pa.struct(list(table.schema)))) for row in rows]
 
 
 def commit_folder(

@@ -24,6 +24,11 @@ SPECIAL_TOKENS = (
 FinishReason = Literal["stop", "length", "abort"]
 
 
+class EngineError(RuntimeError):
+    """The engine could not sample (server unreachable, timed out, refused): the rollout ends with
+    ``env_error`` and the reason, it is not the policy's fault."""
+
+
 class Sample(BaseModel):
     """One sampled continuation: ids and log-probs of the sampled tokens, and the weights used."""
 

@@ -391,11 +391,8 @@ class TurnRecord(Record):
 
 
 class TrajectoryRecord(Stamped):
-    """One rollout: every turn, why it ended, and its gated reward.
-
-    ``turns`` is a nested list of records; the store's annotation-derived Arrow schema only maps flat
-    types, so Parquet storage of this record needs a struct mapping for ``TurnRecord``.
-    """
+    """One rollout: every turn, why it ended, and its gated reward (``turns`` is stored as a list of
+    structs). ``weight_version`` is the oldest version any of its turns was sampled under."""
 
     rollout_id: str
     group_id: str
@@ -406,6 +403,7 @@ class TrajectoryRecord(Stamped):
     patch: str = ""
     grader_reward: float | None = None  # the one grader's reward, when the patch was graded
     reward: float  # the gated reward: grader_reward only when submitted, else 0
+    detail: str = ""  # why an env_error ended it
 
     @model_validator(mode="after")
     def _submitted_matches_termination(self) -> TrajectoryRecord:
