@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
-from harness.engine import ByteTokenizer, Engine, FinishReason, Sample, Tokenizer
+from harness.engine import ByteTokenizer, Engine, EngineError, FinishReason, Sample, Tokenizer
 
 if TYPE_CHECKING:
     import httpx
@@ -51,10 +51,6 @@ REQUIRED_ROUTES = (
 UPDATE_METHOD = "update_weights_from_path"
 # an aborted request is resubmitted with its partial output; a server that aborts forever is broken
 MAX_RESUBMITS = 64
-
-
-class EngineError(RuntimeError):
-    """The engine refused a request or answered something this client cannot use."""
 
 
 class EngineUnavailable(EngineError):
