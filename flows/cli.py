@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,14 +17,14 @@ env_app = typer.Typer(help="Build environments ahead of time.", no_args_is_help=
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(env_app, name="env")
 
-ConfigOpt = Annotated[Optional[Path], typer.Option("--config", "-c", help="TOML config file")]
-SetOpt = Annotated[Optional[list[str]], typer.Option("--set", help="override, key.path=value (repeatable)")]
-BackendOpt = Annotated[Optional[str], typer.Option("--backend", "-b", help="sandbox backend: bwrap or docker")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file")]
+SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override, key.path=value (repeatable)")]
+BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="sandbox backend: bwrap or docker")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
-SourceOpt = Annotated[Optional[list[Path]], typer.Option("--source", "-s", help="task source (default: sample corpus)")]
+SourceOpt = Annotated[list[Path] | None, typer.Option("--source", "-s", help="task source (default: sample corpus)")]
 
 
-def _console():  # noqa: ANN202
+def _console():
     from rich.console import Console
 
     return Console(stderr=True)
@@ -36,20 +36,20 @@ def _sources(paths: list[Path] | None) -> list[Path]:
     return list(paths) if paths else [SAMPLE]
 
 
-def _config(config: Path | None, overrides: list[str] | None, backend: str | None):  # noqa: ANN202
+def _config(config: Path | None, overrides: list[str] | None, backend: str | None):
     from flows.config import load_config
 
     return load_config(config, overrides, sandbox__backend=backend)
 
 
-def _print_errors(errors) -> None:  # noqa: ANN001
+def _print_errors(errors) -> None:
     console = _console()
     for e in errors:
         console.print(f"[yellow]skipped[/] {e.location}: [bold]{e.field}[/] {e.message}")
 
 
 @tasks_app.command("list")
-def tasks_list(paths: Annotated[Optional[list[Path]], typer.Argument(help="sources")] = None, as_json: JsonOpt = False) -> None:
+def tasks_list(paths: Annotated[list[Path] | None, typer.Argument(help="sources")] = None, as_json: JsonOpt = False) -> None:
     """List the tasks in one or more sources (default: the bundled sample corpus)."""
     from curation.sources import load_sources
 
@@ -93,7 +93,7 @@ def tasks_show(task_id: str, source: SourceOpt = None, as_json: JsonOpt = False)
     console.print(f"gold patch: {len(task.answer.gold_patch.splitlines())} lines (private)")
 
 
-def _find(task_id: str, source: list[Path] | None, find_task):  # noqa: ANN001, ANN202
+def _find(task_id: str, source: list[Path] | None, find_task):
     try:
         return find_task(task_id, _sources(source))
     except KeyError as err:
@@ -154,7 +154,7 @@ def env_base() -> None:
 
 @env_app.command("build")
 def env_build(
-    paths: Annotated[Optional[list[Path]], typer.Argument(help="sources")] = None,
+    paths: Annotated[list[Path] | None, typer.Argument(help="sources")] = None,
     backend: BackendOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
@@ -191,12 +191,18 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
-def _run_p1(sources: list[Path], out: Path, cfg, workers: int) -> dict:  # noqa: ANN001
+def _run_p1(sources: list[Path], out: Path, cfg, workers: int) -> dict:
     """The flow in a worker thread; this thread draws progress from the results landing on disk."""
     import threading
 
     _quiet_prefect()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     from curation.sources import load_sources
     from flows.pipeline1 import done_count, run_pipeline1
@@ -259,7 +265,7 @@ def p1(
 
 @app.command()
 def curate(
-    sources: Annotated[Optional[list[Path]], typer.Argument(help="sources (default: the sample corpus)")] = None,
+    sources: Annotated[list[Path] | None, typer.Argument(help="sources (default: the sample corpus)")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/curate"),
     backend: BackendOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
@@ -296,7 +302,7 @@ def _judge_endpoint(scripted: bool | None) -> Iterator[object]:
         yield JudgeSettings(base_url=base_url, model="scripted-judge")
 
 
-def _run_p2(out: Path, cfg, workers: int, settings) -> dict:  # noqa: ANN001
+def _run_p2(out: Path, cfg, workers: int, settings) -> dict:
     _quiet_prefect()
     from flows.pipeline2 import run_pipeline2
 
@@ -325,7 +331,7 @@ def judge(
     run_dir: Annotated[Path, typer.Argument(help="a run directory written by `swedeck p1` or `swedeck curate`")],
     backend: BackendOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
-    scripted: Annotated[Optional[bool], typer.Option("--scripted/--no-judge", help="scripted judge / probes only")] = None,
+    scripted: Annotated[bool | None, typer.Option("--scripted/--no-judge", help="scripted judge / probes only")] = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
@@ -380,6 +386,75 @@ def probe(
         reward = f"[red]{r.reward:g}[/]" if alarm else f"{r.reward:g}"
         table.add_row(r.probe_id[:8], r.kind, r.operator, r.description, reward, r.reason, str(r.executions))
     Console().print(table)
+
+
+@app.command()
+def rollout(
+    task_id: Annotated[str, typer.Argument(help="instance id, or a task folder path")],
+    engine: Annotated[str, typer.Option("--engine", help="'local' (a tiny random model on CPU) or an OpenAI-compatible URL")] = "local",
+    model: Annotated[str, typer.Option("--model", help="served model name; for --engine local: tiny-dense or tiny-hybrid")] = "tiny-dense",
+    n: Annotated[int, typer.Option("--n", help="rollouts in the group")] = 1,
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder")] = Path("runs/rollout"),
+    seed: Annotated[int, typer.Option("--seed")] = 0,
+    source: SourceOpt = None,
+    backend: BackendOpt = None,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run agent rollouts on a task and write their trajectories (tokens, calls, outputs, reward) to Parquet."""
+    from curation.sources import find_task
+    from harness.sandbox import get_backend
+    from training.engines import engine_from_spec
+    from training.rollouts import run_group
+
+    cfg = _config(config, overrides, backend)
+    task = _find(task_id, source, find_task)
+    with _console().status(f"{n} rollout(s) on {task.instance_id}") as status:
+        records = run_group(
+            task, engine_from_spec(engine, model, seed=seed), get_backend(cfg.sandbox), n=n, config=cfg.agent,
+            config_hash=cfg.hash(), out=out, seed=seed,
+            on_done=lambda r: status.update(f"rollout {r.rollout_id[-3:]}: {r.termination}, reward {r.reward:g}"),
+        )  # fmt: skip
+    if as_json:
+        print(json.dumps([{"rollout_id": r.rollout_id, "turns": len(r.turns), "termination": r.termination,
+                           "reward": r.reward} for r in records], indent=2))  # fmt: skip
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("rollout", "turns", "tokens", "termination", "reward")
+    for r in records:
+        table.add_row(r.rollout_id, str(len(r.turns)), str(sum(len(t.token_ids) for t in r.turns)), r.termination, f"{r.reward:g}")
+    Console().print(table)
+    _console().print(f"trajectories in {out / task.instance_id}")
+
+
+@app.command()
+def audit(
+    run_dir: Annotated[Path, typer.Argument(help="a `swedeck rollout` run folder")],
+    as_json: JsonOpt = False,
+) -> None:
+    """The cheating report of a rollout run: which channels each trajectory tried, and what it earned."""
+    from harness.audit import CHANNELS, summarise
+    from training.rollouts import audit_run
+
+    rows = audit_run(run_dir)
+    if as_json:
+        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("task", "rollout", "termination", "reward", *CHANNELS, "first evidence")
+    for r in rows:
+        counts = summarise(r.findings)
+        evidence = r.findings[0].evidence[:60] if r.findings else ""
+        table.add_row(r.instance_id, r.rollout_id, r.termination, f"{r.reward:g}", *(str(counts[c]) for c in CHANNELS), evidence)
+    Console().print(table)
+    flagged = [r for r in rows if r.findings]
+    rewarded = [r for r in flagged if r.reward > 0]
+    _console().print(f"{len(flagged)} of {len(rows)} trajectories used a cheating channel; {len(rewarded)} of them earned reward")
 
 
 @app.command()

@@ -13,9 +13,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from curation.pipeline1 import Pipeline1Config
+from harness.agent import AgentConfig
 from harness.config import SandboxConfig
-from judge.pipeline2 import Pipeline2Config
 from harness.records import content_hash
+from judge.pipeline2 import Pipeline2Config
 
 
 class SwedeckConfig(BaseModel):
@@ -24,6 +25,7 @@ class SwedeckConfig(BaseModel):
     sandbox: SandboxConfig = SandboxConfig()
     pipeline1: Pipeline1Config = Pipeline1Config()
     pipeline2: Pipeline2Config = Pipeline2Config()
+    agent: AgentConfig = AgentConfig()
 
     def hash(self) -> str:
         return content_hash(self)

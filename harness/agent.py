@@ -18,7 +18,15 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness.engine import Engine, EngineError, assistant_prefix, message, tool_response
-from harness.records import AgentTask, ExecResult, Task, Termination, ToolCall, TrajectoryRecord, TurnRecord
+from harness.records import (
+    AgentTask,
+    ExecResult,
+    Task,
+    Termination,
+    ToolCall,
+    TrajectoryRecord,
+    TurnRecord,
+)
 from harness.reward import gated_reward, terminate
 from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
 from harness.turns import check_turn

@@ -32,12 +32,20 @@ from harness.envs import (
     tree_key,
 )
 from harness.records import ExecResult, Task
-from harness.sandbox import IO_DIR, EnvError, SandboxError, capture, exec_result, host_path, shell_command
+from harness.sandbox import (
+    IO_DIR,
+    EnvError,
+    SandboxError,
+    capture,
+    exec_result,
+    host_path,
+    shell_command,
+)
 
 UID = 1000
 
 
-def _client():  # noqa: ANN202 - docker's client type is untyped
+def _client():
     import docker
 
     try:
@@ -294,7 +302,7 @@ class _DockerSandbox:
         )["Id"]
         chunks: Iterator[bytes] = api.exec_start(exec_id, stream=True)
         # exec streams block while the command is silent, so the host-side backstop is a timer
-        kill = lambda: self._kill_group(pidfile)  # noqa: E731
+        kill = lambda: self._kill_group(pidfile)
         watchdog = threading.Timer(timeout + 10, kill)
         watchdog.start()
         try:

@@ -125,3 +125,26 @@ def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) ->
     summary = json.loads(swedeck("judge", str(out), "--scripted", "--json", "--set", "pipeline1.runs=1").stdout)
     assert summary["verdicts"] == {"too_loose": 1}
     assert swedeck("judge", str(tmp_path / "nowhere"), check=False).returncode == 2
+
+
+def test_rollout_with_a_tiny_local_model_then_audit(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+    """A random tiny model built from a config rolls out end to end on CPU; every trajectory ends with a
+    recorded termination reason, its sampled tokens are stored, and the audit reads the run back."""
+    pytest.importorskip("torch")
+    out = tmp_path / "rollouts"
+    done = swedeck("rollout", "sample__toposort-1", "--engine", "local", "--model", "tiny-hybrid", "--n", "2",
+                   "--out", str(out), "--set", "agent.max_turn_tokens=48", "--json")  # fmt: skip
+    rows = json.loads(done.stdout)
+    assert len(rows) == 2 and all(r["termination"] and r["reward"] == 0 for r in rows)
+
+    import duckdb
+
+    stored = duckdb.sql(
+        f"SELECT termination, len(turns), len(turns[1].token_ids), len(turns[1].logprobs) "
+        f"FROM '{out}/sample__toposort-1/trajectories.parquet'"
+    ).fetchall()
+    assert [r[0] for r in stored] == [r["termination"] for r in rows]
+    assert all(n_turns >= 1 and 0 < ids == lps <= 48 for _, n_turns, ids, lps in stored)
+
+    report = json.loads(swedeck("audit", str(out), "--json").stdout)
+    assert {r["rollout_id"] for r in report} == {r["rollout_id"] for r in rows}
