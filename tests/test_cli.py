@@ -127,13 +127,22 @@ def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) ->
     assert swedeck("judge", str(tmp_path / "nowhere"), check=False).returncode == 2
 
 
-def test_rollout_with_a_tiny_local_model_then_audit(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
-    """A random tiny model built from a config rolls out end to end on CPU; every trajectory ends with a
-    recorded termination reason, its sampled tokens are stored, and the audit reads the run back."""
+@pytest.mark.parametrize("engine", ["local", "server"])
+def test_rollout_with_a_tiny_model_then_audit(bwrap_backend, tmp_path: Path, engine: str) -> None:  # noqa: ANN001
+    """A random tiny model built from a config rolls out end to end on CPU, in process or behind the
+    package's vLLM-compatible server; every trajectory ends with a recorded termination reason, its
+    sampled tokens are stored, and the audit reads the run back."""
     pytest.importorskip("torch")
+    from contextlib import nullcontext
+
+    from training.engine_server import EngineServer
+    from training.engines import engine_from_spec
+
     out = tmp_path / "rollouts"
-    done = swedeck("rollout", "sample__toposort-1", "--engine", "local", "--model", "tiny-hybrid", "--n", "2",
-                   "--out", str(out), "--set", "agent.max_turn_tokens=48", "--json")  # fmt: skip
+    server = EngineServer(engine_from_spec("local", "tiny-dense"), model="tiny-dense") if engine == "server" else nullcontext("local")
+    with server as url:
+        done = swedeck("rollout", "sample__toposort-1", "--engine", url, "--model", "tiny-dense", "--n", "2",
+                       "--out", str(out), "--set", "agent.max_turn_tokens=48", "--json")  # fmt: skip
     rows = json.loads(done.stdout)
     assert len(rows) == 2 and all(r["termination"] and r["reward"] == 0 for r in rows)
 
