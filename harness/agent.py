@@ -147,14 +147,14 @@ def rollout(
     tok = engine.tokenizer
     view = task.agent_view()
     prompt = message("system", system_prompt(view, config)) + message("user", view.problem_statement)
-    history = tok.encode(prompt + assistant_prefix(config.thinking))
+    history = prompt_ids = tok.encode(prompt + assistant_prefix(config.thinking))
     turns: list[TurnRecord] = []
     termination: Termination | None = None
     detail, patch, version = "", "", 0
     try:
         sandbox = backend.open(task)
     except (EnvError, SandboxError) as err:
-        return _record(stamp, rollout_id, group_id, version, turns, "env_error", "", None, str(err))
+        return _record(stamp, rollout_id, group_id, version, prompt_ids, turns, "env_error", "", None, str(err))
     try:
         base = sandbox.run("git rev-parse HEAD", timeout=60).output.strip()
         while termination is None:
@@ -164,12 +164,12 @@ def rollout(
                 break
             sample = engine.generate(
                 history, max_tokens=budget, temperature=config.temperature,
-                seed=None if seed is None else seed + len(turns),
+                seed=None if seed is None else seed + len(turns), session=rollout_id,
             )  # fmt: skip
             version = sample.weight_version if not turns else min(version, sample.weight_version)
             raw = tok.decode(sample.token_ids)
             check = check_turn(raw, thinking=config.thinking, finish_reason=sample.finish_reason)
-            history += sample.token_ids
+            history = history + sample.token_ids
             turn = TurnRecord(
                 index=len(turns), raw=raw, token_ids=sample.token_ids, logprobs=sample.logprobs,
                 check_error="" if check.ok else (check.error_class or "malformed"),
@@ -183,15 +183,17 @@ def rollout(
                 output, turn.exit_code = execute(sandbox, turn.call, config)
                 turn.duration_s = round(time.monotonic() - started, 4)
                 turn.output, turn.output_shown = output, shown(output, config.output_chars)
-                history += tok.encode(tool_response(turn.output_shown) + assistant_prefix(config.thinking))
+                turn.followup_ids = tok.encode(tool_response(turn.output_shown) + assistant_prefix(config.thinking))
+                history = history + turn.followup_ids
             turns.append(turn)
         patch = final_diff(sandbox, base)
     except (EnvError, SandboxError, EngineError) as err:
         termination, detail = "env_error", f"{type(err).__name__}: {err}"
     finally:
+        engine.end_session(rollout_id)
         sandbox.close()
     grader_reward = grader(task, patch) if termination == "submitted" else None
-    return _record(stamp, rollout_id, group_id, version, turns, termination, patch, grader_reward, detail)
+    return _record(stamp, rollout_id, group_id, version, prompt_ids, turns, termination, patch, grader_reward, detail)
 
 
 def _record(
@@ -199,6 +201,7 @@ def _record(
     rollout_id: str,
     group_id: str,
     version: int,
+    prompt_ids: list[int],
     turns: list[TurnRecord],
     termination: Termination,
     patch: str,
@@ -210,6 +213,7 @@ def _record(
         rollout_id=rollout_id,
         group_id=group_id,
         weight_version=version,
+        prompt_ids=prompt_ids,
         turns=turns,
         termination=termination,
         submitted=termination == "submitted",

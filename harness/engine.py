@@ -57,9 +57,20 @@ class Engine(Protocol):
     tokenizer: Tokenizer
 
     def generate(
-        self, prompt_ids: Sequence[int], *, max_tokens: int, temperature: float = 1.0, seed: int | None = None
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float = 1.0,
+        seed: int | None = None,
+        session: str | None = None,
     ) -> Sample:
-        """Continue ``prompt_ids`` until ``tokenizer.stop_id`` (included in the sample) or ``max_tokens``."""
+        """Continue ``prompt_ids`` until ``tokenizer.stop_id`` (included in the sample) or ``max_tokens``.
+        ``session`` names a multi-turn conversation whose cache the engine may keep between calls."""
+        ...
+
+    def end_session(self, session: str) -> None:
+        """The conversation is over: its cache may go."""
         ...
 
 
@@ -136,7 +147,13 @@ class ScriptedEngine:
         self.prompts: list[list[int]] = []
 
     def generate(
-        self, prompt_ids: Sequence[int], *, max_tokens: int, temperature: float = 1.0, seed: int | None = None
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float = 1.0,
+        seed: int | None = None,
+        session: str | None = None,
     ) -> Sample:
         self.prompts.append(list(prompt_ids))
         if not self.turns:
@@ -145,3 +162,6 @@ class ScriptedEngine:
         finish: FinishReason = "stop" if len(ids) <= max_tokens else "length"
         ids = ids[:max_tokens]
         return Sample(token_ids=ids, logprobs=[0.0] * len(ids), finish_reason=finish)
+
+    def end_session(self, session: str) -> None:
+        pass  # nothing is cached

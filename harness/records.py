@@ -386,6 +386,7 @@ class TurnRecord(Record):
     call: ToolCall | None = None
     output: str = ""  # the full tool output, as kept for the record
     output_shown: str = ""  # what the model saw (head and tail when truncated)
+    followup_ids: list[int] = Field(default_factory=list)  # the tokens appended after the turn (tool output framing)
     exit_code: int | None = None
     duration_s: float = 0.0
 
@@ -397,6 +398,7 @@ class TrajectoryRecord(Stamped):
     rollout_id: str
     group_id: str
     weight_version: int
+    prompt_ids: list[int] = Field(default_factory=list)  # the context before the first turn
     turns: list[TurnRecord] = Field(default_factory=list)
     termination: Termination
     submitted: bool

@@ -157,6 +157,9 @@ def test_engine_failure_ends_with_env_error(toposort: Task, backend: Backend) ->
         def generate(self, *args: object, **kwargs: object) -> None:
             raise EngineError("connection refused")
 
+        def end_session(self, session: str) -> None:
+            pass
+
     grader: Callable[[Task, str], float] = lambda t, p: 1.0
     record = rollout(toposort, Down(), backend, grader, config=AgentConfig(), stamp=STAMP, rollout_id="r", group_id="g")
     assert record.termination == "env_error" and "connection refused" in record.detail and record.reward == 0.0

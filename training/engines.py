@@ -448,11 +448,19 @@ class VLLMClient:
     # ---- sampling
 
     def generate(
-        self, prompt_ids: Sequence[int], *, max_tokens: int, temperature: float = 1.0, seed: int | None = None
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        max_tokens: int,
+        temperature: float = 1.0,
+        seed: int | None = None,
+        session: str | None = None,
     ) -> Sample:
         """Token-in/token-out through ``/v1/completions``. A request aborted by ``pause(mode="abort")`` is
         resubmitted with its partial output appended to the prompt (it waits on the server until
-        ``resume``), so the rest is sampled after a full prefill under the weights then current."""
+        ``resume``), so the rest is sampled after a full prefill under the weights then current.
+        ``session`` is not sent: vLLM's automatic prefix cache finds a conversation's earlier turns by
+        their tokens."""
         context = _checked(prompt_ids, max_tokens)
         version = self._version
         tokens: list[int] = []
@@ -495,6 +503,9 @@ class VLLMClient:
         return parse_choice(choices[0])
 
     # ---- admin
+
+    def end_session(self, session: str) -> None:
+        pass  # the server keeps no per-session state
 
     def pause(self, mode: PauseMode = "abort") -> None:
         """Default ``abort``: ``generate`` resubmits aborted requests, and unlike ``keep`` that does not
