@@ -16,6 +16,8 @@ tasks_app = typer.Typer(help="Read task sources: corpus files, hub ids, task fol
 env_app = typer.Typer(help="Build environments ahead of time.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(env_app, name="env")
+train_app = typer.Typer(help="Train agents with the bundled async GRPO trainer.", invoke_without_command=True)
+app.add_typer(train_app, name="train")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override, key.path=value (repeatable)")]
@@ -455,6 +457,68 @@ def audit(
     flagged = [r for r in rows if r.findings]
     rewarded = [r for r in flagged if r.reward > 0]
     _console().print(f"{len(flagged)} of {len(rows)} trajectories used a cheating channel; {len(rewarded)} of them earned reward")
+
+
+def _progress(total: int, label: str):  # noqa: ANN202
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                    TimeElapsedColumn(), console=_console())  # fmt: skip
+
+
+@train_app.callback()
+def train(
+    ctx: typer.Context,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder (resumes from its checkpoint)")] = Path("runs/train"),
+) -> None:
+    """Train from a TOML run config (default: the toy environment with a tiny model on CPU)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from flows.config import load_model
+    from training.metrics import plot_metrics
+    from training.run import RunConfig, run
+
+    cfg = load_model(RunConfig, config, overrides)
+    with _progress(cfg.train.updates, f"training ({cfg.env})") as bar:
+        job = bar.add_task("train", total=cfg.train.updates, info="")
+        run(cfg, out, on_update=lambda m: bar.update(job, completed=m.update + 1,
+            info=f"reward {m.reward:.2f} · lag {m.policy_lag_mean:.1f} · kl {m.mismatch_kl:.1e}"))  # fmt: skip
+    plot_metrics(out / "metrics", out / "metrics.png")
+    _console().print(f"metrics in {out / 'metrics'} · plot {out / 'metrics.png'} · checkpoint {out / 'checkpoint.pt'}")
+
+
+@train_app.command("overfit")
+def train_overfit(
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="run folder")] = Path("runs/overfit"),
+    as_json: JsonOpt = False,
+) -> None:
+    """The overfit stress test: the full recipe and a broken one (repaired turns rewarded) on a small pool;
+    fits dq/du = g(1-q) - d·q to each curve and reports the ceiling 1-ε, with a plot."""
+    from flows.config import load_model
+    from training.overfit import RECIPES, run_overfit
+    from training.run import RunConfig
+
+    cfg = load_model(RunConfig, config, overrides)
+    with _progress(cfg.train.updates * len(RECIPES), "overfit") as bar:
+        job = bar.add_task("overfit", total=cfg.train.updates * len(RECIPES), info="")
+        results = run_overfit(cfg.train, out, n_tasks=cfg.toy.tasks, skill=cfg.toy.skill,
+                              on_update=lambda r, m: bar.update(job, advance=1, info=f"{r}: success {m.success_rate:.2f}"))  # fmt: skip
+    if as_json:
+        print(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("recipe", "ceiling 1-ε", "ε", "g", "d", "final success", "holds", "fit rmse")
+    for r in results:
+        table.add_row(r.recipe, f"{r.fit.ceiling:.2f}", f"{r.fit.eps:.2f}", f"{r.fit.g:.3f}", f"{r.fit.d:.3f}",
+                      f"{r.final:.2f}", "yes" if r.holds else "[red]no[/]", f"{r.fit.rmse:.3f}")  # fmt: skip
+    Console().print(table)
+    _console().print(f"plot: {out / 'overfit.png'}")
 
 
 @app.command()

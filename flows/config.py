@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,6 +16,8 @@ from curation.pipeline1 import Pipeline1Config
 from harness.agent import AgentConfig
 from harness.config import SandboxConfig
 from harness.records import content_hash
+
+M = TypeVar("M", bound=BaseModel)
 from judge.pipeline2 import Pipeline2Config
 
 
@@ -61,6 +63,11 @@ def apply_override(data: dict[str, Any], assignment: str) -> dict[str, Any]:
 
 def load_config(path: Path | None = None, overrides: list[str] | None = None, **shortcuts: Any) -> SwedeckConfig:
     """Defaults < file < overrides < shortcuts (CLI flags such as --backend, given as dotted keys)."""
+    return load_model(SwedeckConfig, path, overrides, **shortcuts)
+
+
+def load_model(model: type[M], path: Path | None = None, overrides: list[str] | None = None, **shortcuts: Any) -> M:
+    """Any config model from embedded defaults, a TOML file, ``--set`` overrides and CLI shortcuts."""
     data: dict[str, Any] = {}
     if path is not None:
         data = tomllib.loads(Path(path).read_text())
@@ -69,7 +76,7 @@ def load_config(path: Path | None = None, overrides: list[str] | None = None, **
     for dotted, value in shortcuts.items():
         if value is not None:
             data = apply_override(data, f"{dotted.replace('__', '.')}={_toml(value)}")
-    return SwedeckConfig.model_validate(data)
+    return model.model_validate(data)
 
 
 def _toml(value: Any) -> str:

@@ -31,7 +31,7 @@ def _metrics(update: int, **changes: object) -> UpdateMetrics:
         "lr": 1e-6, "grad_norm": 0.5, "n_tokens": 100, "mismatch_kl": 0.01 * update,
         "entropy": 2.0 - 0.1 * update, "masked_fraction": 0.02, "policy_lag_mean": 0.5, "policy_lag_max": 1,
         "stale_groups_dropped": 0, "reward": 0.4, "adjusted_reward": 0.4 + 0.05 * update,
-        "retired_fraction": 0.05 * update,
+        "retired_fraction": 0.05 * update, "success_rate": 0.4,
     }  # fmt: skip
     return UpdateMetrics(**(base | changes))
 

@@ -44,6 +44,7 @@ class UpdateMetrics(Record):
     reward: float  # mean reward of the trained rollouts (active tasks only)
     adjusted_reward: float  # see training.eviction: retired tasks put back in
     retired_fraction: float
+    success_rate: float  # the environment's strict criterion; equals reward unless the recipe is broken
     replay_accuracy: float | None = None  # only on updates where the replay probe ran
 
 

@@ -1,0 +1,122 @@
+"""The async GRPO trainer end to end on CPU: a tiny model learns the toy environment with real weight
+refreshes, stale groups are dropped, a killed run resumes, and the overfit fit reads a curve's ceiling."""
+
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from training.engine_server import EngineServer  # noqa: E402
+from training.engines import VLLMClient  # noqa: E402
+from training.envs import Episode, ToyEnv  # noqa: E402
+from training.eviction import EvictionConfig  # noqa: E402
+from training.metrics import read_metrics  # noqa: E402
+from training.overfit import fit_acquisition  # noqa: E402
+from training.trainer import TrainConfig, build_policy, collate, engine_copy, token_logprobs, train  # noqa: E402
+
+NO_EVICTION = EvictionConfig(retire_easy=False, hard_after=None, replay_every=None)
+
+
+def run(env: ToyEnv, out: Path, **overrides: object) -> list:
+    config = TrainConfig(**{"eviction": NO_EVICTION, **overrides})
+    return train(config, env, env.tok, out, demos=lambda rng: env.demonstration(rng.choice(env.tasks()), rng))
+
+
+def test_collate_aligns_each_position_with_the_token_it_predicts() -> None:
+    e = Episode(task_id="t", group_id="g", tokens=[5, 6, 7, 8], mask=[0, 0, 1, 1], logprobs=[0, 0, -0.5, -0.25],
+                reward=1.0, success=True, version=0, termination="submitted")  # fmt: skip
+    short = e.model_copy(update={"tokens": [5, 6, 7], "mask": [0, 1, 1], "logprobs": [0, -1.0, -2.0]})
+    batch = collate([e, short], pad_id=0)
+    assert batch["tokens"].tolist() == [[5, 6, 7, 8], [5, 6, 7, 0]]
+    assert batch["mask"].tolist() == [[0, 1, 1], [1, 1, 0]]  # position t scores tokens[t + 1]
+    assert batch["logp_rollout"].tolist() == [[0, -0.5, -0.25], [-1.0, -2.0, 0]]
+
+
+def test_trainer_and_engine_agree_on_the_sampled_tokens() -> None:
+    """Same weights, so ω = 1 on every sampled token: what the trainer scores is what the engine sampled."""
+    env = ToyEnv()
+    config = TrainConfig()
+    policy = build_policy(config, env.tok.vocab_size)
+    engine = engine_copy(policy, config, env.tok, 0)
+    episodes = [env.rollout(t, engine, seed=i, group_id="g", rollout_id=f"r{i}") for i, t in enumerate(env.tasks() * 4)]
+    batch = collate(episodes, pad_id=0)
+    with torch.no_grad():
+        _, logp = token_logprobs(policy, batch["tokens"])
+    keep = batch["mask"].bool()
+    assert keep.sum() > 0
+    assert torch.allclose(logp[keep], batch["logp_rollout"][keep], atol=1e-4)
+
+
+def test_async_training_learns_the_toy_environment(tmp_path: Path) -> None:
+    env = ToyEnv()
+    history = run(env, tmp_path, updates=24)
+    success = [m.success_rate for m in history]
+    assert sum(success[-5:]) / 5 > sum(success[:3]) / 3 + 0.15, success
+    # rollouts overlapped training: some were sampled under older weights, none beyond the cap
+    assert max(m.policy_lag_max for m in history) >= 1
+    assert all(m.policy_lag_max <= 4 for m in history)
+    assert [m.update for m in read_metrics(tmp_path / "metrics")] == list(range(24))
+    assert all(m.mismatch_kl >= 0 and 0 <= m.masked_fraction <= 1 for m in history)
+
+
+def test_stale_groups_are_dropped_and_counted(tmp_path: Path) -> None:
+    history = run(ToyEnv(), tmp_path, updates=6, staleness_cap=0, max_inflight_groups=16, warmup_steps=20, group_size=4)
+    assert sum(m.stale_groups_dropped for m in history) > 0
+    assert all(m.policy_lag_max == 0 for m in history)  # nothing older than the cap was trained on
+
+
+def test_regression_a_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
+    env = ToyEnv()
+    seen: list[int] = []
+
+    def crash(m) -> None:  # noqa: ANN001
+        seen.append(m.update)
+        if m.update == 4:
+            raise KeyboardInterrupt
+
+    config = TrainConfig(eviction=NO_EVICTION, updates=7, checkpoint_every=3, warmup_steps=20)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, env, env.tok, tmp_path, demos=lambda rng: env.demonstration("toy-0", rng), on_update=crash)
+    resumed = train(config, env, env.tok, tmp_path)
+    assert [m.update for m in resumed] == [3, 4, 5, 6]  # from the checkpoint after update 2
+    assert [m.update for m in read_metrics(tmp_path / "metrics")] == list(range(7))
+    with pytest.raises(ValueError, match="another config"):
+        train(config.model_copy(update={"lr": 0.5}), env, env.tok, tmp_path)
+
+
+def test_weights_reach_vllm_style_servers(tmp_path: Path) -> None:
+    """The remote path: pause, load the saved weights, resume; the server then samples the new policy."""
+    env = ToyEnv()
+    config = TrainConfig(eviction=NO_EVICTION, updates=3, warmup_steps=20, engines=1, max_inflight_groups=2)
+    served = engine_copy(build_policy(config, env.tok.vocab_size), config, env.tok, 0)
+    with EngineServer(served, model="tiny-dense") as url, VLLMClient(url, "tiny-dense", env.tok) as client:
+        history = train(config, env, env.tok, tmp_path, demos=lambda rng: env.demonstration("toy-0", rng), engines=[client])
+        assert client.server_weight_version() == 3
+    assert [m.weight_version for m in history] == [1, 2, 3]
+    policy = build_policy(config, env.tok.vocab_size)
+    policy.load_state_dict(torch.load(tmp_path / "weights.pt", weights_only=True))
+    for name, tensor in served.model.state_dict().items():
+        assert torch.equal(tensor, policy.state_dict()[name]), name
+
+
+def test_eviction_retires_solved_tasks_and_adjusts_the_reward(tmp_path: Path) -> None:
+    env = ToyEnv(skill=1.0, ramble=0.0)  # the warm-up already solves it: every group is all correct
+    history = run(env, tmp_path, updates=2, eviction=EvictionConfig(replay_every=None), groups_per_update=2)
+    assert history[-1].retired_fraction > 0
+    assert history[-1].adjusted_reward >= history[-1].retired_fraction
+
+
+@pytest.mark.parametrize(("g", "d", "q0"), [(0.08, 0.01, 0.1), (0.2, 0.2, 0.0), (0.02, 0.0, 0.3)])
+def test_fit_recovers_the_acquisition_model(g: float, d: float, q0: float) -> None:
+    k, c = g + d, g / (g + d)
+    rng = random.Random(0)
+    q = [c - (c - q0) * math.exp(-k * u) + rng.gauss(0, 0.01) for u in range(80)]
+    fit = fit_acquisition(q)
+    assert fit.ceiling == pytest.approx(c, abs=0.05)
+    assert fit.eps == pytest.approx(d / (g + d), abs=0.05)
+    assert fit.g + fit.d == pytest.approx(k, rel=0.3)

@@ -1,0 +1,88 @@
+"""A training run as configured in TOML: the trainer, the environment, the engines and the GPU layout.
+
+``swedeck train --config FILE`` reads a ``RunConfig``. The embedded default is the CPU run: the toy
+environment, a tiny random model, two local engines. ``configs/train-8gpu.toml`` documents the
+production layout on one 8-GPU node (2 trainer GPUs, 6 vLLM engines); ``swedeck arms`` runs the arms of
+a deck with one config and one seed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.agent import AgentConfig
+from harness.config import SandboxConfig
+from harness.records import Task, content_hash
+from training.trainer import TrainConfig
+
+
+class ToyConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: int = 4
+    strict: bool = True  # False: the broken recipe that rewards repaired turns
+    skill: float = 0.3  # how often the warm-up demonstrations answer right
+
+
+class SWEConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[str] = Field(default_factory=list, description="task sources; empty: the sample corpus")
+    tasks: list[str] = Field(default_factory=list, description="instance ids; empty: every task of the sources")
+    sandbox: SandboxConfig = SandboxConfig()
+    agent: AgentConfig = AgentConfig()
+
+
+class LayoutConfig(BaseModel):
+    """Where things run. Empty ``engine_urls``: local engines in this process (CPU or one GPU)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trainer_gpus: list[int] = Field(default_factory=list)
+    engine_gpus: list[int] = Field(default_factory=list)  # informational: the vLLM servers own them
+    engine_urls: list[str] = Field(default_factory=list)
+    served_model: str = "tiny-dense"
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    env: Literal["toy", "swe"] = "toy"
+    train: TrainConfig = TrainConfig()
+    toy: ToyConfig = ToyConfig()
+    swe: SWEConfig = SWEConfig()
+    layout: LayoutConfig = LayoutConfig()
+
+    def hash(self) -> str:
+        return content_hash(self)
+
+
+def swe_tasks(config: SWEConfig) -> list[Task]:
+    from curation.sources import load_sources
+    from data import SAMPLE
+
+    tasks = load_sources([Path(s) for s in config.sources] or [SAMPLE]).tasks
+    return [t for t in tasks if not config.tasks or t.instance_id in config.tasks]
+
+
+def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_update=None) -> list:  # noqa: ANN001
+    """Train as configured. ``tasks`` overrides the SWE task list (``swedeck arms`` passes an arm's)."""
+    from harness.engine import ByteTokenizer
+    from harness.sandbox import get_backend
+    from training.engines import VLLMClient
+    from training.envs import SWEEnv, ToyEnv
+    from training.trainer import train
+
+    on_update = on_update or (lambda m: None)
+    if config.env == "toy":
+        env = ToyEnv(config.toy.tasks, seed=config.train.seed, strict=config.toy.strict, skill=config.toy.skill)
+        tokenizer, demos = env.tok, (lambda rng: env.demonstration(rng.choice(env.tasks()), rng))
+    else:
+        tokenizer, demos = ByteTokenizer(), None
+        backend = get_backend(config.swe.sandbox)
+        env = SWEEnv(tasks if tasks is not None else swe_tasks(config.swe), backend, config.swe.agent, config.hash())
+    engines = [VLLMClient(url, config.layout.served_model, tokenizer) for url in config.layout.engine_urls] or None
+    return train(config.train, env, tokenizer, out, demos=demos, engines=engines, on_update=on_update)
