@@ -84,6 +84,7 @@ def commit_folder(
     for name, model, records in tables:
         write_records(work / f"{name}.parquet", model, records)
     for name, text in (files or {}).items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(text)
     if dest.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))

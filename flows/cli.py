@@ -522,6 +522,47 @@ def train_overfit(
 
 
 @app.command()
+def deck(
+    run_dir: Annotated[Path, typer.Argument(help="a `swedeck curate` run folder")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="deck folder")] = Path("decks/sample"),
+    deck_id: Annotated[str | None, typer.Option("--id", help="deck id (default: the folder name)")] = None,
+) -> None:
+    """Build a deck from a curate run: the raw arm (every task Pipeline 1 kept) and the curated arm
+    (tasks Pipeline 2 accepted, with rewritten issues)."""
+    from curation.decks import deck_rows, write_deck
+    from curation.pipeline1 import kept_tasks
+    from judge.pipeline2 import verdicts
+
+    kept = kept_tasks(run_dir)
+    rows = deck_rows(kept, verdicts(run_dir), deck_id=deck_id or out.name, source_run=str(run_dir))
+    write_deck(out, rows, [task for task, _ in kept])
+    counts = {arm: sum(r.arm == arm for r in rows) for arm in dict.fromkeys(r.arm for r in rows)}
+    _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items()) + f" · catalog {out / 'catalog.duckdb'}")
+
+
+@app.command()
+def arms(
+    deck_dir: Annotated[Path, typer.Argument(help="a deck folder (`swedeck deck`)")],
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="one run folder per arm under it")] = Path("runs/arms"),
+    arm: Annotated[list[str] | None, typer.Option("--arm", help="only these arms (default: all)")] = None,
+) -> None:
+    """Train every arm of a deck with identical settings and seeds (the run config's env must be swe)."""
+    from flows.config import load_model
+    from training.arms import run_arms
+    from training.run import RunConfig
+
+    cfg = load_model(RunConfig, config, overrides)
+    with _progress(cfg.train.updates, "arms") as bar:
+        job = bar.add_task("arms", total=cfg.train.updates, info="")
+        results = run_arms(deck_dir, cfg, out, only=arm,
+                           on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
+    for name, history in results.items():
+        _console().print(f"{name}: {len(history)} updates, last reward {history[-1].reward if history else float('nan'):.2f} · {out / name}")
+
+
+@app.command()
 def query(
     sql: Annotated[str, typer.Argument(help="SQL over the catalog's views")],
     db: Annotated[Path, typer.Option("--db", help="catalog file")] = Path("runs/curate/catalog.duckdb"),

@@ -355,6 +355,25 @@ class VerdictRecord(Stamped):
     detail: str  # why a task is unjudgeable (budget spent, endpoint failed), or other notes
 
 
+Arm = Literal["raw", "curated", "strengthened"]
+
+
+class DeckRow(Stamped):
+    """One task in one arm of a deck: the issue text the agent reads there, and why it is in the arm.
+
+    ``raw``: every task Pipeline 1 kept, as the corpus states it. ``curated``: the tasks Pipeline 2
+    accepted, with the judge's rewritten issue where it rewrote one. ``strengthened`` is reserved for
+    test-strengthened suites. The task itself (environment, hidden tests) is stored beside the deck.
+    """
+
+    deck_id: str
+    arm: Arm
+    problem_statement: str
+    verdict: str  # Pipeline 2's verdict, "" when the task was not judged
+    evidence: list[str] = Field(default_factory=list)
+    source_run: str
+
+
 # ---- trajectories
 
 # imported here so that nothing above this section changes

@@ -43,6 +43,15 @@ def finished(out: Path, task: Task, config_hash: str, judged: bool) -> bool:
     return True
 
 
+def verdicts(out: Path) -> dict[str, VerdictRecord]:
+    """Every stored verdict of the run directory ``out``, by instance id."""
+    found = {}
+    for path in sorted((out / "p2").glob("*/verdict.parquet")):
+        for record in read_records(path, VerdictRecord):
+            found[record.instance_id] = record
+    return found
+
+
 def process_task(
     task: Task,
     p1: Pipeline1Result,

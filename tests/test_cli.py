@@ -119,12 +119,20 @@ def test_probe_refuses_a_task_pipeline1_rejects(bwrap_backend) -> None:  # noqa:
 @pytest.mark.prefect
 def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
     src = tmp_path / "src"
-    shutil.copytree(SAMPLE / "sample__cronexpr-1", src / "sample__cronexpr-1")
+    for name in ("sample__cronexpr-1", "sample__toposort-1"):
+        shutil.copytree(SAMPLE / name, src / name)
     out = tmp_path / "out"
     swedeck("p1", str(src), "--out", str(out), "--set", "pipeline1.runs=1")
     summary = json.loads(swedeck("judge", str(out), "--scripted", "--json", "--set", "pipeline1.runs=1").stdout)
-    assert summary["verdicts"] == {"too_loose": 1}
+    assert summary["verdicts"] == {"too_loose": 1, "accept": 1}
     assert swedeck("judge", str(tmp_path / "nowhere"), check=False).returncode == 2
+    # the run becomes a deck: both tasks in the raw arm, only the accepted one in the curated arm
+    swedeck("deck", str(out), "--out", str(tmp_path / "deck"))
+    import duckdb
+
+    con = duckdb.connect(str(tmp_path / "deck" / "catalog.duckdb"), read_only=True)
+    assert con.execute("select arm, list(instance_id order by instance_id) from deck group by arm order by arm").fetchall() == [
+        ("curated", ["sample__toposort-1"]), ("raw", ["sample__cronexpr-1", "sample__toposort-1"])]  # fmt: skip
 
 
 @pytest.mark.parametrize("engine", ["local", "server"])

@@ -1,0 +1,56 @@
+"""Decks: the tasks a training run draws from, one row per task and arm, in Parquet with the tasks beside.
+
+A deck is a folder: ``deck.parquet`` (``DeckRow``s), ``tasks/<instance_id>.json`` (the full tasks the
+rows point at) and ``catalog.duckdb`` with a ``deck`` view. Rows of different arms share instance ids,
+so paired arms train on the same tasks and differ only in what the curation changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from curation.store import build_catalog, commit_folder, read_records
+from harness.records import DeckRow, Pipeline1Result, Task, VerdictRecord
+
+DECK_FILE = "deck.parquet"
+KEEP = ("accept", "issue_rewritten")  # verdicts whose task goes into the curated arm
+
+
+def deck_rows(
+    kept: Iterable[tuple[Task, Pipeline1Result]],
+    verdicts: Mapping[str, VerdictRecord],
+    *,
+    deck_id: str,
+    source_run: str,
+) -> list[DeckRow]:
+    rows = []
+    for task, p1 in kept:
+        stamp = {"config_hash": p1.config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
+        common = {**stamp, "deck_id": deck_id, "source_run": source_run}
+        verdict = verdicts.get(task.instance_id)
+        rows.append(DeckRow(**common, arm="raw", problem_statement=task.problem_statement, verdict=verdict.verdict if verdict else ""))
+        if verdict is not None and verdict.verdict in KEEP:
+            text = verdict.rewritten_issue if verdict.verdict == "issue_rewritten" else task.problem_statement
+            rows.append(DeckRow(**common, arm="curated", problem_statement=text, verdict=verdict.verdict, evidence=verdict.evidence))
+    return rows
+
+
+def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task]) -> None:
+    files = {f"tasks/{t.instance_id}.json": t.model_dump_json() for t in tasks}
+    commit_folder(out, [("deck", DeckRow, rows)], files)
+    build_catalog(out / "catalog.duckdb", {"deck": (str(out.resolve() / DECK_FILE), DeckRow)})
+
+
+def arm_tasks(deck: Path, arm: str) -> list[Task]:
+    """The tasks of one arm, each with the issue text that arm gives the agent."""
+    rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == arm]
+    tasks = []
+    for row in rows:
+        task = Task.model_validate_json((deck / "tasks" / f"{row.instance_id}.json").read_text())
+        tasks.append(task.model_copy(update={"problem_statement": row.problem_statement}))
+    return tasks
+
+
+def arms(deck: Path) -> list[str]:
+    return sorted({r.arm for r in read_records(deck / DECK_FILE, DeckRow)})

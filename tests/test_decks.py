@@ -1,0 +1,76 @@
+"""Decks and paired arms: rows per arm from Pipeline 1 and 2 results, stored and queried, then both
+arms trained with one config and one seed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from curation.decks import arm_tasks, arms, deck_rows, write_deck
+from harness.records import Pipeline1Result, Task, VerdictRecord
+
+IDS = ("sample__toposort-1", "sample__matrixlite-1", "sample__iniparse-1")
+
+
+def p1(task: Task) -> Pipeline1Result:
+    return Pipeline1Result(
+        config_hash="c", task_hash=task.task_hash(), instance_id=task.instance_id, source="local", repo=task.repo,
+        decision="keep", reason="", infrastructure=False, stage="", fail_to_pass=[], pass_to_pass=[], flaky=[],
+        gold_failing=[], binding_assertions=[], label_disagreements=[], expected_status={}, runs=1, duration_s=0.0,
+        detail="",
+    )  # fmt: skip
+
+
+def verdict(task: Task, label: str, rewritten: str = "") -> VerdictRecord:
+    return VerdictRecord(
+        config_hash="c", task_hash=task.task_hash(), instance_id=task.instance_id, verdict=label,
+        q1_gold_fixes_issue=True, q2_tests_grade_issue="yes", q3_issue_states_requirements=not rewritten,
+        evidence=["p1"], rewritten_issue=rewritten, rationale="", judge_model="scripted", transcript_path="",
+        tokens=0, detail="",
+    )  # fmt: skip
+
+
+@pytest.fixture
+def deck(sample_tasks: dict[str, Task], tmp_path: Path) -> Path:
+    tasks = [sample_tasks[i] for i in IDS]
+    verdicts = {
+        IDS[0]: verdict(tasks[0], "accept"),
+        IDS[1]: verdict(tasks[1], "issue_rewritten", "Adding the same dependency twice must be a no-op."),
+        IDS[2]: verdict(tasks[2], "too_loose"),
+    }
+    rows = deck_rows([(t, p1(t)) for t in tasks], verdicts, deck_id="d1", source_run="runs/x")
+    write_deck(tmp_path / "deck", rows, tasks)
+    return tmp_path / "deck"
+
+
+def test_arms_hold_what_each_verdict_allows(deck: Path, sample_tasks: dict[str, Task]) -> None:
+    assert arms(deck) == ["curated", "raw"]
+    raw, curated = arm_tasks(deck, "raw"), arm_tasks(deck, "curated")
+    assert [t.instance_id for t in raw] == list(IDS)
+    assert [t.instance_id for t in curated] == list(IDS[:2])  # the too-loose task is left out
+    assert curated[0].problem_statement == sample_tasks[IDS[0]].problem_statement
+    assert curated[1].problem_statement == "Adding the same dependency twice must be a no-op."
+    assert curated[1].answer == sample_tasks[IDS[1]].answer  # only the issue text changed
+    con = duckdb.connect(str(deck / "catalog.duckdb"), read_only=True)
+    assert con.execute("select arm, count(*) from deck group by arm order by arm").fetchall() == [("curated", 2), ("raw", 3)]
+
+
+def test_paired_arms_train_with_one_config(deck: Path, tmp_path: Path, bwrap_backend) -> None:  # noqa: ANN001
+    pytest.importorskip("torch")
+    from training.arms import run_arms
+    from training.run import RunConfig
+
+    config = RunConfig.model_validate({
+        "env": "swe",
+        "train": {"updates": 1, "group_size": 2, "groups_per_update": 2, "max_inflight_groups": 2, "engines": 1},
+        "swe": {"agent": {"max_turn_tokens": 16}},
+    })  # fmt: skip
+    results = run_arms(deck, config, tmp_path / "runs")
+    assert set(results) == {"raw", "curated"}
+    for arm, history in results.items():
+        assert [m.update for m in history] == [0]
+        assert (tmp_path / "runs" / arm / "checkpoint.pt").exists()
+    with pytest.raises(ValueError, match="swe"):
+        run_arms(deck, RunConfig(), tmp_path / "toy")
