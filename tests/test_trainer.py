@@ -120,3 +120,18 @@ def test_fit_recovers_the_acquisition_model(g: float, d: float, q0: float) -> No
     assert fit.ceiling == pytest.approx(c, abs=0.05)
     assert fit.eps == pytest.approx(d / (g + d), abs=0.05)
     assert fit.g + fit.d == pytest.approx(k, rel=0.3)
+
+
+def test_hybrid_engines_in_bf16_keep_the_gate_in_fp32_through_refreshes(tmp_path: Path) -> None:
+    """The Qwen3.5 hybrid trains with bf16 engines; every weight refresh copies into the engine's own
+    tensors, so A_log, dt_bias and the gated norm stay fp32 there (a silent bf16 cast would show)."""
+    from training.models import fp32_violations
+
+    env = ToyEnv()
+    config = TrainConfig(model="tiny-hybrid", dtype="bfloat16", updates=2, warmup_steps=5, group_size=4,
+                         groups_per_update=2, engines=1, eviction=NO_EVICTION)  # fmt: skip
+    engine = engine_copy(build_policy(config, env.tok.vocab_size), config, env.tok, 0)
+    assert next(engine.model.parameters()).dtype == torch.bfloat16 and not fp32_violations(engine.model)
+    history = train(config, env, env.tok, tmp_path, engines=[engine])
+    assert engine.weight_version == 2 and [m.update for m in history] == [0, 1]
+    assert fp32_violations(engine.model) == []
