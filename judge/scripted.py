@@ -97,6 +97,19 @@ def _section(text: str, tag: str) -> str:
     return found.group(1) if found else ""
 
 
+
+def send_json(handler: BaseHTTPRequestHandler, status: int, payload: object) -> None:
+    """One JSON response; a client that already gave up (timed out) is not an error of the server."""
+    data = json.dumps(payload).encode()
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
 class Conversation:
     """What a model would read off the messages: the task prompt and each tool call with its result."""
 
@@ -368,15 +381,7 @@ class ScriptedJudge:
                 pass
 
             def _send(self, status: int, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout fault)
+                send_json(self, status, payload)
 
             def do_GET(self) -> None:
                 if self.path.rstrip("/") == "/v1/models":

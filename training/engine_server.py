@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from judge.scripted import send_json
 from training.engines import PAUSE_MODES, UPDATE_METHOD, LocalEngine, PauseMode
 
 Answer = tuple[int, dict[str, Any]]
@@ -209,16 +210,7 @@ class EngineServer:
 
             def _answer(self, method: str) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                status, payload = server.handle(method, self.path, raw)
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (it timed out while the engine was paused)
+                send_json(self, *server.handle(method, self.path, raw))
 
             def do_GET(self) -> None:
                 self._answer("GET")
