@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import io
 import os
+import secrets
 import shlex
 import shutil
 import tarfile
@@ -209,6 +210,8 @@ class _DockerSandbox:
             environment=env,
             working_dir="/",
             init=True,
+            # a sized tmpfs, so writes to /tmp cannot fill the host's disk; the IO folder is mounted inside it
+            tmpfs={"/tmp": f"size={limits.tmp_mb}m,mode=1777,exec"},
             volumes={str(self.io): {"bind": IO_DIR, "mode": "rw"}},
         )
         self._runs = 0
@@ -248,6 +251,16 @@ class _DockerSandbox:
             for made in (*created, target):
                 os.chown(made, self.owner, self.owner)
             return
+        if PurePosixPath("/tmp") in PurePosixPath(path).parents:
+            # /tmp is a tmpfs, and the engine's archive copy writes beneath it, out of sight: stage the
+            # file in the IO folder and move it into place from inside
+            staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"
+            self.write_file(staged, blob)
+            parent = shlex.quote(str(PurePosixPath(path).parent))
+            done = self.run(f"mkdir -p {parent} && mv {staged} {shlex.quote(path)}", timeout=60)
+            if done.exit_code != 0:
+                raise SandboxError(f"could not write {path}: {done.output[-400:]}")
+            return
         p = PurePosixPath(path)
         owner = self.owner
         buf = io.BytesIO()
@@ -273,6 +286,14 @@ class _DockerSandbox:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
         if (source := self._io_path(path)) is not None:
             return source.read_bytes()
+        if PurePosixPath("/tmp") in PurePosixPath(path).parents:  # a tmpfs: see write_file
+            staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"
+            done = self.run(f"cp {shlex.quote(path)} {staged}", timeout=60)
+            if done.exit_code != 0:
+                raise FileNotFoundError(path)
+            blob = self._io_path(staged).read_bytes()
+            self._io_path(staged).unlink()
+            return blob
         try:
             stream, _ = self.container.get_archive(path)
         except docker.errors.NotFound as err:
