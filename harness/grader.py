@@ -38,18 +38,22 @@ def run_tests(
     network: bool = False,
     instrument: bool = False,
     select: Sequence[str] | None = None,
+    coverage: Sequence[str] | None = None,
+    maxfail: int | None = None,
 ) -> TestRun:
     """Everything up to the statuses; no expectation involved. EnvError propagates (the environment,
     not the patch, is at fault); a sandbox failure is a recorded outcome. ``instrument`` loads the
     assertion plugin and returns its events with the hidden test sources they refer to. ``select``
-    runs only those pytest node ids (other runners ignore it and run everything)."""
+    runs only those pytest node ids (other runners ignore it and run everything). ``coverage`` loads
+    the coverage plugin tracing those paths (relative to the workdir) and returns its records.
+    ``maxfail`` stops pytest after that many failed tests (``--maxfail``; other runners ignore it)."""
     started = time.monotonic()
     durations: dict[str, float] = {}
     sandbox = backend.open(task, network=network)
     durations["open"] = time.monotonic() - started
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
-        return _run_in(sandbox, task, patch, durations, log_dir, instrument, select)
+        return _run_in(sandbox, task, patch, durations, log_dir, instrument, select, coverage, maxfail)
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
     finally:
@@ -64,6 +68,8 @@ def _run_in(
     log_dir: Path,
     instrument: bool,
     select: Sequence[str] | None,
+    coverage: Sequence[str] | None = None,
+    maxfail: int | None = None,
 ) -> TestRun:
     t0 = time.monotonic()
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
@@ -88,16 +94,22 @@ def _run_in(
     run.log_path = str(log_dir / f"{task.instance_id}-{content_hash(patch)}-{token}.log")
     events = f"{IO_DIR}/asserts-{token}.jsonl"
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
+    plugins += ["swedeck_coverage"] if coverage is not None else []
+    cover_log = f"{IO_DIR}/cover-{token}.jsonl"
     for plugin in plugins:
         sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
     if select is not None:
         sandbox.write_file(f"{IO_DIR}/select-{token}", "".join(f"{test_id}\n" for test_id in select))
+    if coverage is not None:
+        sandbox.write_file(f"{IO_DIR}/cover-files-{token}", "".join(f"{path}\n" for path in coverage))
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
             env, junit = {}, ""
             if uses_junit(task.log_parser):
                 junit = f"{IO_DIR}/junit-{token}-{i}.xml"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+                if maxfail is not None:
+                    env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail}"
             if plugins:
                 env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + "".join(f" -p {p}" for p in plugins)
                 env["PYTHONPATH"] = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
@@ -106,6 +118,10 @@ def _run_in(
                 env["SWEDECK_ASSERT_LOG"] = events
             if select is not None:
                 env["SWEDECK_SELECT"] = f"{IO_DIR}/select-{token}"
+            if coverage is not None:
+                env["SWEDECK_COVER_FILES"] = f"{IO_DIR}/cover-files-{token}"
+                env["SWEDECK_COVER_LOG"] = cover_log
+                env["SWEDECK_COVER_ROOT"] = sandbox.workdir
             result = sandbox.run(command, env=env)
             run.exit_codes.append(result.exit_code)
             output = Path(result.log_path).read_bytes()
@@ -120,6 +136,11 @@ def _run_in(
     durations["tests"] = time.monotonic() - t1
     if instrument:
         run.assert_events, run.test_sources = _instrumentation(sandbox, task, events)
+    if coverage is not None:
+        try:
+            run.coverage = sandbox.read_file(cover_log).decode(errors="replace")
+        except FileNotFoundError:
+            run.coverage = ""
     run.durations = {k: round(v, 4) for k, v in durations.items()}
     return run
 
@@ -240,11 +261,14 @@ def grade(
     expected: dict[str, Status] | None = None,
     log_dir: Path | None = None,
     select: Sequence[str] | None = None,
+    maxfail: int | None = None,
 ) -> Grade:
     """THE grader. ``expected`` defaults to the corpus's gold map or a cached gold run; with ``select``
-    only those tests run and only their part of the pattern is held against them."""
+    only those tests run and only their part of the pattern is held against them. ``maxfail`` stops
+    pytest after that many failures: only sound for reward 0 when no test it runs is expected to fail."""
     if expected is None:
         expected = gold_pattern(task, backend)
     if select is not None:
         expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
-    return compare(run_tests(task, patch, backend, log_dir=log_dir, select=select), expected, task)
+    run = run_tests(task, patch, backend, log_dir=log_dir, select=select, maxfail=maxfail)
+    return compare(run, expected, task)

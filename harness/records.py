@@ -168,6 +168,7 @@ class TestRun(Record):
     detail: str = ""
     assert_events: str = ""  # JSONL from the assertion plugin, when instrumented
     test_sources: dict[str, str] = Field(default_factory=dict)  # hidden test files as run, when instrumented
+    coverage: str = ""  # JSONL from the coverage plugin, when asked for
 
 
 GradeReason = Literal[
@@ -334,6 +335,9 @@ class ProbeResult(Stamped):
     executions: int  # test-command executions spent on this probe
     differing: list[str]
     log_path: str
+    tests_run: list[str] = Field(default_factory=list)  # every test executed for this probe, all runs together
+    decided_by: Literal["full", "selection"] = "full"  # the runs that gave the reward: a full grade, or selected tests
+    inherited: int = 0  # tests that kept gold's status without running: the probe changed nothing they ran under gold
 
 
 Verdict = Literal["accept", "issue_rewritten", "gold_wrong", "too_loose", "over_restrictive", "unjudgeable"]

@@ -1,0 +1,432 @@
+"""Change-impact test selection for probes (``probes.runner``): the gold-tree mapping of a probe's
+diff, the coverage plugin, and grading with selection against grading in full.
+
+* the mapping, on source text alone: a change inside a function body impacts the tests that ran the
+  changed statement (or reached the point where code was inserted); anything else impacts every test;
+* the coverage plugin under the host's pytest: per-test lines, and work that outlives a test (imports,
+  session fixtures, module bodies run during a test) reported as global; a test that starts a process
+  is flagged;
+* a synthetic task in a bwrap sandbox: a probe changing a line only one test runs runs that test
+  alone; a module-level change runs everything; a plausible-but-wrong probe that passes is confirmed
+  by a full grade, which stays the final word even when the coverage is wrong;
+* two sample tasks: every probe gets the same reward with selection as in full, with fewer executions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_LIMITS, git
+from curation.pipeline1 import Pipeline1Config, process_task
+from curation.sources.local import load_task_folder
+from harness.envs import prepare_tree
+from harness.grader import PLUGINS
+from harness.records import Pipeline1Result, Task
+from probes.generate import Candidate
+from probes.runner import (
+    ALL,
+    GoldCoverage,
+    changed_regions,
+    generate,
+    gold_coverage,
+    impacted_tests,
+    parse_coverage,
+    run_probes,
+    selection,
+)
+
+# ================================================================================ the mapping, on text
+
+SOURCE = '''\
+"""A module."""
+import math
+
+SCALE = 2
+
+
+def area(r):
+    """Doc."""
+    if r < 0:
+        raise ValueError("negative")
+    return math.pi * r * r * SCALE
+
+
+def total(xs):
+    out = 0
+    for x in xs:
+        out += x
+    return out
+
+
+def lookup(key):
+    if key:
+        return SCALE
+    return 0
+
+
+def numbers(n):
+    for i in range(n):
+        yield i
+'''
+
+
+def _regions(new: str) -> list[tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]] | None:
+    found = changed_regions(SOURCE, new, "m.py")
+    return None if found is ALL else sorted({(r.lines, r.calls) for r in found})
+
+
+@pytest.mark.parametrize(
+    ("what", "edit", "expected"),
+    [
+        ("a statement in a body: the tests that ran it", ("math.pi * r * r", "r * r * math.pi"), [(((11, 11),), ())]),
+        ("an if header: the tests that ran the if", ("if r < 0:", "if r <= 0:"), [(((9, 10),), ())]),
+        ("a branch body: the tests that ran that branch", ('("negative")', '("below zero")'), [(((10, 10),), ())]),
+        ("inserted after a loop: the tests that ran the next statement", ("        out += x\n    return out", "        out += x\n    out += 0\n    return out"), [(((18, 18),), ())]),
+        ("inserted at the end of a loop body: the tests that ran the last statement", ("        out += x\n", "        out += x\n        out -= 0\n"), [(((17, 17),), ())]),
+        ("a comment: nothing", ("    out = 0\n", "    # start\n    out = 0\n"), []),
+        ("a generator body: the tests that ran it", ("yield i", "yield i + 0"), [(((29, 29),), ())]),
+        # a name that becomes local also breaks the unchanged `return SCALE`: every caller of lookup
+        ("a name rescoped: every caller", ("    return 0\n", "    SCALE = 0\n    return SCALE\n"), [(((22, 24),), ((21, 24),))]),
+    ],
+)
+def test_changes_inside_function_bodies_map_to_the_statements_that_ran(what: str, edit: tuple[str, str], expected: list) -> None:
+    old, new = edit
+    assert old in SOURCE
+    assert _regions(SOURCE.replace(old, new, 1)) == expected, what
+
+
+@pytest.mark.parametrize(
+    ("what", "old", "new"),
+    [
+        ("module-level code", "SCALE = 2", "SCALE = 3"),
+        ("an import", "import math", "import math as m2\nimport math"),
+        ("a def line", "def total(xs):", "def total(xs, start=0):"),
+        ("a docstring", '"""Doc."""', '"""Other doc."""'),
+        ("a function no longer a generator", "        yield i\n", "        pass\n    return []\n"),
+        ("a syntax error", "return out", "return out out"),
+    ],
+)
+def test_changes_outside_function_bodies_impact_every_test(what: str, old: str, new: str) -> None:
+    assert old in SOURCE
+    assert _regions(SOURCE.replace(old, new, 1)) is None, what
+
+
+def _coverage(**tests: set[int]) -> GoldCoverage:
+    return GoldCoverage(
+        usable=True, files=["m.py"], lines={t: {"m.py": lines} for t, lines in tests.items()},
+        calls={t: {} for t in tests}, global_lines={"m.py": {1, 2, 4, 7, 14, 21, 27}}, global_calls={"m.py": {1}},
+    )  # fmt: skip
+
+
+def test_impacted_tests_from_coverage() -> None:
+    cov = _coverage(test_a={9, 11}, test_b={15, 16, 17, 18}, test_c={22, 23})
+    body = SOURCE.replace("math.pi * r * r", "r * r * math.pi")
+    assert impacted_tests({"m.py": SOURCE}, {"m.py": body}, cov) == ({"test_a"}, "")
+    # module-level code ran at import, outside every test
+    assert impacted_tests({"m.py": SOURCE}, {"m.py": SOURCE.replace("SCALE = 2", "SCALE = 3")}, cov)[0] is ALL
+    # a statement that also ran outside any test (a function called at import)
+    cov.global_lines["m.py"].add(11)
+    assert impacted_tests({"m.py": SOURCE}, {"m.py": body}, cov)[0] is ALL
+    # files the run did not trace, new files, unusable coverage: every test
+    assert impacted_tests({"n.py": "X = 1\n"}, {"n.py": "X = 2\n"}, cov)[0] is ALL
+    assert impacted_tests({"m.py": SOURCE, "new.py": None}, {"m.py": SOURCE, "new.py": "X = 1\n"}, cov)[0] is ALL
+    assert impacted_tests({"m.py": SOURCE}, {"m.py": body}, GoldCoverage(usable=False, why="x"))[0] is ALL
+    # tests that must always run (no record, a process started) are impacted by any change
+    cov = _coverage(test_a={9, 11}, test_b={15})
+    cov.always = {"test_z"}
+    assert impacted_tests({"m.py": SOURCE}, {"m.py": body}, cov)[0] == {"test_a", "test_z"}
+
+
+# ================================================================================ the plugin, on the host
+
+PLUGIN_MOD = '''\
+TABLE = {}
+
+
+def f(x):
+    return x + 1
+
+
+def g(x):
+    if x:
+        return 2
+    return 3
+
+
+def h():
+    return 4
+
+
+def fill():
+    TABLE["k"] = 5
+    return TABLE
+'''
+PLUGIN_LAZY = '''\
+from pkg.mod import fill
+
+FILLED = fill()
+'''
+PLUGIN_TESTS = '''\
+import subprocess
+import sys
+
+import pytest
+
+from pkg.mod import f, g, h
+
+
+@pytest.fixture(scope="session")
+def shared():
+    return h()
+
+
+def test_a():
+    assert f(1) == 2
+
+
+def test_b(shared):
+    assert g(1) == 2 and shared == 4
+
+
+def test_lazy():
+    from pkg.lazy import FILLED
+    assert FILLED["k"] == 5
+
+
+def test_spawn():
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+'''
+
+
+def test_coverage_plugin_attributes_lines_to_tests_and_shared_work_to_everyone(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    for path, text in {"pkg/__init__.py": "", "pkg/mod.py": PLUGIN_MOD, "pkg/lazy.py": PLUGIN_LAZY, "tests/test_m.py": PLUGIN_TESTS}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (tmp_path / "files").write_text("pkg/mod.py\npkg/lazy.py\n")
+    log = tmp_path / "cover.jsonl"
+    env = {
+        **os.environ, "PYTHONPATH": f"{PLUGINS}:{root}", "SWEDECK_COVER_FILES": str(tmp_path / "files"),
+        "SWEDECK_COVER_LOG": str(log), "SWEDECK_COVER_ROOT": str(root), "PYTEST_ADDOPTS": "",
+    }  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "swedeck_coverage", "-p", "no:cacheprovider", "tests"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    ids = [f"tests/test_m.py::test_{n}" for n in ("a", "b", "lazy", "spawn")]
+    cov = parse_coverage(log.read_text(), ["pkg/mod.py", "pkg/lazy.py"], ids)
+    assert cov.usable, cov.why
+    a, b, lazy, spawn = ids
+    assert cov.lines[a] == {"pkg/mod.py": {5}} and cov.calls[a] == {"pkg/mod.py": {4}}
+    assert cov.lines[b] == {"pkg/mod.py": {9, 10}}  # g's taken branch only
+    assert 15 in cov.global_lines["pkg/mod.py"]  # h ran in a session fixture: shared by every test
+    assert {1, 4, 8, 14, 18} <= cov.global_lines["pkg/mod.py"]  # the module body, at collection
+    # pkg.lazy was first imported inside test_lazy: its body, and fill() which it called, count for everyone
+    assert {19, 20} <= cov.global_lines["pkg/mod.py"] and 3 in cov.global_lines["pkg/lazy.py"]
+    assert cov.lines[lazy] == {}
+    assert cov.always == {spawn}  # started a process: what it ran is not traced
+    assert sum(1 for row in rows if row.get("global")) == 1
+    # a run that lost its tracer is unusable
+    lost = log.read_text().replace('"lost": false', '"lost": true', 1)
+    assert not parse_coverage(lost, ["pkg/mod.py"], ids).usable
+    # so is one where a session fixture started a process (a server the tests talk to runs untraced code)
+    (root / "tests/conftest.py").write_text(
+        "import subprocess, sys, pytest\n\n\n@pytest.fixture(scope='session', autouse=True)\n"
+        "def server():\n    subprocess.run([sys.executable, '-c', 'pass'], check=True)\n"
+    )
+    log.unlink()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "swedeck_coverage", "-p", "no:cacheprovider", "tests"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert parse_coverage(log.read_text(), ["pkg/mod.py"], ids).why == "a process started outside any test"
+
+
+# ================================================================================ a synthetic task in bwrap
+
+CALC = '''\
+SCALE = 1
+
+
+def add(a, b):
+    return a - b
+
+
+def mul(a, b):
+    product = a * b
+    return product * SCALE
+
+
+def clamp(x):
+    if x > 100:
+        return 100
+    return x
+'''
+CALC_TESTS = '''\
+from pkg.calc import add, clamp, mul
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_add_zero():
+    assert add(0, 0) == 0
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+
+
+def test_clamp():
+    assert clamp(5) == 5
+
+
+def test_nothing():
+    assert True
+'''
+TEST_IDS = [f"tests/test_calc.py::test_{n}" for n in ("add", "add_zero", "mul", "clamp", "nothing")]
+
+
+def _diff(root: Path, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    git(["add", "-A"], root)
+    out = git(["diff", "--cached", "HEAD"], root)
+    git(["reset", "-q", "--hard", "HEAD"], root)
+    git(["clean", "-qfd"], root)
+    return out
+
+
+@pytest.fixture(scope="module")
+def calc(tmp_path_factory: pytest.TempPathFactory, backend_factory: Callable) -> tuple[Task, Pipeline1Result, object]:  # noqa: ANN001
+    base = tmp_path_factory.mktemp("calc")
+    folder = base / "unit__calc-1"
+    repo = folder / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg/__init__.py").write_text("")
+    (repo / "pkg/calc.py").write_text(CALC)
+    (repo / "tests").mkdir()
+    (repo / "tests/__init__.py").write_text("")
+    (repo / "pytest.ini").write_text("[pytest]\n")
+    work = base / "work"
+    git(["init", "-q", "-b", "main", str(work)], base)
+    for path in ("pkg/__init__.py", "pkg/calc.py", "tests/__init__.py", "pytest.ini"):
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text((repo / path).read_text())
+    git(["add", "-A"], work)
+    git(["commit", "-q", "-m", "base"], work)
+    (folder / "gold.patch").write_text(_diff(work, {"pkg/calc.py": CALC.replace("a - b", "a + b")}))
+    (folder / "tests.patch").write_text(_diff(work, {"tests/test_calc.py": CALC_TESTS}))
+    (folder / "issue.md").write_text("add() subtracts.\n")
+    (folder / "task.toml").write_text(
+        'instance_id = "unit__calc-1"\ntest_cmd = ["python -m pytest tests/test_calc.py"]\nlog_parser = "pytest"\n'
+        '[environment]\nworkdir = "/testbed"\n[environment.recipe]\ninstall = []\n'
+    )
+    task = load_task_folder(folder)
+    backend = backend_factory("bwrap", TEST_LIMITS)
+    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", base / "out")
+    assert p1.decision == "keep", (p1.reason, p1.detail)
+    assert selection(p1) == ["tests/test_calc.py::test_add"] and sorted(p1.expected_status) == sorted(TEST_IDS)
+    return task, p1, backend
+
+
+def _probe(task: Task, swedeck_env, kind: str, old: str, new: str) -> Candidate:  # noqa: ANN001
+    tree = prepare_tree(task, swedeck_env)
+    work = tree.parent / f"{tree.name}-probe-{abs(hash((kind, old, new)))}"
+    if not work.exists():
+        git(["clone", "-q", str(tree), str(work)], tree.parent)
+    gold = CALC.replace("a - b", "a + b")
+    assert old in gold
+    return Candidate(kind=kind, operator="hand", description=f"{old!r} -> {new!r}", patch=_diff(work, {"pkg/calc.py": gold.replace(old, new)}))
+
+
+def _stamp(task: Task) -> dict[str, str]:
+    return {"config_hash": "test", "task_hash": task.task_hash(), "instance_id": task.instance_id}
+
+
+def test_a_probe_runs_only_the_tests_its_change_can_impact(calc, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    task, p1, backend = calc
+    cov = gold_coverage(task, backend, p1, log_dir=tmp_path)
+    assert cov.usable, cov.why
+    assert cov.files == ["pkg/calc.py"] and cov.executions == len(TEST_IDS)
+    body = _probe(task, swedeck_env, "correct_alternative", "product = a * b", "product = b * a")  # only test_mul runs mul
+    module = _probe(task, swedeck_env, "correct_alternative", "SCALE = 1", "SCALE = 2 - 1")  # module level
+    killed = _probe(task, swedeck_env, "plausible_wrong", "a + b", "a + b + 1")  # test_add and test_add_zero run add
+    survivor = _probe(task, swedeck_env, "plausible_wrong", "a + b", "(a + b if a != 7 else 0)")  # no test adds 7
+    unreached = _probe(task, swedeck_env, "plausible_wrong", "x > 100", "x >= 100")  # no binding test runs clamp
+    probes = [body, module, killed, survivor, unreached]
+    selected = run_probes(task, probes, backend, p1, _stamp(task), coverage=cov, log_dir=tmp_path)
+    full = run_probes(task, probes, backend, p1, _stamp(task), selection=False, log_dir=tmp_path)
+    assert [r.reward for r in selected] == [r.reward for r in full] == [1.0, 1.0, 0.0, 1.0, 1.0]
+
+    r_body, r_module, r_killed, r_survivor, r_unreached = selected
+    assert r_body.tests_run == ["tests/test_calc.py::test_mul"] and r_body.executions == 1
+    assert r_body.decided_by == "selection" and r_body.inherited == len(TEST_IDS) - 1
+    assert sorted(r_module.tests_run) == sorted(TEST_IDS) and r_module.decided_by == "full"
+    # the binding test ran first and stopped the probe
+    assert r_killed.tests_run == ["tests/test_calc.py::test_add"] and r_killed.decided_by == "selection"
+    assert r_killed.differing == ["tests/test_calc.py::test_add"]
+    # a plausible-but-wrong probe that passes its binding tests is too-loose evidence: a full grade confirms it
+    assert r_survivor.selected_reward == 1.0 and r_survivor.decided_by == "full"
+    assert sorted(r_survivor.tests_run) == sorted(TEST_IDS) and r_survivor.executions == 1 + len(TEST_IDS)
+    assert r_unreached.selected_reward is None and r_unreached.decided_by == "full"  # no binding test to run first
+    assert r_unreached.executions == len(TEST_IDS)
+    assert sum(r.executions for r in selected) < sum(r.executions for r in full)
+
+
+def test_the_full_grade_is_the_final_word_for_a_passing_plausible_wrong_probe(calc, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """With coverage that (wrongly) says no test ran anything, selection would pass every probe: the
+    full grade still gives the plausible-but-wrong probe its 0, while a correct-but-different probe is
+    taken at the selection's word (it is never cited as evidence of a defect)."""
+    task, p1, backend = calc
+    blind = GoldCoverage(usable=True, files=["pkg/calc.py"], lines={t: {} for t in TEST_IDS}, calls={t: {} for t in TEST_IDS})
+    wrong = _probe(task, swedeck_env, "plausible_wrong", "a + b", "a + b + 1")
+    alternative = _probe(task, swedeck_env, "correct_alternative", "product = a * b", "product = b * a")
+    r_wrong, r_alt = run_probes(task, [wrong, alternative], backend, p1, _stamp(task), coverage=blind, log_dir=tmp_path)
+    assert r_wrong.reward == 0.0 and r_wrong.decided_by == "full" and r_wrong.selected_reward is None
+    assert "tests/test_calc.py::test_add" in r_wrong.differing
+    assert r_alt.reward == 1.0 and r_alt.decided_by == "selection" and r_alt.executions == 0 and r_alt.tests_run == []
+    assert r_alt.inherited == len(TEST_IDS)
+
+
+# ================================================================================ sample tasks: same rewards
+
+SAMPLE_IDS = ["sample__querybuild-1", "sample__matrixlite-1"]
+
+
+@pytest.mark.parametrize("instance_id", SAMPLE_IDS)
+def test_selection_and_full_grading_agree_on_every_probe(instance_id: str, sample_tasks, backend_factory, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    task = sample_tasks[instance_id]
+    backend = backend_factory("bwrap", TEST_LIMITS)
+    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path / "out")
+    assert p1.decision == "keep", p1.reason
+    tree = prepare_tree(task, swedeck_env)
+    candidates = generate(task, tree, p1)
+    cov = gold_coverage(task, backend, p1, log_dir=tmp_path, tree=tree)
+    assert cov.usable, cov.why
+    selected = run_probes(task, candidates, backend, p1, _stamp(task), coverage=cov, tree=tree, workers=2, log_dir=tmp_path)
+    full = run_probes(task, candidates, backend, p1, _stamp(task), selection=False, workers=2, log_dir=tmp_path)
+    assert [r.reward for r in selected] == [r.reward for r in full]
+    assert any(r.decided_by == "selection" and r.inherited for r in selected)  # some tests were never run
+    for r in selected:
+        assert set(r.tests_run) <= set(p1.expected_status) and r.executions >= len(set(r.tests_run))
+        if r.kind == "plausible_wrong" and r.reward == 1.0:
+            assert r.decided_by == "full" and set(r.tests_run) == set(p1.expected_status)
+    assert cov.executions + sum(r.executions for r in selected) < sum(r.executions for r in full)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(pytest.main([__file__, "-q", "-s"]))
