@@ -193,6 +193,7 @@ def run_tool(call: dict, session: Session) -> dict:
 
 def submit(args: VerdictArgs, session: Session) -> dict:
     args = normalise(args)
+    session.tools.confirm(args.evidence)
     problems = check_citations(args, session.tools.known, executed=session.tools.executed)
     if not problems and args.rewritten_issue is not None:
         task = session.task

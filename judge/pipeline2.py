@@ -69,8 +69,10 @@ def process_task(
         verdict, written = judge_task(
             task, p1, probes, backend, stamp, settings=settings, config=config.judge, transcript_dir=out / "transcripts"
         )
+    # a model-free probe the judge had confirmed by a full grade is stored once, as confirmed
+    every = list({p.probe_id: p for p in [*probes, *written]}.values())
     commit_folder(
         result_path(out, task.instance_id),
-        [("probes", ProbeResult, [*probes, *written]), ("verdict", VerdictRecord, [verdict] if verdict else [])],
+        [("probes", ProbeResult, every), ("verdict", VerdictRecord, [verdict] if verdict else [])],
     )
-    return [*probes, *written], verdict
+    return every, verdict

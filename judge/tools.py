@@ -6,7 +6,7 @@ what went wrong, and the session goes on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -151,6 +151,23 @@ class ToolSession:
         if g.log_path and g.reward == 0 and Path(g.log_path).exists():
             view["log_tail"] = Path(g.log_path).read_text(errors="replace")[-LOG_TAIL_CHARS:]
         return view
+
+    def confirm(self, probe_ids: Iterable[str]) -> None:
+        """A model-free reward 1 decided by test selection is evidence, not yet the final word: before a
+        verdict may cite it, the full grade decides (and replaces the selected result)."""
+        for probe_id in probe_ids:
+            probe = self.known.get(probe_id)
+            if probe is None or probe.decided_by != "selection" or probe.reward != 1.0:
+                continue
+            g = grade(self.task, probe.patch, self.backend, expected=self.expected, log_dir=self.log_dir)
+            self.executed += 1
+            confirmed = probe.model_copy(update={
+                "reward": g.reward, "reason": g.reason, "decided_by": "full", "differing": sorted(g.differing),
+                "log_path": g.log_path, "executions": probe.executions + len(g.statuses), "inherited": 0,
+                "tests_run": list(dict.fromkeys([*probe.tests_run, *g.statuses])),
+            })  # fmt: skip
+            self.known[probe_id] = confirmed
+            self.written.append(confirmed)
 
     @staticmethod
     def _view(probe: ProbeResult) -> dict:

@@ -28,14 +28,14 @@ gold therefore proves reward 0 (the full run holds that test to the same expecta
    (they do not depend on which tests run, or the full run would only take longer and print more). A
    run that is inconclusive (ran nothing, errored before a selected test reported, looked forged)
    hands the probe to a full grade.
-3. The full grade is the final word where it matters. A plausible-but-wrong probe that its selected
-   tests do not kill would be evidence of a too-loose suite, so it always ends with a full grade (the
-   binding tests alone never prove reward 1) and is reported with reward 1 only if that grade gives it.
-   A correct-but-different probe whose impacted tests all reproduce gold gets reward 1 from the
-   selection (the other tests keep gold's status): that is the expected outcome and is never cited as
-   evidence of a defect. Its reward 0, over-restrictive evidence, comes from an observed deviation,
-   which is final. When every test is impacted, a correct-but-different probe gets a full grade.
-   Full grades stop at the first failure too where that is sound (reward 1 still needs every test).
+3. The full grade is the final word where it matters. A probe whose impacted tests all reproduce gold
+   gets reward 1 from the selection (the other tests keep gold's status), whatever its kind; the binding
+   tests alone never prove reward 1, so a plausible-but-wrong probe they do not kill goes on to the rest
+   of its impacted tests. A model-free reward 1 is evidence, not a verdict: a too-loose verdict must
+   cite a patch that the judge's ``grade_patch`` (the one grader, full suite) scored 1 in its own
+   transcript, so the full grade is the final word on every cited survivor. Reward 0 comes from an
+   observed deviation, which is final. When every test is impacted, a probe gets a full grade. Full
+   grades stop at the first failure too where that is sound (reward 1 still needs every test).
 
 ``ProbeResult`` says what ran: ``tests_run`` (every test executed, all runs together), ``executions``
 (their count, repeats included), ``inherited`` (tests that kept gold's status unrun), ``decided_by``
@@ -550,16 +550,19 @@ class Plan:
 
 def plan(p1: Pipeline1Result, impacted: set[str] | None, kind: str, why: str = "") -> Plan:
     """Plausible-but-wrong probes (mostly killed by the binding tests) run their impacted binding tests,
-    then a full grade unless those failed; correct-but-different ones (mostly passing) run every impacted
-    test in one run, and a full grade only when every test is impacted or the run is inconclusive."""
+    then their other impacted tests; correct-but-different ones (mostly passing) run every impacted test
+    in one run. A full grade only when every test is impacted or a run is inconclusive."""
     binding = selection(p1)
-    if kind == "plausible_wrong":
-        first = binding if impacted is ALL else [t for t in binding if t in impacted]
-        return Plan(runs=[first] if first else [], full=True, why=why)
     if impacted is ALL:
-        return Plan(runs=[], full=True, why=why)
+        runs = [binding] if kind == "plausible_wrong" and binding else []
+        return Plan(runs=runs, full=True, why=why)
     tests = [t for t in p1.expected_status if t in impacted]
-    return Plan(runs=[tests] if tests else [], full=False, inherited=len(p1.expected_status) - len(tests))
+    inherited = len(p1.expected_status) - len(tests)
+    if kind == "plausible_wrong":
+        first = [t for t in binding if t in impacted]
+        runs = [run for run in (first, [t for t in tests if t not in first]) if run]
+        return Plan(runs=runs, full=False, inherited=inherited)
+    return Plan(runs=[tests] if tests else [], full=False, inherited=inherited)
 
 
 def _differing(g: Grade, stopped: bool) -> list[str]:
@@ -685,11 +688,10 @@ MIN_TRACED_PROBES = 3
 
 
 def worth_tracing(candidates: Sequence[Candidate]) -> bool:
-    """The traced gold run costs one full suite. It saves runs mostly for correct-but-different probes,
-    each of which typically runs about half the suite instead of all of it (a plausible-but-wrong probe
-    that its binding tests do not kill ends with a full grade anyway), so it is recorded only for a task
-    with at least MIN_TRACED_PROBES of them."""
-    return sum(c.kind != "plausible_wrong" for c in candidates) >= MIN_TRACED_PROBES
+    """The traced gold run costs one full suite. It saves runs for the probes its binding tests do not
+    decide (each then typically runs part of the suite instead of all of it), so it is recorded only for
+    a task with at least MIN_TRACED_PROBES probes."""
+    return len(candidates) >= MIN_TRACED_PROBES
 
 
 def plan_probes(

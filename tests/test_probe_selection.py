@@ -7,8 +7,8 @@ diff, the coverage plugin, and grading with selection against grading in full.
   session fixtures, module bodies run during a test) reported as global; a test that starts a process
   is flagged;
 * a synthetic task in a bwrap sandbox: a probe changing a line only one test runs runs that test
-  alone; a module-level change runs everything; a plausible-but-wrong probe that passes is confirmed
-  by a full grade, which stays the final word even when the coverage is wrong;
+  alone; a module-level change runs everything; a survivor decided by selection gets a full grade
+  before a verdict may cite it, which stays the final word even when the coverage is wrong;
 * two sample tasks: every probe gets the same reward with selection as in full, with fewer executions.
 """
 
@@ -379,27 +379,33 @@ def test_a_probe_runs_only_the_tests_its_change_can_impact(calc, swedeck_env, tm
     # the binding test ran first and stopped the probe
     assert r_killed.tests_run == ["tests/test_calc.py::test_add"] and r_killed.decided_by == "selection"
     assert r_killed.differing == ["tests/test_calc.py::test_add"]
-    # a plausible-but-wrong probe that passes its binding tests is too-loose evidence: a full grade confirms it
-    assert r_survivor.selected_reward == 1.0 and r_survivor.decided_by == "full"
-    assert sorted(r_survivor.tests_run) == sorted(TEST_IDS) and r_survivor.executions == 1 + len(TEST_IDS)
-    assert r_unreached.selected_reward is None and r_unreached.decided_by == "full"  # no binding test to run first
-    assert r_unreached.executions == len(TEST_IDS)
+    # a plausible-but-wrong probe its binding test does not kill goes on to its other impacted tests
+    assert r_survivor.tests_run == ["tests/test_calc.py::test_add", "tests/test_calc.py::test_add_zero"]
+    assert r_survivor.decided_by == "selection" and r_survivor.executions == 2
+    assert r_unreached.tests_run == ["tests/test_calc.py::test_clamp"] and r_unreached.decided_by == "selection"
     assert sum(r.executions for r in selected) < sum(r.executions for r in full)
 
 
-def test_the_full_grade_is_the_final_word_for_a_passing_plausible_wrong_probe(calc, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
-    """With coverage that (wrongly) says no test ran anything, selection would pass every probe: the
-    full grade still gives the plausible-but-wrong probe its 0, while a correct-but-different probe is
-    taken at the selection's word (it is never cited as evidence of a defect)."""
+def test_the_full_grade_is_the_final_word_before_a_survivor_is_cited(calc, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """With coverage that (wrongly) says no test ran anything, selection passes every probe unrun and says
+    so (``decided_by="selection"``). A verdict citing such a survivor as too-loose evidence first gets it
+    a full grade, which gives the plausible-but-wrong probe its 0: the citation is then refused."""
+    from judge.config import JudgeConfig
+    from judge.rules import VerdictArgs, check_citations
+    from judge.tools import ToolSession
+
     task, p1, backend = calc
     blind = GoldCoverage(usable=True, files=["pkg/calc.py"], lines={t: {} for t in TEST_IDS}, calls={t: {} for t in TEST_IDS})
     wrong = _probe(task, swedeck_env, "plausible_wrong", "a + b", "a + b + 1")
-    alternative = _probe(task, swedeck_env, "correct_alternative", "product = a * b", "product = b * a")
-    r_wrong, r_alt = run_probes(task, [wrong, alternative], backend, p1, _stamp(task), coverage=blind, log_dir=tmp_path)
-    assert r_wrong.reward == 0.0 and r_wrong.decided_by == "full" and r_wrong.selected_reward is None
-    assert "tests/test_calc.py::test_add" in r_wrong.differing
-    assert r_alt.reward == 1.0 and r_alt.decided_by == "selection" and r_alt.executions == 0 and r_alt.tests_run == []
-    assert r_alt.inherited == len(TEST_IDS)
+    (r_wrong,) = run_probes(task, [wrong], backend, p1, _stamp(task), coverage=blind, log_dir=tmp_path)
+    assert r_wrong.reward == 1.0 and r_wrong.decided_by == "selection" and r_wrong.executions == 0
+    tools = ToolSession(task, p1.expected_status, backend, _stamp(task), [r_wrong], JudgeConfig(), tmp_path)
+    tools.confirm([r_wrong.probe_id])
+    confirmed = tools.known[r_wrong.probe_id]
+    assert confirmed.reward == 0.0 and confirmed.decided_by == "full" and tools.written == [confirmed]
+    assert "tests/test_calc.py::test_add" in confirmed.differing
+    verdict = VerdictArgs(q1_gold_fixes_issue=True, q2_tests_grade_issue="too_loose", evidence=[r_wrong.probe_id])
+    assert check_citations(verdict, tools.known, executed=tools.executed)
 
 
 # ================================================================================ sample tasks: same rewards
@@ -423,8 +429,8 @@ def test_selection_and_full_grading_agree_on_every_probe(instance_id: str, sampl
     assert any(r.decided_by == "selection" and r.inherited for r in selected)  # some tests were never run
     for r in selected:
         assert set(r.tests_run) <= set(p1.expected_status) and r.executions >= len(set(r.tests_run))
-        if r.kind == "plausible_wrong" and r.reward == 1.0:
-            assert r.decided_by == "full" and set(r.tests_run) == set(p1.expected_status)
+        if r.decided_by == "selection" and r.reward == 1.0:  # impacted tests ran, the rest kept gold's status
+            assert len(set(r.tests_run)) + r.inherited == len(p1.expected_status)
     assert cov.executions + sum(r.executions for r in selected) < sum(r.executions for r in full)
 
 

@@ -443,8 +443,8 @@ def test_probe_results_are_complete_records(corpus, sample_tasks: dict[str, Task
             assert set(r.tests_run) <= set(p1.expected_status) and r.executions >= len(r.tests_run)
             # a probe runs something unless its change can impact no test (then it keeps gold's pattern)
             assert (r.executions > 0 and r.log_path) or (r.decided_by == "selection" and r.reward == 1.0 and r.inherited == len(p1.expected_status))
-            if r.kind == "plausible_wrong" and r.reward == 1.0:  # too-loose evidence: confirmed in full
-                assert r.decided_by == "full" and set(r.tests_run) == set(p1.expected_status)
+            if r.reward == 1.0:  # every test ran, or ran unless the probe could not change its outcome
+                assert len(set(r.tests_run)) + r.inherited == len(p1.expected_status)
             assert r.reward in (0.0, 1.0) and (r.reward == 1.0) == (r.reason == "ok")
             assert r.reward == 0.0 or r.differing == []
         assert selection(p1) == p1.fail_to_pass
