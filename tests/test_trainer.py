@@ -135,3 +135,29 @@ def test_hybrid_engines_in_bf16_keep_the_gate_in_fp32_through_refreshes(tmp_path
     history = train(config, env, env.tok, tmp_path, engines=[engine])
     assert engine.weight_version == 2 and [m.update for m in history] == [0, 1]
     assert fp32_violations(engine.model) == []
+
+
+def test_a_checkpoint_folder_is_a_policy(tmp_path: Path) -> None:
+    """``train.model`` may name a local checkpoint: it loads in fp32 with the gate parameters kept fp32,
+    trains, and its tokenizer speaks the harness's Tokenizer protocol."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from training.models import HFTokenizer, fp32_violations, tiny_model
+    from training.run import RunConfig, run
+
+    env = ToyEnv()
+    checkpoint = tmp_path / "ckpt"
+    tiny_model("hybrid", seed=3, vocab_size=env.tok.vocab_size, dtype=torch.bfloat16).save_pretrained(checkpoint)
+    words = Tokenizer(models.WordLevel({"<|im_end|>": 0, "fix": 1, "[UNK]": 2}, unk_token="[UNK]"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(tokenizer_object=words, unk_token="[UNK]", additional_special_tokens=["<|im_end|>"]).save_pretrained(checkpoint)
+    tok = HFTokenizer(str(checkpoint))
+    assert tok.stop_id == 0 and tok.encode("fix <|im_end|>") == [1, 0] and "<|im_end|>" in tok.decode([1, 0])
+
+    config = RunConfig.model_validate({"train": {"model": str(checkpoint), "updates": 2, "warmup_steps": 5,
+                                                 "group_size": 4, "groups_per_update": 2, "eviction": NO_EVICTION.model_dump()}})  # fmt: skip
+    history = run(config, tmp_path / "run")
+    assert [m.update for m in history] == [0, 1]
+    policy = build_policy(config.train, env.tok.vocab_size)
+    assert next(policy.parameters()).dtype == torch.float32 and fp32_violations(policy) == []

@@ -17,7 +17,7 @@ are in the model dtype, as in vLLM (``--mamba-ssm-cache-dtype`` covers the recur
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import torch
@@ -163,3 +163,26 @@ def decode_with_cache(
     for t in range(start, ids.shape[1]):
         logits.append(model(ids[:, t : t + 1], cache=cache, use_cache=True).logits[:, -1])
     return torch.stack(logits, dim=1), cache
+
+
+class HFTokenizer:
+    """A checkpoint's own tokenizer behind the harness's Tokenizer protocol (special tokens kept)."""
+
+    def __init__(self, path: str) -> None:
+        from transformers import AutoTokenizer
+
+        self.tok = AutoTokenizer.from_pretrained(path)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tok)
+
+    @property
+    def stop_id(self) -> int:
+        return self.tok.convert_tokens_to_ids("<|im_end|>")
+
+    def encode(self, text: str) -> list[int]:
+        return self.tok.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tok.decode(list(ids), skip_special_tokens=False)

@@ -74,6 +74,7 @@ def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_upd
     from harness.sandbox import get_backend
     from training.engines import VLLMClient
     from training.envs import SWEEnv, ToyEnv
+    from training.models import HFTokenizer
     from training.trainer import train
 
     on_update = on_update or (lambda m: None)
@@ -81,7 +82,8 @@ def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_upd
         env = ToyEnv(config.toy.tasks, seed=config.train.seed, strict=config.toy.strict, skill=config.toy.skill)
         tokenizer, demos = env.tok, (lambda rng: env.demonstration(rng.choice(env.tasks()), rng))
     else:
-        tokenizer, demos = ByteTokenizer(), None
+        tiny = config.train.model.startswith("tiny-")
+        tokenizer, demos = (ByteTokenizer() if tiny else HFTokenizer(config.train.model)), None
         backend = get_backend(config.swe.sandbox)
         env = SWEEnv(tasks if tasks is not None else swe_tasks(config.swe), backend, config.swe.agent, config.hash())
     engines = [VLLMClient(url, config.layout.served_model, tokenizer) for url in config.layout.engine_urls] or None

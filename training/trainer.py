@@ -45,7 +45,8 @@ CHECKPOINT = "checkpoint.pt"
 class TrainConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: Literal["tiny-dense", "tiny-hybrid"] = "tiny-dense"
+    model: str = "tiny-dense"  # tiny-dense, tiny-hybrid (random, from a config), or a local HF checkpoint folder
+    device: str = "cpu"  # the trainer's (and local engines') device, e.g. "cuda"
     dtype: Literal["float32", "bfloat16"] = "float32"  # the engines'; the trainer keeps fp32 masters
     group_size: int = 16
     groups_per_update: int = 4
@@ -92,7 +93,9 @@ def collate(episodes: Sequence[Episode], pad_id: int) -> dict[str, torch.Tensor]
 
 
 def token_logprobs(model: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(logits [R, T-1, V], log-prob of each next token [R, T-1]) under ``model``, in fp32."""
+    """(logits [R, T-1, V], log-prob of each next token [R, T-1]) under ``model``, in fp32, on the
+    model's device."""
+    tokens = tokens.to(next(model.parameters()).device)
     logits = model(input_ids=tokens).logits[:, :-1].float()
     logp = torch.log_softmax(logits, dim=-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
     return logits, logp
@@ -100,6 +103,7 @@ def token_logprobs(model: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, torc
 
 def loss_and_stats(model: Any, batch: dict[str, torch.Tensor], config: TrainConfig) -> tuple[torch.Tensor, Any]:
     logits, logp = token_logprobs(model, batch["tokens"])
+    batch = {k: v.to(logp.device) for k, v in batch.items()}
     advantages = group_advantages(batch["rewards"], config.group_size, std_normalise=config.std_normalise)
     per_token = advantages[:, None].expand_as(logp)
     if config.objective == "cispo":
@@ -129,7 +133,8 @@ def warm_up(model: Any, demos: Callable[[random.Random], tuple[list[int], list[i
             for t, m in pairs
         ], pad_id=0)  # fmt: skip
         _, logp = token_logprobs(model, batch["tokens"])
-        loss = -(logp * batch["mask"]).sum() / batch["mask"].sum()
+        mask = batch["mask"].to(logp.device)
+        loss = -(logp * mask).sum() / mask.sum()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -245,10 +250,19 @@ def _save(path: Path, payload: dict[str, Any]) -> None:
 
 
 def build_policy(config: TrainConfig, vocab_size: int) -> Any:
-    from training.models import tiny_model
+    """The fp32 master policy: a tiny random model, or a checkpoint with its gate parameters kept fp32."""
+    if config.model in ("tiny-dense", "tiny-hybrid"):
+        from training.models import tiny_model
 
-    kind = "hybrid" if config.model == "tiny-hybrid" else "dense"
-    return tiny_model(kind, seed=config.seed, vocab_size=vocab_size)
+        model = tiny_model(config.model.removeprefix("tiny-"), seed=config.seed, vocab_size=vocab_size)
+    else:
+        from transformers import AutoModelForCausalLM
+
+        from training.models import keep_fp32
+
+        model = AutoModelForCausalLM.from_pretrained(config.model, dtype=torch.float32)
+        keep_fp32(model)
+    return model.to(config.device)
 
 
 def engine_copy(policy: Any, config: TrainConfig, tokenizer: Any, version: int) -> LocalEngine:
