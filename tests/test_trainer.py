@@ -161,3 +161,13 @@ def test_a_checkpoint_folder_is_a_policy(tmp_path: Path) -> None:
     assert [m.update for m in history] == [0, 1]
     policy = build_policy(config.train, env.tok.vocab_size)
     assert next(policy.parameters()).dtype == torch.float32 and fp32_violations(policy) == []
+
+
+def test_the_documented_8gpu_layout_is_a_valid_run_config() -> None:
+    from flows.config import load_model
+    from training.run import RunConfig
+
+    config = load_model(RunConfig, Path(__file__).parents[1] / "configs" / "train-8gpu.toml")
+    assert config.env == "swe" and config.layout.trainer_gpus == [0, 1]
+    assert len(config.layout.engine_gpus) == len(config.layout.engine_urls) == 6
+    assert config.train.placement.policy == "load_aware" and config.train.staleness_cap == 4
