@@ -291,8 +291,9 @@ class _DockerSandbox:
             done = self.run(f"cp {shlex.quote(path)} {staged}", timeout=60)
             if done.exit_code != 0:
                 raise FileNotFoundError(path)
-            blob = self._io_path(staged).read_bytes()
-            self._io_path(staged).unlink()
+            host = self._io_path(staged)
+            blob = host.read_bytes()
+            host.unlink()
             return blob
         try:
             stream, _ = self.container.get_archive(path)

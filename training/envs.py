@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from harness.agent import AgentConfig, rollout
 from harness.engine import Engine
 from harness.grader import grade
-from harness.records import Task
+from harness.records import Task, TrajectoryRecord
 from harness.sandbox import Backend
 
 
@@ -163,13 +163,17 @@ class SWEEnv:
     def tasks(self) -> list[str]:
         return list(self.by_id)
 
-    def rollout(self, task_id: str, engine: Engine, *, seed: int, group_id: str, rollout_id: str) -> Episode:
+    def trajectory(self, task_id: str, engine: Engine, *, seed: int, group_id: str, rollout_id: str) -> TrajectoryRecord:
+        """One agent rollout, as stored: every turn, its tokens and outputs, the gated reward."""
         task = self.by_id[task_id]
         stamp = {"config_hash": self.config_hash, "task_hash": task.task_hash(), "instance_id": task_id}
-        record = rollout(
+        return rollout(
             task, engine, self.backend, lambda t, patch: grade(t, patch, self.backend).reward,
             config=self.config, stamp=stamp, rollout_id=rollout_id, group_id=group_id, seed=seed,
         )  # fmt: skip
+
+    def rollout(self, task_id: str, engine: Engine, *, seed: int, group_id: str, rollout_id: str) -> Episode:
+        record = self.trajectory(task_id, engine, seed=seed, group_id=group_id, rollout_id=rollout_id)
         tokens, mask, logprobs = list(record.prompt_ids), [0] * len(record.prompt_ids), [0.0] * len(record.prompt_ids)
         for turn in record.turns:
             tokens += turn.token_ids + turn.followup_ids

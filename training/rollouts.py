@@ -13,12 +13,12 @@ from pydantic import BaseModel, ConfigDict
 
 from curation.pipeline1 import TASK_FILE
 from curation.store import commit_folder, read_records
-from harness.agent import AgentConfig, rollout
+from harness.agent import AgentConfig
 from harness.audit import Finding, audit
 from harness.engine import Engine
-from harness.grader import grade
 from harness.records import Task, TrajectoryRecord, content_hash
 from harness.sandbox import Backend
+from training.envs import SWEEnv
 
 TRAJECTORIES = "trajectories.parquet"
 
@@ -36,14 +36,11 @@ def run_group(
     on_done: Callable[[TrajectoryRecord], None] = lambda record: None,
 ) -> list[TrajectoryRecord]:
     """``n`` rollouts of one group on ``task``, graded by the one grader, written to ``out/<id>/``."""
-    stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    env = SWEEnv([task], backend, config, config_hash)
     group_id = content_hash([task.instance_id, config_hash, seed])
     records = []
     for i in range(n):
-        record = rollout(
-            task, engine, backend, lambda t, patch: grade(t, patch, backend).reward,
-            config=config, stamp=stamp, rollout_id=f"{group_id}-{i}", group_id=group_id, seed=seed + 1000 * i,
-        )  # fmt: skip
+        record = env.trajectory(task.instance_id, engine, seed=seed + 1000 * i, group_id=group_id, rollout_id=f"{group_id}-{i}")
         records.append(record)
         on_done(record)
     commit_folder(out / task.instance_id, [("trajectories", TrajectoryRecord, records)], {TASK_FILE: task.model_dump_json()})
