@@ -249,3 +249,13 @@ def test_token_entropy_over_trainable_positions() -> None:
     assert per[0, 0].item() == pytest.approx(math.log(v))
     assert per[0, 1].item() == pytest.approx(0.0, abs=1e-6) and per[0, 2].item() == 0.0
     assert token_entropy(logits, torch.zeros(1, 3)).item() == 0.0
+
+
+def test_regression_mismatch_kl_never_rounds_below_zero() -> None:
+    """Nearly equal log-probs made exp(r) - r - 1 cancel to a small negative number in fp32, and the
+    trainer reported a negative mismatch KL."""
+    torch.manual_seed(0)
+    logp_rollout = -torch.rand(64, 32) * 5
+    logp_train = logp_rollout + torch.randn(64, 32) * 1e-6
+    assert float(mismatch_kl(logp_train, logp_rollout, torch.ones(64, 32))) >= 0.0
+    assert float(mismatch_kl(logp_rollout, logp_rollout, torch.ones(64, 32))) == 0.0

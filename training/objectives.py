@@ -69,9 +69,11 @@ def mismatch_kl(logp_train: Tensor, logp_rollout: Tensor, mask: Tensor) -> Tenso
     log-probs agree.
     """
     keep = mask.bool()
-    log_ratio = torch.where(keep, logp_train.detach() - logp_rollout.detach(), 0.0)
-    k3 = torch.exp(log_ratio) - log_ratio - 1.0
-    return (k3 * keep).sum() / keep.sum().clamp(min=1)
+    log_ratio = torch.where(keep, logp_train.detach().double() - logp_rollout.detach().double(), 0.0)
+    # k3 >= 0 exactly; in floating point exp(r) - r - 1 cancels to a few ulps either side of 0 when the
+    # two log-probs nearly agree, so it is computed as expm1(r) - r in float64 and rounded up to 0
+    k3 = (torch.expm1(log_ratio) - log_ratio).clamp(min=0.0)
+    return ((k3 * keep).sum() / keep.sum().clamp(min=1)).to(logp_train.dtype)
 
 
 def token_entropy(
