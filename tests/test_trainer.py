@@ -11,13 +11,15 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from training.config import TrainConfig  # noqa: E402
 from training.engine_server import EngineServer  # noqa: E402
 from training.engines import VLLMClient  # noqa: E402
 from training.envs import Episode, ToyEnv  # noqa: E402
 from training.eviction import EvictionConfig  # noqa: E402
 from training.metrics import read_metrics  # noqa: E402
 from training.overfit import fit_acquisition  # noqa: E402
-from training.trainer import TrainConfig, build_policy, collate, engine_copy, token_logprobs, train  # noqa: E402
+from training.policy import build_policy, token_logprobs  # noqa: E402
+from training.trainer import collate, engine_copy, train  # noqa: E402
 
 NO_EVICTION = EvictionConfig(retire_easy=False, hard_after=None, replay_every=None)
 
@@ -168,6 +170,6 @@ def test_the_documented_8gpu_layout_is_a_valid_run_config() -> None:
     from training.run import RunConfig
 
     config = load_model(RunConfig, Path(__file__).parents[1] / "configs" / "train-8gpu.toml")
-    assert config.env == "swe" and config.layout.trainer_gpus == [0, 1]
+    assert config.env == "swe" and config.train.devices == ["cuda:0", "cuda:1"]
     assert len(config.layout.engine_gpus) == len(config.layout.engine_urls) == 6
     assert config.train.placement.policy == "load_aware" and config.train.staleness_cap == 4

@@ -18,10 +18,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from training.config import TrainConfig
 from training.envs import ToyEnv
 from training.eviction import EvictionConfig
 from training.metrics import UpdateMetrics
-from training.trainer import TrainConfig, train
+from training.trainer import train
 
 RECIPES = {"full": True, "broken": False}  # recipe -> strict format gate
 

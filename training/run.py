@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.agent import AgentConfig
 from harness.config import SandboxConfig
 from harness.records import Task, content_hash
-from training.trainer import TrainConfig
+from training.config import TrainConfig
 
 
 class ToyConfig(BaseModel):
@@ -37,11 +37,11 @@ class SWEConfig(BaseModel):
 
 
 class LayoutConfig(BaseModel):
-    """Where things run. Empty ``engine_urls``: local engines in this process (CPU or one GPU)."""
+    """Where the engines run (the trainer's devices are ``train.devices``). Empty ``engine_urls``: local
+    engines in this process, on the trainer's first device."""
 
     model_config = ConfigDict(extra="forbid")
 
-    trainer_gpus: list[int] = Field(default_factory=list)
     engine_gpus: list[int] = Field(default_factory=list)  # informational: the vLLM servers own them
     engine_urls: list[str] = Field(default_factory=list)
     served_model: str = "tiny-dense"

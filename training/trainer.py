@@ -26,51 +26,19 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
-from harness.records import content_hash
+from training.config import TrainConfig
 from training.engines import LocalEngine
 from training.envs import Environment, Episode
-from training.eviction import EvictionConfig, Evictor, EvictionState
-from training.metrics import MetricsWriter, UpdateMetrics, policy_lag, token_stats
-from training.objectives import Normalisation, cispo_loss, group_advantages, ppo_clip_loss
-from training.placement import PlacementConfig, placement_policy
+from training.eviction import EvictionState, Evictor
+from training.metrics import MetricsWriter, UpdateMetrics, policy_lag
+from training.placement import placement_policy
+from training.policy import build_policy, open_policy, token_logprobs
 
 CHECKPOINT = "checkpoint.pt"
-
-
-class TrainConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    model: str = "tiny-dense"  # tiny-dense, tiny-hybrid (random, from a config), or a local HF checkpoint folder
-    device: str = "cpu"  # the trainer's (and local engines') device, e.g. "cuda"
-    dtype: Literal["float32", "bfloat16"] = "float32"  # the engines'; the trainer keeps fp32 masters
-    group_size: int = 16
-    groups_per_update: int = 4
-    updates: int = 60
-    staleness_cap: int = 4  # groups sampled more than this many updates ago are dropped
-    max_inflight_groups: int = 8
-    engines: int = 2
-    placement: PlacementConfig = PlacementConfig(cap=64)
-    lr: float = 7e-4
-    betas: tuple[float, float] = (0.9, 0.98)
-    objective: Literal["cispo", "ppo"] = "cispo"
-    max_ratio: float = 2.0  # IcePop: tokens with ω above it get no gradient
-    clip_eps: float = 0.2  # ppo only
-    max_grad_norm: float = 1.0
-    normalisation: Normalisation = "batch_tokens"
-    std_normalise: bool = False
-    temperature: float = 1.0
-    warmup_steps: int = 150  # format warm-up before RL (toy environment)
-    eviction: EvictionConfig = EvictionConfig()
-    checkpoint_every: int = 10
-    seed: int = 0
-
-    def hash(self) -> str:
-        return content_hash(self)
 
 
 # ------------------------------------------------------------------------------------------ batches
@@ -90,34 +58,6 @@ def collate(episodes: Sequence[Episode], pad_id: int) -> dict[str, torch.Tensor]
         logp[i, : n - 1] = torch.tensor(e.logprobs[1:])
     rewards = torch.tensor([e.reward for e in episodes])
     return {"tokens": tokens, "mask": mask, "logp_rollout": logp, "rewards": rewards}
-
-
-def token_logprobs(model: Any, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(logits [R, T-1, V], log-prob of each next token [R, T-1]) under ``model``, in fp32, on the
-    model's device."""
-    tokens = tokens.to(next(model.parameters()).device)
-    logits = model(input_ids=tokens).logits[:, :-1].float()
-    logp = torch.log_softmax(logits, dim=-1).gather(-1, tokens[:, 1:, None]).squeeze(-1)
-    return logits, logp
-
-
-def loss_and_stats(model: Any, batch: dict[str, torch.Tensor], config: TrainConfig) -> tuple[torch.Tensor, Any]:
-    logits, logp = token_logprobs(model, batch["tokens"])
-    batch = {k: v.to(logp.device) for k, v in batch.items()}
-    advantages = group_advantages(batch["rewards"], config.group_size, std_normalise=config.std_normalise)
-    per_token = advantages[:, None].expand_as(logp)
-    if config.objective == "cispo":
-        loss, _ = cispo_loss(
-            logp, batch["logp_rollout"], per_token, batch["mask"],
-            max_ratio=config.max_ratio, normalisation=config.normalisation,
-        )  # fmt: skip
-    else:
-        loss, _ = ppo_clip_loss(
-            logp, batch["logp_rollout"], per_token, batch["mask"],
-            clip_eps=config.clip_eps, normalisation=config.normalisation,
-        )  # fmt: skip
-    stats = token_stats(logits, logp, batch["logp_rollout"], batch["mask"], max_ratio=config.max_ratio)
-    return loss, stats
 
 
 def warm_up(model: Any, demos: Callable[[random.Random], tuple[list[int], list[int]]], steps: int, seed: int) -> None:
@@ -249,22 +189,6 @@ def _save(path: Path, payload: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def build_policy(config: TrainConfig, vocab_size: int) -> Any:
-    """The fp32 master policy: a tiny random model, or a checkpoint with its gate parameters kept fp32."""
-    if config.model in ("tiny-dense", "tiny-hybrid"):
-        from training.models import tiny_model
-
-        model = tiny_model(config.model.removeprefix("tiny-"), seed=config.seed, vocab_size=vocab_size)
-    else:
-        from transformers import AutoModelForCausalLM
-
-        from training.models import keep_fp32
-
-        model = AutoModelForCausalLM.from_pretrained(config.model, dtype=torch.float32)
-        keep_fp32(model)
-    return model.to(config.device)
-
-
 def engine_copy(policy: Any, config: TrainConfig, tokenizer: Any, version: int) -> LocalEngine:
     from training.models import cast_model
 
@@ -285,53 +209,48 @@ def train(
     """Train until ``config.updates``; resume from ``out/checkpoint.pt`` when one is there."""
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
-    policy = build_policy(config, tokenizer.vocab_size)
-    optimizer = torch.optim.AdamW(policy.parameters(), lr=config.lr, betas=config.betas, weight_decay=0.0)
-    evictor = Evictor(config.eviction)
-    start = 0
+    model = build_policy(config, tokenizer.vocab_size)
+    evictor, optimizer_state, start = Evictor(config.eviction), None, 0
     checkpoint = out / CHECKPOINT
     if checkpoint.exists():
         saved = torch.load(checkpoint, weights_only=False)
         if saved["config_hash"] != config.hash():
             raise ValueError(f"{checkpoint} was written by another config; use a new output folder")
-        policy.load_state_dict(saved["policy"])
-        optimizer.load_state_dict(saved["optimizer"])
+        model.load_state_dict(saved["policy"])
+        optimizer_state = saved["optimizer"]
         evictor = Evictor(config.eviction, EvictionState.model_validate_json(saved["evictor"]))
         start = saved["update"] + 1
     elif demos is not None and config.warmup_steps:
-        warm_up(policy, demos, config.warmup_steps, config.seed)
-    if engines is None:
-        engines = [engine_copy(policy, config, tokenizer, start) for _ in range(config.engines)]
-    else:  # servers started elsewhere (vLLM): bring them to the trainer's weights first
-        publish(engines, policy.state_dict(), start, out)
-    fleet = Fleet(engines, env, evictor, config, start)
-    pool = env.tasks()
+        warm_up(model, demos, config.warmup_steps, config.seed)
+    served_elsewhere = engines is not None
+    if engines is None:  # copied before sharding takes the model apart
+        engines = [engine_copy(model, config, tokenizer, start) for _ in range(config.engines)]
+    policy = open_policy(model, config, tokenizer.vocab_size, optimizer_state)
+    fleet = None
     history = []
     try:
+        if served_elsewhere:  # vLLM servers: bring them to the trainer's weights first
+            publish(engines, policy.full_state(), start, out)
+        fleet = Fleet(engines, env, evictor, config, start)
+        pool = env.tasks()
         with MetricsWriter(out / "metrics", start_update=start) as writer:
             for update in range(start, config.updates):
                 started = time.time()
                 groups, dropped = fleet.take(config.groups_per_update, update)
                 waited = time.time() - started
                 episodes = [e for g in groups for e in g]
-                batch = collate(episodes, pad_id=0)
-                policy.train()
-                loss, stats = loss_and_stats(policy, batch, config)
-                optimizer.zero_grad()
-                loss.backward()
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), config.max_grad_norm))
-                optimizer.step()
-                policy.eval()
-                publish(engines, policy.state_dict(), update + 1, out)
+                step = policy.step(collate(episodes, pad_id=0))
+                publish(engines, policy.full_state(), update + 1, out)
                 for group in groups:
                     evictor.observe(group[0].task_id, [e.reward for e in group])
                 reward = sum(e.reward for e in episodes) / len(episodes)
                 lag_mean, lag_max = policy_lag([e.version for e in episodes], update)
                 metrics = UpdateMetrics(
                     update=update, weight_version=update + 1, started_at=started, finished_at=time.time(),
-                    rollout_wait_s=waited, train_s=time.time() - started - waited, loss=float(loss.detach()),
-                    lr=config.lr, grad_norm=grad_norm, n_tokens=stats.tokens, mismatch_kl=stats.mismatch_kl,
-                    entropy=stats.entropy, masked_fraction=stats.masked_fraction, policy_lag_mean=lag_mean,
+                    rollout_wait_s=waited, train_s=time.time() - started - waited, loss=step.loss,
+                    lr=config.lr, grad_norm=step.grad_norm, n_tokens=step.stats.tokens,
+                    mismatch_kl=step.stats.mismatch_kl, entropy=step.stats.entropy,
+                    masked_fraction=step.stats.masked_fraction, policy_lag_mean=lag_mean,
                     policy_lag_max=lag_max, stale_groups_dropped=dropped, reward=reward,
                     adjusted_reward=evictor.adjusted_reward(reward, pool),
                     retired_fraction=evictor.retired_fraction(pool),
@@ -343,11 +262,13 @@ def train(
                 on_update(metrics)
                 if (update + 1) % config.checkpoint_every == 0 or update + 1 == config.updates:
                     _save(checkpoint, {
-                        "update": update, "config_hash": config.hash(), "policy": policy.state_dict(),
-                        "optimizer": optimizer.state_dict(), "evictor": evictor.state.model_dump_json(),
+                        "update": update, "config_hash": config.hash(), **policy.checkpoint(),
+                        "evictor": evictor.state.model_dump_json(),
                     })  # fmt: skip
     finally:
-        fleet.stop()
+        if fleet is not None:
+            fleet.stop()
+        policy.close()
     return history
 
 

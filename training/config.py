@@ -1,0 +1,56 @@
+"""The trainer's configuration: one record that the driver and every trainer rank read alike."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from harness.records import content_hash
+from training.eviction import EvictionConfig
+from training.objectives import Normalisation
+from training.placement import PlacementConfig
+
+
+class TrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = "tiny-dense"  # tiny-dense, tiny-hybrid (random, from a config), or a local HF checkpoint folder
+    devices: list[str] = Field(
+        default_factory=lambda: ["cpu"],
+        description="the trainer's devices; more than one shards the policy (FSDP2, one process each); "
+        "local engines run on the first",
+    )
+    dtype: Literal["float32", "bfloat16"] = "float32"  # the engines'; the trainer keeps fp32 masters
+    group_size: int = 16
+    groups_per_update: int = 4
+    updates: int = 60
+    staleness_cap: int = 4  # groups sampled more than this many updates ago are dropped
+    max_inflight_groups: int = 8
+    engines: int = 2
+    placement: PlacementConfig = PlacementConfig(cap=64)
+    lr: float = 7e-4
+    betas: tuple[float, float] = (0.9, 0.98)
+    objective: Literal["cispo", "ppo"] = "cispo"
+    max_ratio: float = 2.0  # IcePop: tokens with ω above it get no gradient
+    clip_eps: float = 0.2  # ppo only
+    max_grad_norm: float = 1.0
+    normalisation: Normalisation = "batch_tokens"
+    std_normalise: bool = False
+    temperature: float = 1.0
+    warmup_steps: int = 150  # format warm-up before RL (toy environment)
+    eviction: EvictionConfig = EvictionConfig()
+    checkpoint_every: int = 10
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _shardable(self) -> Self:
+        kinds = {d.split(":")[0] for d in self.devices}
+        if not self.devices or len(kinds) > 1:
+            raise ValueError(f"devices must be one kind (all cpu or all cuda), got {self.devices}")
+        if len(self.devices) > self.group_size * self.groups_per_update:
+            raise ValueError(f"{len(self.devices)} trainer devices but only {self.group_size * self.groups_per_update} rollouts per update to split")
+        return self
+
+    def hash(self) -> str:
+        return content_hash(self)
