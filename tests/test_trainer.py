@@ -106,6 +106,23 @@ def test_weights_reach_vllm_style_servers(tmp_path: Path) -> None:
         assert torch.equal(tensor, policy.state_dict()[name]), name
 
 
+def test_the_vllm_worker_extension_loads_the_published_weights(tmp_path: Path) -> None:
+    """vLLM mixes ``WeightsFromPath`` into its worker and calls it with the client's arguments; the model
+    here stands in for vLLM's, whose ``load_weights`` takes (name, tensor) pairs."""
+    from training.vllm_worker import WeightsFromPath
+
+    config = TrainConfig()
+    trained, served = build_policy(config, 32), build_policy(config.model_copy(update={"seed": 1}), 32)
+    served.load_weights = lambda weights: served.load_state_dict(dict(weights))
+    worker = WeightsFromPath()
+    worker.model_runner = type("Runner", (), {"model": served})()
+    path = tmp_path / "weights.pt"
+    torch.save(trained.state_dict(), path)  # what publish() writes for remote engines
+    worker.update_weights_from_path(str(path), version="3")
+    for name, tensor in trained.state_dict().items():
+        assert torch.equal(served.state_dict()[name], tensor), name
+
+
 def test_eviction_retires_solved_tasks_and_adjusts_the_reward(tmp_path: Path) -> None:
     env = ToyEnv(skill=1.0, ramble=0.0)  # the warm-up already solves it: every group is all correct
     history = run(env, tmp_path, updates=2, eviction=EvictionConfig(replay_every=None), groups_per_update=2)

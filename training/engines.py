@@ -442,7 +442,7 @@ class VLLMClient:
         if missing:
             raise EngineError(
                 f"{self.base_url} lacks routes {missing}: start vLLM with VLLM_SERVER_DEV_MODE=1, a release "
-                f"with the weight-transfer routes, and a worker extension providing {UPDATE_METHOD}"
+                f"with the weight-transfer routes, and --worker-extension-cls training.vllm_worker.WeightsFromPath"
             )
 
     # ---- sampling
