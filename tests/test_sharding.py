@@ -81,6 +81,9 @@ def test_a_sharded_step_is_the_one_device_step_and_resumes_from_its_checkpoint()
             assert got.stats.masked_fraction == pytest.approx(want.stats.masked_fraction)
             assert got.stats.mismatch_kl == pytest.approx(want.stats.mismatch_kl, rel=1e-4)
         assert_same_state(sharded.full_state(), local.model.state_dict())
+        # each rank holds about half of the weights, gradients and AdamW moments
+        whole, halves = local.memory()[0], sharded.memory()
+        assert len(halves) == 2 and max(halves) < 0.6 * whole <= 0.6 * sum(halves), (whole, halves)
         saved = sharded.checkpoint()
     finally:
         sharded.close()

@@ -120,6 +120,15 @@ def _optimizer(model: Any, config: TrainConfig) -> torch.optim.Optimizer:
     return torch.optim.AdamW(model.parameters(), lr=config.lr, betas=config.betas, weight_decay=0.0)
 
 
+def _resident_bytes(model: Any, optimizer: torch.optim.Optimizer) -> int:
+    """What this rank holds of the training state: parameters, gradients and AdamW moments (its shards
+    of each under FSDP)."""
+    params = list(model.parameters())
+    moments = [v for state in optimizer.state.values() for v in state.values() if isinstance(v, Tensor) and v.dim()]
+    tensors = params + [p.grad for p in params if p.grad is not None] + moments
+    return sum((t.to_local() if isinstance(t, DTensor) else t).nbytes for t in tensors)
+
+
 def _checkpoint(model: Any, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     return {"policy": get_model_state_dict(model, options=FULL), "optimizer": get_optimizer_state_dict(model, optimizer, options=FULL)}
 
@@ -133,6 +142,10 @@ class Policy(Protocol):
     def full_state(self) -> dict[str, Tensor]: ...
 
     def checkpoint(self) -> dict[str, Any]: ...
+
+    def memory(self) -> list[int]:
+        """Bytes of training state (weights, gradients, optimiser moments) each rank holds."""
+        ...
 
     def close(self) -> None: ...
 
@@ -152,6 +165,9 @@ class LocalPolicy:
 
     def checkpoint(self) -> dict[str, Any]:
         return _checkpoint(self.model, self.optimizer)
+
+    def memory(self) -> list[int]:
+        return [_resident_bytes(self.model, self.optimizer)]
 
     def close(self) -> None:
         pass
@@ -194,13 +210,16 @@ def _shard(model: Any, config: TrainConfig, world: int, optimizer_state: dict[st
 
 
 def _run(command: str, model: Any, optimizer: torch.optim.Optimizer, shard: Any, config: TrainConfig) -> Any:
-    """One command, the same on every rank; only rank 0's answer carries whole tensors."""
+    """One command, the same on every rank; only rank 0's answer carries whole tensors (the others'
+    state dicts are empty)."""
     if command == "step":
         return _train_step(model, optimizer, shard, config)
     if command == "state":
         return get_model_state_dict(model, options=FULL)
     if command == "checkpoint":
         return _checkpoint(model, optimizer)
+    if command == "memory":
+        return _resident_bytes(model, optimizer)
     raise ValueError(f"unknown trainer command {command!r}")
 
 
@@ -211,8 +230,7 @@ def _serve(rank: int, world: int, rendezvous: str, config: TrainConfig, vocab_si
     optimizer = _shard(model, config, world, {} if resuming else None)
     try:
         while (message := conn.recv())[0] != "stop":
-            answer = _run(message[0], model, optimizer, message[1], config)
-            conn.send(answer if message[0] == "step" else None)
+            conn.send(_run(message[0], model, optimizer, message[1], config))
     except EOFError:  # the driver is gone
         pass
     finally:
@@ -261,6 +279,9 @@ class ShardedPolicy:
 
     def checkpoint(self) -> dict[str, Any]:
         return self._all("checkpoint")[0]
+
+    def memory(self) -> list[int]:
+        return self._all("memory")
 
     def close(self) -> None:
         for process, conn in self.workers:
