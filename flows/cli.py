@@ -477,16 +477,17 @@ def train(
     if ctx.invoked_subcommand is not None:
         return
     from flows.config import load_model
-    from training.metrics import plot_metrics
-    from training.run import RunConfig, run
+    from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
+    _quiet_prefect()
+    from flows.training import train_flow
+
     with _progress(cfg.train.updates, f"training ({cfg.env})") as bar:
         job = bar.add_task("train", total=cfg.train.updates, info="")
-        run(cfg, out, on_update=lambda m: bar.update(job, completed=m.update + 1,
+        summary = train_flow(cfg.model_dump(mode="json"), str(out), on_update=lambda m: bar.update(job, completed=m.update + 1,
             info=f"reward {m.reward:.2f} · lag {m.policy_lag_mean:.1f} · kl {m.mismatch_kl:.1e}"))  # fmt: skip
-    plot_metrics(out / "metrics", out / "metrics.png")
-    _console().print(f"metrics in {out / 'metrics'} · plot {out / 'metrics.png'} · checkpoint {out / 'checkpoint.pt'}")
+    _console().print(f"metrics in {summary['metrics']} · plot {summary['plot']} · checkpoint {summary['checkpoint']}")
 
 
 @train_app.command("overfit")
@@ -550,16 +551,19 @@ def arms(
 ) -> None:
     """Train every arm of a deck with identical settings and seeds (the run config's env must be swe)."""
     from flows.config import load_model
-    from training.arms import run_arms
     from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
+    _quiet_prefect()
+    from flows.training import arms_flow
+
     with _progress(cfg.train.updates, "arms") as bar:
         job = bar.add_task("arms", total=cfg.train.updates, info="")
-        results = run_arms(deck_dir, cfg, out, only=arm,
-                           on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
-    for name, history in results.items():
-        _console().print(f"{name}: {len(history)} updates, last reward {history[-1].reward if history else float('nan'):.2f} · {out / name}")
+        results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm,
+                            on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
+    for name, summary in results.items():
+        reward = "n/a" if summary["reward"] is None else f"{summary['reward']:.2f}"
+        _console().print(f"{name}: {len(summary['updates'])} updates, last reward {reward} · plot {summary['plot']}")
 
 
 @app.command()

@@ -59,18 +59,21 @@ def test_arms_hold_what_each_verdict_allows(deck: Path, sample_tasks: dict[str, 
 
 def test_paired_arms_train_with_one_config(deck: Path, tmp_path: Path, bwrap_backend) -> None:  # noqa: ANN001
     pytest.importorskip("torch")
-    from training.arms import run_arms
+    from flows.training import arms_flow
+    from training.metrics import read_metrics
     from training.run import RunConfig
 
     config = RunConfig.model_validate({
         "env": "swe",
         "train": {"updates": 1, "group_size": 2, "groups_per_update": 2, "max_inflight_groups": 2, "engines": 1},
         "swe": {"agent": {"max_turn_tokens": 16}},
-    })  # fmt: skip
-    results = run_arms(deck, config, tmp_path / "runs")
+    }).model_dump(mode="json")  # fmt: skip
+    results = arms_flow(str(deck), config, str(tmp_path / "runs"))
     assert set(results) == {"raw", "curated"}
-    for arm, history in results.items():
-        assert [m.update for m in history] == [0]
-        assert (tmp_path / "runs" / arm / "checkpoint.pt").exists()
+    assert len({r["config_hash"] for r in results.values()}) == 1
+    for arm, summary in results.items():
+        assert summary["updates"] == [0]
+        assert [m.update for m in read_metrics(tmp_path / "runs" / arm / "metrics")] == [0]
+        assert (tmp_path / "runs" / arm / "checkpoint.pt").exists() and Path(summary["plot"]).stat().st_size > 0
     with pytest.raises(ValueError, match="swe"):
-        run_arms(deck, RunConfig(), tmp_path / "toy")
+        arms_flow(str(deck), RunConfig().model_dump(mode="json"), str(tmp_path / "toy"))
