@@ -4,7 +4,9 @@ the same step as the policy on one device, checkpoints in the same layout, and d
 from __future__ import annotations
 
 import copy
+import os
 import random
+import signal
 from pathlib import Path
 
 import pytest
@@ -102,6 +104,23 @@ def test_a_sharded_step_is_the_one_device_step_and_resumes_from_its_checkpoint()
         assert_same_state(resumed.full_state(), local.model.state_dict())
     finally:
         resumed.close()
+
+
+def test_regression_a_dead_rank_is_reported_not_waited_for() -> None:
+    """A rank that died (out of memory, killed) must fail the next step with its name, not leave rank 0
+    waiting in a collective for it."""
+    model = build_policy(CONFIG, VOCAB)
+    data = batch(model, seed=1)
+    sharded = ShardedPolicy(model, CONFIG, VOCAB)
+    try:
+        sharded.step(data)
+        process = sharded.workers[0][0]
+        os.kill(process.pid, signal.SIGKILL)
+        process.join(10)
+        with pytest.raises(RuntimeError, match=r"rank 1 exited \(code -9\) before 'step'"):
+            sharded.step(data)
+    finally:
+        sharded.close()
 
 
 def test_a_sharded_run_trains_and_resumes_after_a_kill(tmp_path: Path) -> None:

@@ -256,6 +256,9 @@ class ShardedPolicy:
 
     def _all(self, command: str, shards: list[Any] | None = None) -> list[Any]:
         shards = shards or [None] * self.world
+        for rank, (process, _) in enumerate(self.workers, start=1):
+            if not process.is_alive():  # rank 0 would wait for it in the first collective
+                raise RuntimeError(f"trainer rank {rank} exited (code {process.exitcode}) before {command!r}")
         for (_, conn), shard in zip(self.workers, shards[1:], strict=True):
             conn.send((command, shard))
         answers = [_run(command, self.model, self.optimizer, shards[0], self.config)]
