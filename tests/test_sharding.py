@@ -60,6 +60,15 @@ def test_shard_losses_sum_to_the_whole_batch_loss_and_gradient(normalisation: st
     assert torch.allclose(three_grad, one_grad, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("devices", "error"),
+    [([], "one kind"), (["cpu", "cuda:1"], "one kind"), (["cuda", "cuda:0"], "its own GPU"), (["cpu"] * 9, "rollouts per update")],
+)
+def test_trainer_devices_are_checked_before_anything_starts(devices: list[str], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        TrainConfig(devices=devices, group_size=4, groups_per_update=2)
+
+
 def assert_same_state(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> None:
     assert a.keys() == b.keys()
     for name in a:

@@ -48,9 +48,16 @@ class TrainConfig(BaseModel):
         kinds = {d.split(":")[0] for d in self.devices}
         if not self.devices or len(kinds) > 1:
             raise ValueError(f"devices must be one kind (all cpu or all cuda), got {self.devices}")
+        if kinds == {"cuda"} and len(self.devices) > 1 and len({_gpu_index(d) for d in self.devices}) < len(self.devices):
+            raise ValueError(f"each trainer rank needs its own GPU: name them, e.g. cuda:0, cuda:1 (got {self.devices})")
         if len(self.devices) > self.group_size * self.groups_per_update:
             raise ValueError(f"{len(self.devices)} trainer devices but only {self.group_size * self.groups_per_update} rollouts per update to split")
         return self
 
     def hash(self) -> str:
         return content_hash(self)
+
+
+def _gpu_index(device: str) -> int:
+    """``cuda`` means the current GPU, index 0 unless CUDA_VISIBLE_DEVICES says otherwise."""
+    return int(device.partition(":")[2] or 0)
