@@ -53,6 +53,7 @@ from libcst.metadata import Assignment, FunctionScope, MetadataWrapper, Position
 from harness.diffs import is_r2e_test_path
 from harness.envs import GIT_IDENTITY
 from harness.records import ProbeKind, Task
+from probes.pyast import parse
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +240,7 @@ def _ast_dump(text: str | None) -> str | None:
     if text is None:
         return None
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError):
         return text
     for node in ast.walk(tree):
@@ -253,7 +254,7 @@ def _ast_dump(text: str | None) -> str | None:
 
 def _parses(text: str) -> bool:
     try:
-        ast.parse(text)
+        parse(text)
     except (SyntaxError, ValueError):
         return False
     return True
@@ -613,7 +614,7 @@ def _literals(sources: Mapping[str, str], test_ids: Sequence[str]) -> list[str]:
             continue
         parts = [p.split("[", 1)[0] for p in rest.split("::")]
         try:
-            tree = ast.parse(sources[file])
+            tree = parse(sources[file])
         except SyntaxError:
             continue
         fn = _find_def(tree, parts)
@@ -660,7 +661,7 @@ def _segment_ok(lines: list[str]) -> tuple[str, str] | None:
         return None
     text = textwrap.dedent("".join(lines))
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError):
         return None
     if not tree.body or any(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for s in tree.body):
@@ -676,7 +677,7 @@ def _special_cases(py: _Py, literals: Sequence[str]) -> Iterator[tuple[str, str,
         return
     old_l, new_l = _lines(py.old), _lines(py.new)
     try:
-        new_tree = ast.parse(py.new)
+        new_tree = parse(py.new)
     except SyntaxError:
         return
     guard_values = "(" + ", ".join(repr(v) for v in literals) + ("," if len(literals) == 1 else "") + ")"
@@ -750,7 +751,7 @@ def _guard_names(tree: ast.Module, fn_line: int, seg_line: int, seg_text: str) -
         n.id for n in ast.walk(fn)
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.lineno < seg_line
     }  # fmt: skip
-    read = [n.id for n in ast.walk(ast.parse(seg_text)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+    read = [n.id for n in ast.walk(parse(seg_text)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
     ordered = [n for n in dict.fromkeys(read) if n in earlier or n in params] + params
     return [n for n in dict.fromkeys(ordered) if n not in ("self", "cls")]
 
@@ -884,7 +885,7 @@ def _old_locals(py: _Py, fn: cst.FunctionDef) -> set[str] | None:
     if py.old is None:
         return None
     try:
-        tree = ast.parse(py.old)
+        tree = parse(py.old)
     except SyntaxError:
         return None
     target = _qualname(py, fn)
@@ -968,7 +969,7 @@ def _rename_private_helpers(py: _Py, scopes: Mapping, ws: _Workspace) -> Iterato
     old_names = set()
     if py.old is not None:
         try:
-            old_names = {n.name for n in ast.parse(py.old).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+            old_names = {n.name for n in parse(py.old).body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
         except SyntaxError:
             return
     global_scope = scopes.get(py.module.body[0]) if py.module.body else None

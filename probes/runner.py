@@ -72,6 +72,7 @@ from harness.parsers import uses_junit
 from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, content_hash
 from harness.sandbox import get_backend
 from probes.generate import Candidate, _apply, _git, _read, correct_alternatives, plausible_wrong
+from probes.pyast import parse
 
 TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "timeout", "output_limit"}
 TIMEOUT_FLOOR_S = 30.0  # a probe's per-command timeout is at least this ...
@@ -458,7 +459,7 @@ def changed_regions(gold: str, probe: str, path: str = "<file>") -> list[Region]
     """Gold-tree regions of ``path`` whose tests may see ``probe`` behave differently from ``gold``;
     None (``ALL``) when the change is outside function bodies or cannot be mapped."""
     try:
-        g_tree, p_tree = ast.parse(gold, path), ast.parse(probe, path)
+        g_tree, p_tree = parse(gold, path), parse(probe, path)
         compile(probe, path, "exec", dont_inherit=True)
         g_scopes, p_scopes = _scopes(gold, path), _scopes(probe, path)
     except (SyntaxError, ValueError, RecursionError):

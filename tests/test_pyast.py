@@ -1,0 +1,41 @@
+"""Parsing Python from several threads at once (Pipeline 2 generates probes for tasks in threads)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from probes.pyast import parse
+
+SOURCE = "\n".join(f"def f{i}(x):\n    return [[(a, {{b: (c if d else e) for b in x}}) for a in x] for c in x]\n" for i in range(200))
+
+
+class Cycle:
+    """Garbage only the cycle collector frees; its finaliser runs Python code, which lets another
+    thread in while a parse is half done."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+    def __del__(self) -> None:
+        time.sleep(0)
+
+
+def test_regression_concurrent_parses_do_not_raise_ast_recursion_depth_mismatch() -> None:
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        for _ in range(40):
+            try:
+                assert len(parse(SOURCE).body) == 200
+            except SystemError as err:  # "AST constructor recursion depth mismatch" on CPython 3.11
+                errors.append(err)
+            for _ in range(200):
+                Cycle()
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
