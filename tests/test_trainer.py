@@ -91,19 +91,27 @@ def test_regression_a_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> 
         train(config.model_copy(update={"lr": 0.5}), env, env.tok, tmp_path)
 
 
-def test_weights_reach_vllm_style_servers(tmp_path: Path) -> None:
-    """The remote path: pause, load the saved weights, resume; the server then samples the new policy."""
+@pytest.mark.parametrize(("model", "dtype"), [("tiny-dense", "float32"), ("tiny-hybrid", "bfloat16")])
+def test_weights_reach_vllm_style_servers(tmp_path: Path, model: str, dtype: str) -> None:
+    """The remote path: pause, load the saved weights, resume; the server then samples the new policy.
+    The file is in the engines' dtype, the hybrid's gate tensors kept fp32."""
+    from training.models import FP32_BUFFERS, FP32_PARAMS, matches
+
     env = ToyEnv()
-    config = TrainConfig(eviction=NO_EVICTION, updates=3, warmup_steps=20, engines=1, max_inflight_groups=2)
+    config = TrainConfig(model=model, dtype=dtype, eviction=NO_EVICTION, updates=3, warmup_steps=20, engines=1,
+                         max_inflight_groups=2, group_size=4)  # fmt: skip
     served = engine_copy(build_policy(config, env.tok.vocab_size), config, env.tok, 0)
-    with EngineServer(served, model="tiny-dense") as url, VLLMClient(url, "tiny-dense", env.tok) as client:
+    with EngineServer(served, model=model) as url, VLLMClient(url, model, env.tok) as client:
         history = train(config, env, env.tok, tmp_path, demos=lambda rng: env.demonstration("toy-0", rng), engines=[client])
         assert client.server_weight_version() == 3
     assert [m.weight_version for m in history] == [1, 2, 3]
-    policy = build_policy(config, env.tok.vocab_size)
-    policy.load_state_dict(torch.load(tmp_path / "weights.pt", weights_only=True))
+    saved = torch.load(tmp_path / "weights.pt", weights_only=True)
+    assert saved.keys() == served.model.state_dict().keys()
     for name, tensor in served.model.state_dict().items():
-        assert torch.equal(tensor, policy.state_dict()[name]), name
+        assert torch.equal(tensor, saved[name]), name
+        kept = matches(name, FP32_PARAMS + FP32_BUFFERS)
+        assert saved[name].dtype == (torch.float32 if kept else getattr(torch, dtype)), name
+    assert (model == "tiny-hybrid") == any(matches(name, FP32_PARAMS) for name in saved)
 
 
 def test_the_vllm_worker_extension_loads_the_published_weights(tmp_path: Path) -> None:

@@ -141,6 +141,14 @@ def cast_model(model: nn.Module, dtype: torch.dtype) -> nn.Module:
     return keep_fp32(model)
 
 
+def cast_state(state: dict[str, Tensor], dtype: torch.dtype) -> dict[str, Tensor]:
+    """A state dict in ``dtype`` for the engines, its kept tensors float32 (``cast_model`` for a file)."""
+    return {
+        name: t if not t.is_floating_point() or matches(name, FP32_PARAMS + FP32_BUFFERS) else t.to(dtype)
+        for name, t in state.items()
+    }
+
+
 # ------------------------------------------------------------------------------------ decoding
 
 

@@ -35,6 +35,7 @@ from training.engines import LocalEngine
 from training.envs import Environment, Episode
 from training.eviction import EvictionState, Evictor
 from training.metrics import MetricsWriter, UpdateMetrics, policy_lag
+from training.models import cast_state
 from training.placement import placement_policy
 from training.policy import build_policy, open_policy, token_logprobs
 
@@ -84,17 +85,18 @@ def warm_up(model: Any, demos: Callable[[random.Random], tuple[list[int], list[i
 # ------------------------------------------------------------------------------------------ the fleet
 
 
-def publish(engines: Sequence[Any], state: dict[str, torch.Tensor], version: int, scratch: Path) -> None:
+def publish(engines: Sequence[Any], state: dict[str, torch.Tensor], version: int, scratch: Path, dtype: str) -> None:
     """New weights to every engine. Local engines copy them in place; vLLM servers are paused (in-flight
-    requests aborted, then resubmitted with their partial output by the client), load the saved state
-    dict and resume. Either way every cache is invalidated."""
+    requests aborted, then resubmitted with their partial output by the client), load the state dict
+    saved in their ``dtype`` (half the bytes of the fp32 masters in bf16; the kept gate tensors stay
+    fp32) and resume. Either way every cache is invalidated."""
     remote = [e for e in engines if not isinstance(e, LocalEngine)]
     for engine in engines:
         if isinstance(engine, LocalEngine):
             engine.update_weights(state, version)
     if remote:
         path = scratch / "weights.pt"
-        _save(path, state)
+        _save(path, cast_state(state, getattr(torch, dtype)))
         for engine in remote:
             engine.pause("abort")
             engine.update_weights_from_path(path, version)
@@ -230,7 +232,7 @@ def train(
     history = []
     try:
         if served_elsewhere:  # vLLM servers: bring them to the trainer's weights first
-            publish(engines, policy.full_state(), start, out)
+            publish(engines, policy.full_state(), start, out, config.dtype)
         fleet = Fleet(engines, env, evictor, config, start)
         pool = env.tasks()
         with MetricsWriter(out / "metrics", start_update=start) as writer:
@@ -240,7 +242,7 @@ def train(
                 waited = time.time() - started
                 episodes = [e for g in groups for e in g]
                 step = policy.step(collate(episodes, pad_id=0))
-                publish(engines, policy.full_state(), update + 1, out)
+                publish(engines, policy.full_state(), update + 1, out, config.dtype)
                 for group in groups:
                     evictor.observe(group[0].task_id, [e.reward for e in group])
                 reward = sum(e.reward for e in episodes) / len(episodes)
