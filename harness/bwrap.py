@@ -3,6 +3,11 @@
 A sandbox is a host folder (``tree/`` bound at the task's workdir, ``tmp/`` at /tmp) plus the base root
 filesystem bound read-only. Every command is a fresh ``bwrap`` process in new user, pid, network, ipc and
 uts namespaces, run as a uid no other sandbox uses, so ``RLIMIT_NPROC`` bounds this sandbox alone.
+
+/tmp must outlive each command's namespace, so it cannot be a tmpfs sized by the kernel as under
+Docker. A watcher bounds it instead: while a command runs, the folder's allocated size is read every
+``TMP_POLL_S``; a command that grows it past ``Limits.tmp_mb`` is killed, and the log says why. The
+bound is soft by what one poll interval lets a writer add.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
@@ -25,6 +31,7 @@ from harness.records import ExecResult, Task
 from harness.sandbox import EnvError, capture, exec_result, host_path, shell_command
 
 MERGED_USR_LINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
+TMP_POLL_S = 0.05
 
 
 class BwrapBackend:
@@ -201,9 +208,11 @@ class _BwrapSandbox:
             except ProcessLookupError:
                 pass
 
-        with log_path.open("wb") as log:
+        with log_path.open("wb") as log, _TmpWatch(self.root / "tmp", self.limits.tmp_mb * 2**20, kill) as tmp:
             limited, timed_out = capture(_chunks(proc), log, self.limits.output_bytes, started + timeout + 5, kill)
-        code = proc.wait()
+            code = proc.wait()
+            if tmp.exceeded:
+                log.write(f"\nswedeck: /tmp grew past its {self.limits.tmp_mb} MiB limit; the command was killed\n".encode())
         return exec_result(command, code, log_path, started, limited=limited, timed_out=timed_out, timeout=timeout)
 
     def _rlimits(self) -> None:
@@ -212,6 +221,51 @@ class _BwrapSandbox:
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _TmpWatch:
+    """Kill the running command once it has grown ``folder`` past ``limit`` bytes. Only growth counts:
+    a command that starts over the limit (left there by an earlier one) may still clean up."""
+
+    def __init__(self, folder: Path, limit: int, kill: Callable[[], None]) -> None:
+        self.folder, self.limit, self.kill = folder, limit, kill
+        self.exceeded = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, args=(_allocated(folder),), daemon=True)
+
+    def _watch(self, start: int) -> None:
+        while not self._done.wait(TMP_POLL_S):
+            used = _allocated(self.folder)
+            if used > self.limit and used > start:
+                self.exceeded = True
+                self.kill()
+                return
+
+    def __enter__(self) -> _TmpWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _allocated(folder: Path) -> int:
+    """Bytes of disk the files under ``folder`` occupy (sparse files count what they hold)."""
+    total, stack = 0, [str(folder)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed, or made unreadable, while we looked
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                total += entry.stat(follow_symlinks=False).st_blocks * 512
+            except FileNotFoundError:
+                continue
+    return total
 
 
 def _chunks(proc: subprocess.Popen[bytes]) -> Iterator[bytes]:
