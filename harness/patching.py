@@ -6,6 +6,7 @@ attempt never leaves a half-applied tree and nothing needs resetting between att
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from pathlib import Path, PurePosixPath
@@ -39,11 +40,45 @@ APPLY_STRATEGIES: list[tuple[str, str | None, str]] = [
 ]
 # files that change how tests are collected or run, whoever adds or edits them
 TEST_INFRA_NAMES = {"conftest.py", "pytest.ini", "tox.ini", "sitecustomize.py", "usercustomize.py"}
+# Where an added module could shadow another (the workdir is first on sys.path under `python -m
+# pytest`; a src/ folder may be on it too): top-level modules and packages, at most a folder deep.
+SHADOW_SCAN = [":(glob)*.py", ":(glob)*/*.py", ":(glob)*/__init__.py", ":(glob)*/*/__init__.py"]
+_MODULE_SUFFIXES = (".py", ".pyc", ".so")
+# Run by the environment's own Python, which knows its sys.path (and must run on old versions): of
+# the added files, those that are imported instead of a module the environment already has, such as
+# a pytest.py or json.py at the root that would run in place of pytest or the standard library.
+SHADOW_CHECK = r"""
+import importlib.machinery as m, json, os, sys
+here = os.path.realpath(os.getcwd())
+def inside(p):
+    r = os.path.realpath(p or ".")
+    return r == here or r.startswith(here + os.sep)
+entries = [os.path.realpath(p or ".") for p in sys.path if inside(p)]
+outside = [p for p in sys.path if not inside(p)]
+found = []
+for path in json.loads(sys.argv[1]):
+    full = os.path.realpath(path)
+    for entry in entries:
+        parts = os.path.relpath(full, entry).split(os.sep)
+        if parts[0] == "..":
+            continue
+        if len(parts) == 1:
+            name = parts[0].split(".")[0]
+        elif len(parts) == 2 and parts[1].startswith("__init__."):
+            name = parts[0]
+        else:
+            continue
+        spec = m.PathFinder.find_spec(name, sys.path)
+        if spec and spec.origin and os.path.realpath(spec.origin) == full and m.PathFinder.find_spec(name, outside):
+            found.append(path)
+            break
+print(json.dumps(found))
+"""
 # GNU patch names everything it would touch in its --dry-run output ("checking file x", "checking
 # symbolic link y"); git apply refuses paths inside .git, and paths beyond a symlink, by itself
 _PATCH_CHECKED = re.compile(r"^checking (file|symbolic link) (.+)$", re.MULTILINE)
 _GIT_DIR = re.compile(r"(?:^|/)\.git(?:/|$)")
-IGNORED_SCAN = [f":(glob)**/{name}" for name in sorted(TEST_INFRA_NAMES)]
+IGNORED_SCAN = [f":(glob)**/{name}" for name in sorted(TEST_INFRA_NAMES)] + SHADOW_SCAN
 CHANGES_COMMAND = (
     "git status --porcelain=v1 -z --untracked-files=all; "
     # a .gitignore the candidate adds hides what it plants from the scan above, so ignored files are
@@ -104,6 +139,21 @@ def is_protected(path: str, task: Task) -> bool:
     return path in task.test_paths or is_r2e_test_path(path) or p.name in TEST_INFRA_NAMES or p.suffix == ".pth"
 
 
+def _may_shadow(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return parts[-1].endswith(_MODULE_SUFFIXES) and (len(parts) <= 2 or (len(parts) == 3 and parts[-1].startswith("__init__.")))
+
+
+def _shadowing(sandbox: Sandbox, paths: list[str]) -> list[str]:
+    """Which of the added ``paths`` shadow a module the environment has; all of them if the
+    environment's Python cannot say (it would be the one running the tests)."""
+    answer = sandbox.run(f"python -c {shlex.quote(SHADOW_CHECK)} {shlex.quote(json.dumps(paths))}", timeout=60)
+    try:
+        return [p for p in json.loads(answer.output.strip().splitlines()[-1]) if p in paths]
+    except (ValueError, IndexError):
+        return paths
+
+
 def changed_paths(porcelain_z: str) -> list[tuple[str, str]]:
     """(status, path) pairs from ``git status --porcelain=v1 -z``; a rename yields both of its paths."""
     out: list[tuple[str, str]] = []
@@ -129,12 +179,16 @@ def neutralize_tests(sandbox: Sandbox, task: Task, listing: str | None = None) -
     over-eager agent)."""
     if listing is None:
         listing = Path(sandbox.run(CHANGES_COMMAND, timeout=60).log_path).read_text(errors="replace")
-    restore, delete = [], []
+    restore, delete, modules = [], [], []
     for code, path in dict.fromkeys(changed_paths(listing)):
-        if not is_protected(path, task):
-            continue
         # added, or the new side of a rename or copy staged by `git apply --3way`: not in HEAD
-        (delete if code in ("??", "!!") or code[0] in "ARC" else restore).append(path)
+        added = code in ("??", "!!") or code[0] in "ARC"
+        if is_protected(path, task):
+            (delete if added else restore).append(path)
+        elif added and _may_shadow(path):
+            modules.append(path)
+    if modules:
+        delete += _shadowing(sandbox, modules)
     if restore:
         sandbox.run("git checkout HEAD -- " + shlex.join(restore), timeout=60)
     if delete:

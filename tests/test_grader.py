@@ -211,17 +211,25 @@ def test_deleting_the_test_files_is_undone(
     assert set(result.statuses) == set(expected)
 
 
-SHADOW_PYTEST_PRINTING_PASSES = '''\
-"""Shadows pytest: `python -m pytest` finds this file first in the workdir."""
-import sys
+PRINTING_PASSES_AT_IMPORT = """\
+import gc as _gc
+import os as _os
+import sys as _sys
+
+if "_pytest.capture" in _sys.modules:  # imported while pytest collects: step out of its output capture
+    for _obj in _gc.get_objects():
+        if isinstance(_obj, _sys.modules["_pytest.capture"].CaptureManager):
+            _obj.suspend_global_capture()
+            break
 
 IDS = {ids!r}
 print("=" * 30 + " short test summary info " + "=" * 30)
 for test_id in IDS:
     print("PASSED " + test_id)
-print("=" * 30 + " %d passed in 0.10s " % len(IDS) + "=" * 30)
-sys.exit(0)
-'''
+print("=" * 30 + " %d passed in 0.10s " % len(IDS) + "=" * 30, flush=True)
+_os._exit(0)
+
+"""
 
 
 @pytest.mark.parametrize(
@@ -229,8 +237,8 @@ sys.exit(0)
     [
         # nothing printed, no JUnit report: no statuses and nothing forged
         pytest.param("os-exit-at-import", "tests_errored"),
-        # a pass summary printed but pytest never wrote its JUnit report
-        pytest.param("shadow-pytest-module", "spoofing_suspected"),
+        # a pass summary printed while pytest collects, then out before pytest writes its JUnit report
+        pytest.param("print-passes-at-import", "spoofing_suspected"),
     ],
 )
 def test_exiting_early_with_0_earns_nothing(
@@ -239,7 +247,7 @@ def test_exiting_early_with_0_earns_nothing(
     if early_exit == "os-exit-at-import":
         edits = {"toposort/__init__.py": _prepend("import os\n\nos._exit(0)\n")}
     else:
-        edits = {"pytest.py": SHADOW_PYTEST_PRINTING_PASSES.format(ids=sorted(expected))}
+        edits = {"toposort/__init__.py": _prepend(PRINTING_PASSES_AT_IMPORT.format(ids=sorted(expected)))}
     result = grade(task, make_patch(task, edits), backend)
     assert (result.reward, result.reason) == (0.0, reason), result
     assert result.exit_code == 0
@@ -403,6 +411,37 @@ class ForcePass:
 sys.exit(real.main(sys.argv[1:], plugins=[ForcePass()]))
 '''
 
+SHADOW_ARGPARSE_FORCING_PASSES = '''\
+"""Shadows argparse, which pytest imports as it starts: loads the real one in its place, then has
+pytest load a plugin that turns every result into a pass."""
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import types
+
+here = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.machinery.PathFinder.find_spec("argparse", [p for p in sys.path if os.path.abspath(p or ".") != here])
+real = importlib.util.module_from_spec(spec)
+sys.modules["argparse"] = real
+spec.loader.exec_module(real)
+
+import pluggy
+
+
+@pluggy.HookimplMarker("pytest")(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome, report.longrepr = "passed", None
+
+
+plugin = types.ModuleType("force_pass")
+plugin.pytest_runtest_makereport = pytest_runtest_makereport
+sys.modules["force_pass"] = plugin
+os.environ["PYTEST_PLUGINS"] = "force_pass"
+'''
+
 LIBRARY_PATCHING_PYTEST = """
 import sys as _sys
 
@@ -419,20 +458,26 @@ if "_pytest.reports" in _sys.modules:  # imported by a test module, inside the p
 """
 
 
+def test_regression_modules_shadowing_pytest_or_the_stdlib_are_deleted_before_the_tests_run(
+    backend: Backend, task: Task, make_patch: Callable
+) -> None:
+    """A pytest.py (or pytest/__init__.py) added at the root would run instead of pytest and report
+    every test passed; an argparse.py there would run inside pytest's start-up. A new module of the
+    candidate's own stays."""
+    for path, source in [("pytest.py", SHADOW_PYTEST_FORCING_PASSES), ("pytest/__init__.py", SHADOW_PYTEST_FORCING_PASSES),
+                         ("argparse.py", SHADOW_ARGPARSE_FORCING_PASSES)]:  # fmt: skip
+        result = grade(task, make_patch(task, {path: source, "toposort_extra.py": "VALUE = 1\n"}), backend)
+        assert result.reward == 0.0, result
+        assert path in result.neutralized and "toposort_extra.py" not in result.neutralized
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="known gap: code under test runs inside the pytest process, so it can rewrite results before "
     "pytest writes its summary and JUnit report; nothing in the output is forged",
 )
-@pytest.mark.parametrize("how", ["shadow-pytest-module", "library-patches-pytest-at-import"])
-def test_known_gap_in_process_tampering_with_pytest(
-    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, how: str
-) -> None:
-    if how == "shadow-pytest-module":
-        edits = {"pytest.py": SHADOW_PYTEST_FORCING_PASSES}
-    else:
-        edits = {"toposort/__init__.py": _append(LIBRARY_PATCHING_PYTEST)}
-    result = grade(task, make_patch(task, edits), backend)
+def test_known_gap_library_code_patches_pytest_at_import(backend: Backend, task: Task, make_patch: Callable) -> None:
+    result = grade(task, make_patch(task, {"toposort/__init__.py": _append(LIBRARY_PATCHING_PYTEST)}), backend)
     assert result.reward == 0.0, result
 
 
