@@ -44,7 +44,7 @@ def _default_base_rootfs() -> Path:
 @pytest.fixture(scope="session", autouse=True)
 def swedeck_env() -> Iterator[Settings]:
     """A fresh cache for this session (trees, gold patterns, logs), the machine's existing base rootfs
-    (so nothing is rebuilt), and a private Prefect home with analytics off."""
+    (so nothing is rebuilt), and a private Prefect home with analytics off and warnings only."""
     base_rootfs = _default_base_rootfs()
     # not under pytest's tmp_path (mode 0700): bwrap sandboxes run as unprivileged uids that must
     # traverse the cache to bind their tree
@@ -55,6 +55,8 @@ def swedeck_env() -> Iterator[Settings]:
         mp.setenv("SWEDECK_BASE_ROOTFS", str(base_rootfs))
         mp.setenv("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
         mp.setenv("PREFECT_HOME", str(cache / "prefect"))
+        # INFO lines would land in streams pytest has closed by the time the temporary API server stops
+        mp.setenv("PREFECT_LOGGING_LEVEL", "WARNING")
         yield Settings.from_env()
     shutil.rmtree(cache, ignore_errors=True)
 
