@@ -132,6 +132,14 @@ def test_regression_a_dead_rank_is_reported_not_waited_for() -> None:
         sharded.close()
 
 
+def test_regression_a_rank_that_cannot_build_its_model_is_reported_at_start(tmp_path: Path) -> None:
+    """Rank 0 holds a model, but the other ranks build theirs from the config: a path they cannot load
+    must end the start with their error, not leave rank 0 in the rendezvous."""
+    config = CONFIG.model_copy(update={"model": str(tmp_path / "missing-checkpoint")})
+    with pytest.raises(RuntimeError, match="rank 1 exited .* while building its model"):
+        ShardedPolicy(build_policy(CONFIG, VOCAB), config, VOCAB)
+
+
 def test_a_sharded_run_trains_and_resumes_after_a_kill(tmp_path: Path) -> None:
     env = ToyEnv(skill=0.5)  # half the warmed-up answers right: groups of mixed reward, so a gradient
     config = TrainConfig(

@@ -173,8 +173,8 @@ class LocalPolicy:
         pass
 
 
-def _join(rank: int, world: int, rendezvous: str, config: TrainConfig) -> str:
-    """Enter the trainer's process group; the device this rank trains on."""
+def _join(rank: int, world: int, rendezvous: str, config: TrainConfig) -> None:
+    """Enter the trainer's process group."""
     device = torch.device(config.devices[rank])
     if device.type == "cuda":
         torch.cuda.set_device(device)
@@ -182,7 +182,6 @@ def _join(rank: int, world: int, rendezvous: str, config: TrainConfig) -> str:
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     backend = "nccl" if device.type == "cuda" else "gloo"
     dist.init_process_group(backend, init_method=f"file://{rendezvous}", rank=rank, world_size=world)
-    return config.devices[rank]
 
 
 def _shard(model: Any, config: TrainConfig, world: int, optimizer_state: dict[str, Any] | None) -> torch.optim.Optimizer:
@@ -224,9 +223,12 @@ def _run(command: str, model: Any, optimizer: torch.optim.Optimizer, shard: Any,
 
 
 def _serve(rank: int, world: int, rendezvous: str, config: TrainConfig, vocab_size: int, resuming: bool, conn: Connection) -> None:
-    """A worker rank: build the same model, shard it with rank 0, then run commands until told to stop."""
-    device = _join(rank, world, rendezvous, config)
-    model = build_policy(config, vocab_size, device)
+    """A worker rank: build the same model, shard it with rank 0, then run commands until told to stop.
+    Building comes first and is reported: it is what fails (a bad path, memory), and a rank that died
+    before the rendezvous would leave the others waiting in it."""
+    model = build_policy(config, vocab_size, config.devices[rank])
+    conn.send("built")
+    _join(rank, world, rendezvous, config)
     optimizer = _shard(model, config, world, {} if resuming else None)
     try:
         while (message := conn.recv())[0] != "stop":
@@ -235,6 +237,15 @@ def _serve(rank: int, world: int, rendezvous: str, config: TrainConfig, vocab_si
         pass
     finally:
         dist.destroy_process_group()
+
+
+def _receive(rank: int, process: Any, conn: Connection, when: str) -> Any:
+    """A worker's answer; the pipe ends when the worker died."""
+    try:
+        return conn.recv()
+    except EOFError:
+        process.join(5)
+        raise RuntimeError(f"trainer rank {rank} exited (code {process.exitcode}) {when}") from None
 
 
 class ShardedPolicy:
@@ -251,6 +262,15 @@ class ShardedPolicy:
             process.start()
             theirs.close()
             self.workers.append((process, mine))
+        try:
+            for rank, (process, conn) in enumerate(self.workers, start=1):
+                _receive(rank, process, conn, "while building its model")
+        except RuntimeError:
+            for other, _ in self.workers:  # the rest may wait in the rendezvous: no pipe reaches them
+                other.kill()
+                other.join()
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
         _join(0, self.world, rendezvous, config)
         self.optimizer = _shard(model, config, self.world, optimizer_state)
 
@@ -263,11 +283,7 @@ class ShardedPolicy:
             conn.send((command, shard))
         answers = [_run(command, self.model, self.optimizer, shards[0], self.config)]
         for rank, (process, conn) in enumerate(self.workers, start=1):
-            try:
-                answers.append(conn.recv())
-            except EOFError:
-                process.join(5)
-                raise RuntimeError(f"trainer rank {rank} exited (code {process.exitcode}) during {command!r}") from None
+            answers.append(_receive(rank, process, conn, f"during {command!r}"))
         return answers
 
     def step(self, batch: dict[str, Tensor]) -> StepResult:
