@@ -466,6 +466,15 @@ def _progress(total: int, label: str):  # noqa: ANN202
                     TimeElapsedColumn(), console=_console())  # fmt: skip
 
 
+def _preflight(cfg) -> None:  # noqa: ANN001 - a RunConfig
+    """What can be refused before a flow starts is refused here: inside the flow Prefect would log a
+    traceback for it first."""
+    from training.policy import check_model
+
+    check_model(cfg.train.model)
+    _quiet_prefect()
+
+
 @train_app.callback()
 def train(
     ctx: typer.Context,
@@ -480,7 +489,7 @@ def train(
     from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
-    _quiet_prefect()
+    _preflight(cfg)
     from flows.training import train_flow
 
     with _progress(cfg.train.updates, f"training ({cfg.env})") as bar:
@@ -554,7 +563,7 @@ def arms(
     from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
-    _quiet_prefect()
+    _preflight(cfg)
     from flows.training import arms_flow
 
     with _progress(cfg.train.updates, "arms") as bar:
@@ -606,7 +615,13 @@ def query(
 
 
 def main() -> None:
-    app(prog_name="swedeck")
+    from harness.config import ConfigError
+
+    try:
+        app(prog_name="swedeck")
+    except ConfigError as err:
+        _console().print(f"[red]config error:[/] {err}")
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -10,11 +10,11 @@ import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from curation.pipeline1 import Pipeline1Config
 from harness.agent import AgentConfig
-from harness.config import SandboxConfig
+from harness.config import ConfigError, SandboxConfig
 from harness.records import content_hash
 
 M = TypeVar("M", bound=BaseModel)
@@ -50,7 +50,7 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 def apply_override(data: dict[str, Any], assignment: str) -> dict[str, Any]:
     if "=" not in assignment:
-        raise ValueError(f"override {assignment!r} is not key.path=value")
+        raise ConfigError(f"override {assignment!r} is not key.path=value")
     path, raw = assignment.split("=", 1)
     nested: dict[str, Any] = {}
     cursor = nested
@@ -70,13 +70,20 @@ def load_model(model: type[M], path: Path | None = None, overrides: list[str] | 
     """Any config model from embedded defaults, a TOML file, ``--set`` overrides and CLI shortcuts."""
     data: dict[str, Any] = {}
     if path is not None:
-        data = tomllib.loads(Path(path).read_text())
+        try:
+            data = tomllib.loads(Path(path).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as err:
+            raise ConfigError(f"{path}: {err}") from err
     for assignment in overrides or []:
         data = apply_override(data, assignment)
     for dotted, value in shortcuts.items():
         if value is not None:
             data = apply_override(data, f"{dotted.replace('__', '.')}={_toml(value)}")
-    return model.model_validate(data)
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        problems = ["{}: {}".format(".".join(map(str, e["loc"])) or "config", e["msg"]) for e in err.errors()]
+        raise ConfigError("; ".join(problems)) from err
 
 
 def _toml(value: Any) -> str:

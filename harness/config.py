@@ -12,6 +12,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 
+class ConfigError(ValueError):
+    """A configuration the user can fix: the CLI reports it in one message, without a traceback."""
+
+
 class Limits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

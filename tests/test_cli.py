@@ -167,6 +167,22 @@ def test_rollout_with_a_tiny_model_then_audit(bwrap_backend, tmp_path: Path, eng
     assert {r["rollout_id"] for r in report} == {r["rollout_id"] for r in rows}
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["train", "--set", 'train.devices=["cpu", "cuda:0"]'], "train.devices: Value error, devices must be one kind"),
+        (["train", "--set", 'train.model="/nowhere/Qwen3.5-9B"'], "train.model '/nowhere/Qwen3.5-9B' is neither"),
+        (["train", "--set", "train.updates"], "is not key.path=value"),
+        (["curate", "--set", "sandbox.limits.timeout_s=\"soon\""], "sandbox.limits.timeout_s: Input should be a valid number"),
+    ],
+)
+def test_regression_config_errors_are_one_message_not_a_traceback(tmp_path: Path, args: list[str], message: str) -> None:
+    done = swedeck(*args, "--out", str(tmp_path / "run"), check=False)
+    assert done.returncode == 2, done
+    assert "config error:" in done.stderr and message in " ".join(done.stderr.split()), done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_train_command_runs_and_resumes(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "train"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.records import content_hash
 from training.eviction import EvictionConfig
@@ -43,13 +43,18 @@ class TrainConfig(BaseModel):
     checkpoint_every: int = 10
     seed: int = 0
 
+    @field_validator("devices")
+    @classmethod
+    def _one_kind(cls, devices: list[str]) -> list[str]:
+        kinds = {d.split(":")[0] for d in devices}
+        if not devices or len(kinds) > 1:
+            raise ValueError(f"devices must be one kind (all cpu or all cuda), got {devices}")
+        if kinds == {"cuda"} and len(devices) > 1 and len({_gpu_index(d) for d in devices}) < len(devices):
+            raise ValueError(f"each trainer rank needs its own GPU: name them, e.g. cuda:0, cuda:1 (got {devices})")
+        return devices
+
     @model_validator(mode="after")
     def _shardable(self) -> Self:
-        kinds = {d.split(":")[0] for d in self.devices}
-        if not self.devices or len(kinds) > 1:
-            raise ValueError(f"devices must be one kind (all cpu or all cuda), got {self.devices}")
-        if kinds == {"cuda"} and len(self.devices) > 1 and len({_gpu_index(d) for d in self.devices}) < len(self.devices):
-            raise ValueError(f"each trainer rank needs its own GPU: name them, e.g. cuda:0, cuda:1 (got {self.devices})")
         if len(self.devices) > self.group_size * self.groups_per_update:
             raise ValueError(f"{len(self.devices)} trainer devices but only {self.group_size * self.groups_per_update} rollouts per update to split")
         return self

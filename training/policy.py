@@ -37,6 +37,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FSDPModule, fully_shard
 from torch.distributed.tensor import DTensor
 
+from harness.config import ConfigError
 from training.config import TrainConfig
 from training.metrics import TokenStats, token_stats
 from training.objectives import cispo_loss, group_advantages, ppo_clip_loss
@@ -44,9 +45,18 @@ from training.objectives import cispo_loss, group_advantages, ppo_clip_loss
 FULL = StateDictOptions(full_state_dict=True, cpu_offload=True)
 
 
+TINY_MODELS = ("tiny-dense", "tiny-hybrid")
+
+
+def check_model(model: str) -> None:
+    """``train.model`` names a tiny model or a local checkpoint folder (nothing is downloaded)."""
+    if model not in TINY_MODELS and not (Path(model) / "config.json").is_file():
+        raise ConfigError(f"train.model {model!r} is neither one of {', '.join(TINY_MODELS)} nor a checkpoint folder here (no config.json)")
+
+
 def build_policy(config: TrainConfig, vocab_size: int, device: str | None = None) -> Any:
     """The fp32 master policy: a tiny random model, or a checkpoint with its gate parameters kept fp32."""
-    if config.model in ("tiny-dense", "tiny-hybrid"):
+    if config.model in TINY_MODELS:
         from training.models import tiny_model
 
         model = tiny_model(config.model.removeprefix("tiny-"), seed=config.seed, vocab_size=vocab_size)

@@ -75,14 +75,16 @@ def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_upd
     from training.engines import VLLMClient
     from training.envs import SWEEnv, ToyEnv
     from training.models import HFTokenizer
+    from training.policy import TINY_MODELS, check_model
     from training.trainer import train
 
     on_update = on_update or (lambda m: None)
+    check_model(config.train.model)
     if config.env == "toy":
         env = ToyEnv(config.toy.tasks, seed=config.train.seed, strict=config.toy.strict, skill=config.toy.skill)
         tokenizer, demos = env.tok, (lambda rng: env.demonstration(rng.choice(env.tasks()), rng))
     else:
-        tiny = config.train.model.startswith("tiny-")
+        tiny = config.train.model in TINY_MODELS
         tokenizer, demos = (ByteTokenizer() if tiny else HFTokenizer(config.train.model)), None
         backend = get_backend(config.swe.sandbox)
         env = SWEEnv(tasks if tasks is not None else swe_tasks(config.swe), backend, config.swe.agent, config.hash())
