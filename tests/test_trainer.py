@@ -72,6 +72,25 @@ def test_stale_groups_are_dropped_and_counted(tmp_path: Path) -> None:
     assert all(m.policy_lag_max == 0 for m in history)  # nothing older than the cap was trained on
 
 
+class InfraFailingEnv(ToyEnv):
+    """The toy environment, but every rollout of toy-1 ends in env_error, with a reward of 1 that
+    would retire toy-1 at once if such a group were ever trained on."""
+
+    def rollout(self, task_id: str, engine, *, seed: int, group_id: str, rollout_id: str) -> Episode:  # noqa: ANN001
+        episode = super().rollout(task_id, engine, seed=seed, group_id=group_id, rollout_id=rollout_id)
+        if task_id != "toy-1":
+            return episode
+        return episode.model_copy(update={"termination": "env_error", "reward": 1.0, "success": True})
+
+
+def test_regression_groups_with_an_infrastructure_failure_are_dropped_not_trained(tmp_path: Path) -> None:
+    env = InfraFailingEnv(skill=0.0)  # no other task's group is all correct: nothing else retires
+    retire_only = EvictionConfig(retire_easy=True, hard_after=None, replay_every=None)
+    history = run(env, tmp_path, updates=4, warmup_steps=20, group_size=4, groups_per_update=2, eviction=retire_only)
+    assert sum(m.infra_failed_groups for m in history) > 0
+    assert all(m.retired_fraction == 0 for m in history)
+
+
 def test_regression_a_killed_run_resumes_from_its_checkpoint(tmp_path: Path) -> None:
     env = ToyEnv()
     seen: list[int] = []

@@ -41,6 +41,7 @@ class UpdateMetrics(Record):
     policy_lag_mean: float  # updates between a rollout's weights and the trainer's
     policy_lag_max: int
     stale_groups_dropped: int
+    infra_failed_groups: int = 0  # dropped: a rollout ended in env_error (sandbox, engine), not a wrong answer
     reward: float  # mean reward of the trained rollouts (active tasks only)
     adjusted_reward: float  # see training.eviction: retired tasks put back in
     retired_fraction: float

@@ -158,9 +158,11 @@ class Fleet:
                 self.inflight -= 1
                 self.cond.notify_all()
 
-    def take(self, n: int, version: int) -> tuple[list[list[Episode]], int]:
-        """``n`` groups within the staleness cap, and how many stale ones were dropped on the way."""
-        groups, dropped = [], 0
+    def take(self, n: int, version: int) -> tuple[list[list[Episode]], int, int]:
+        """``n`` groups to train on, and how many were dropped on the way: stale ones, and ones with a
+        rollout that infrastructure ended (its reward 0 says nothing about the policy, and the group's
+        advantages are relative to it)."""
+        groups, stale, failed = [], 0, 0
         while len(groups) < n:
             if not self.errors.empty():
                 raise RuntimeError("a rollout failed") from self.errors.get()
@@ -168,11 +170,13 @@ class Fleet:
                 group = self.done.get(timeout=0.2)
             except queue.Empty:
                 continue
-            if version - min(e.version for e in group) > self.config.staleness_cap:
-                dropped += 1
+            if any(e.termination == "env_error" for e in group):
+                failed += 1
+            elif version - min(e.version for e in group) > self.config.staleness_cap:
+                stale += 1
             else:
                 groups.append(group)
-        return groups, dropped
+        return groups, stale, failed
 
     def stop(self) -> None:
         with self.cond:
@@ -238,7 +242,7 @@ def train(
         with MetricsWriter(out / "metrics", start_update=start) as writer:
             for update in range(start, config.updates):
                 started = time.time()
-                groups, dropped = fleet.take(config.groups_per_update, update)
+                groups, dropped, failed = fleet.take(config.groups_per_update, update)
                 waited = time.time() - started
                 episodes = [e for g in groups for e in g]
                 step = policy.step(collate(episodes, pad_id=0))
@@ -253,7 +257,7 @@ def train(
                     lr=config.lr, grad_norm=step.grad_norm, n_tokens=step.stats.tokens,
                     mismatch_kl=step.stats.mismatch_kl, entropy=step.stats.entropy,
                     masked_fraction=step.stats.masked_fraction, policy_lag_mean=lag_mean,
-                    policy_lag_max=lag_max, stale_groups_dropped=dropped, reward=reward,
+                    policy_lag_max=lag_max, stale_groups_dropped=dropped, infra_failed_groups=failed, reward=reward,
                     adjusted_reward=evictor.adjusted_reward(reward, pool),
                     retired_fraction=evictor.retired_fraction(pool),
                     success_rate=sum(e.success for e in episodes) / len(episodes),
