@@ -95,6 +95,7 @@ def _run_in(
     events = f"{IO_DIR}/asserts-{token}.jsonl"
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
     plugins += ["swedeck_coverage"] if coverage is not None else []
+    plugins += ["swedeck_outcomes"] if uses_junit(task.log_parser) else []
     cover_log = f"{IO_DIR}/cover-{token}.jsonl"
     for plugin in plugins:
         sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
@@ -104,9 +105,10 @@ def _run_in(
         sandbox.write_file(f"{IO_DIR}/cover-files-{token}", "".join(f"{path}\n" for path in coverage))
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
-            env, junit = {}, ""
+            env, junit, outcomes = {}, "", ""
             if uses_junit(task.log_parser):
                 junit = f"{IO_DIR}/junit-{token}-{i}.xml"
+                outcomes = env["SWEDECK_OUTCOME_LOG"] = f"{IO_DIR}/outcomes-{token}-{i}.jsonl"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
                 if maxfail is not None:
                     env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail}"
@@ -131,6 +133,7 @@ def _run_in(
                 break
             text = output.decode(errors="replace")
             statuses, evidence = _statuses(parser(text), _junit(sandbox, junit), result.exit_code, i, bool(junit))
+            evidence += _forged_passes(statuses, _raised(sandbox, outcomes), i)
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
     durations["tests"] = time.monotonic() - t1
@@ -173,6 +176,37 @@ def _junit(sandbox: Sandbox, path: str) -> dict[str, Status] | None:
         return parse_junit(sandbox.read_file(path).decode(errors="replace"))
     except (FileNotFoundError, ValueError):
         return None
+
+
+def _raised(sandbox: Sandbox, path: str) -> dict[str, str | None]:
+    """swedeck_outcomes' record: what each test's call raised (the last attempt of a rerun stands)."""
+    if not path:
+        return {}
+    try:
+        lines = sandbox.read_file(path).decode(errors="replace").splitlines()
+    except FileNotFoundError:
+        return {}
+    raised = {}
+    for line in lines:
+        try:
+            record = json.loads(line)
+            raised[record["test"]] = record["raised"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue  # the last line of a run killed mid-write
+    return raised
+
+
+# what a call may raise and still not fail: pytest.skip() and pytest.xfail() inside a test
+_NOT_FAILURES = {"Skipped", "XFailed"}
+
+
+def _forged_passes(statuses: dict[str, Status], raised: dict[str, str | None], i: int) -> list[str]:
+    """Tests reported passed although their call raised: the report was rewritten in the process."""
+    return [
+        f"command {i}: {test_id} raised {raised[test_id]} but is reported passed"
+        for test_id, status in statuses.items()
+        if status is Status.PASSED and raised.get(test_id) not in (None, *_NOT_FAILURES)
+    ]
 
 
 def _statuses(

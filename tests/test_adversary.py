@@ -117,8 +117,11 @@ def test_the_isolation_is_what_stops_them(
     added = re.findall(r"(?m)^\+def (test_\w+)", matrixlite.answer.hidden_tests.patch)
     assert all(name in hidden.turns[0].output for name in added)
 
-    # the grader's own defences: without neutralisation a planted conftest pays...
+    # the grader's own defences: a planted conftest is deleted, and the reports it rewrites would be
+    # caught against what the calls raised; with both off it pays...
     monkeypatch.setattr(harness.grader, "neutralize_tests", lambda *args, **kwargs: [])
+    assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
+    monkeypatch.setattr(harness.grader, "_forged_passes", lambda *args: [])
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 1.0
     # ...but a spoofed summary still does not, until the JUnit cross-check is gone too
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 0.0

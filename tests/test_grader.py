@@ -471,13 +471,38 @@ def test_regression_modules_shadowing_pytest_or_the_stdlib_are_deleted_before_th
         assert path in result.neutralized and "toposort_extra.py" not in result.neutralized
 
 
+def test_regression_library_code_rewriting_pytest_reports_is_caught(backend: Backend, task: Task, make_patch: Callable) -> None:
+    """Imported by the tests, the candidate's package replaced TestReport.from_item_and_call so every
+    failing test was reported passed, and JUnit and the summary agreed. swedeck_outcomes saw the calls
+    raise first."""
+    result = grade(task, make_patch(task, {"toposort/__init__.py": _append(LIBRARY_PATCHING_PYTEST)}), backend)
+    assert (result.reward, result.reason) == (0.0, "spoofing_suspected"), result
+    assert any("raised CycleError but is reported passed" in e for e in result.spoof_evidence), result.spoof_evidence
+
+
+LIBRARY_SWALLOWING_CALL_EXCEPTIONS = """
+import sys as _sys
+
+if "_pytest.runner" in _sys.modules:  # imported by a test module, inside the pytest process
+    _info = _sys.modules["_pytest.runner"].CallInfo
+    _from_call = _info.from_call.__func__
+
+    def _clean(cls, *args, **kwargs):
+        call = _from_call(cls, *args, **kwargs)
+        object.__setattr__(call, "excinfo", None)
+        return call
+
+    _info.from_call = classmethod(_clean)
+"""
+
+
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap: code under test runs inside the pytest process, so it can rewrite results before "
-    "pytest writes its summary and JUnit report; nothing in the output is forged",
+    reason="known gap: code under test runs inside the pytest process; one that erases a call's exception "
+    "before any hook sees it (or tampers with swedeck's own records) leaves nothing out of place",
 )
-def test_known_gap_library_code_patches_pytest_at_import(backend: Backend, task: Task, make_patch: Callable) -> None:
-    result = grade(task, make_patch(task, {"toposort/__init__.py": _append(LIBRARY_PATCHING_PYTEST)}), backend)
+def test_known_gap_library_code_erasing_call_exceptions(backend: Backend, task: Task, make_patch: Callable) -> None:
+    result = grade(task, make_patch(task, {"toposort/__init__.py": _append(LIBRARY_SWALLOWING_CALL_EXCEPTIONS)}), backend)
     assert result.reward == 0.0, result
 
 
