@@ -189,6 +189,7 @@ class _BwrapSandbox:
         self._runs += 1
         log_path = self.root / "logs" / f"{self._runs:03d}.log"
         started = time.monotonic()
+        tmp_before = _allocated(self.root / "tmp")  # before the command can write: only its growth counts
         proc = subprocess.Popen(
             self._argv(command, timeout, full_env),
             stdin=subprocess.DEVNULL,
@@ -208,7 +209,7 @@ class _BwrapSandbox:
             except ProcessLookupError:
                 pass
 
-        with log_path.open("wb") as log, _TmpWatch(self.root / "tmp", self.limits.tmp_mb * 2**20, kill) as tmp:
+        with log_path.open("wb") as log, _TmpWatch(self.root / "tmp", self.limits.tmp_mb * 2**20, tmp_before, kill) as tmp:
             limited, timed_out = capture(_chunks(proc), log, self.limits.output_bytes, started + timeout + 5, kill)
             code = proc.wait()
             if tmp.exceeded:
@@ -224,14 +225,15 @@ class _BwrapSandbox:
 
 
 class _TmpWatch:
-    """Kill the running command once it has grown ``folder`` past ``limit`` bytes. Only growth counts:
-    a command that starts over the limit (left there by an earlier one) may still clean up."""
+    """Kill the running command once it has grown ``folder`` past ``limit`` bytes from ``start``, its
+    size before the command began. Only growth counts: a command that starts over the limit (left
+    there by an earlier one) may still clean up."""
 
-    def __init__(self, folder: Path, limit: int, kill: Callable[[], None]) -> None:
+    def __init__(self, folder: Path, limit: int, start: int, kill: Callable[[], None]) -> None:
         self.folder, self.limit, self.kill = folder, limit, kill
         self.exceeded = False
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, args=(_allocated(folder),), daemon=True)
+        self._thread = threading.Thread(target=self._watch, args=(start,), daemon=True)
 
     def _watch(self, start: int) -> None:
         while not self._done.wait(TMP_POLL_S):

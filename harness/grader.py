@@ -95,7 +95,8 @@ def _run_in(
     events = f"{IO_DIR}/asserts-{token}.jsonl"
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
     plugins += ["swedeck_coverage"] if coverage is not None else []
-    plugins += ["swedeck_outcomes"] if uses_junit(task.log_parser) else []
+    wants_junit = uses_junit(task.log_parser)
+    plugins += ["swedeck_outcomes"] if wants_junit else []
     cover_log = f"{IO_DIR}/cover-{token}.jsonl"
     for plugin in plugins:
         sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
@@ -106,7 +107,7 @@ def _run_in(
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
             env, junit, outcomes = {}, "", ""
-            if uses_junit(task.log_parser):
+            if wants_junit:
                 junit = f"{IO_DIR}/junit-{token}-{i}.xml"
                 outcomes = env["SWEDECK_OUTCOME_LOG"] = f"{IO_DIR}/outcomes-{token}-{i}.jsonl"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
