@@ -71,7 +71,8 @@ from harness.grader import BAD, PLUGINS, grade, run_tests
 from harness.parsers import uses_junit
 from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, content_hash
 from harness.sandbox import get_backend
-from probes.generate import Candidate, _apply, _git, _read, correct_alternatives, plausible_wrong
+from probes.generate import Candidate, correct_alternatives, plausible_wrong
+from probes.workspace import apply_trusted, git, read_text
 from probes.pyast import parse
 
 TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "timeout", "output_limit"}
@@ -231,7 +232,7 @@ class _Trees:
         self.gold: dict[str, str | None] = {}
 
     def __enter__(self) -> _Trees:
-        _git(["clone", "-q", str(self.tree), str(self.root)], self.tmp)
+        git(["clone", "-q", str(self.tree), str(self.root)], self.tmp)
         self.gold = self._contents(self.task.answer.gold_patch) or {}
         self.ok = bool(self.gold) or not self.task.answer.gold_patch.strip()
         return self
@@ -241,13 +242,13 @@ class _Trees:
 
     def _contents(self, patch: str) -> dict[str, str | None] | None:
         """Every path ``patch`` changes with its new text (None: deleted); None when it does not apply."""
-        _git(["reset", "-q", "--hard", "HEAD"], self.root)
-        _git(["clean", "-q", "-fdx"], self.root)
-        if not _apply(patch, self.root):
+        git(["reset", "-q", "--hard", "HEAD"], self.root)
+        git(["clean", "-q", "-fdx"], self.root)
+        if not apply_trusted(patch, self.root):
             return None
-        _git(["add", "-A", "--force"], self.root)
-        listing = _git(["diff", "--cached", "--no-renames", "--name-only", "-z", "HEAD"], self.root)
-        return {p: _read(self.root / p) for p in listing.split("\0") if p}
+        git(["add", "-A", "--force"], self.root)
+        listing = git(["diff", "--cached", "--no-renames", "--name-only", "-z", "HEAD"], self.root)
+        return {p: read_text(self.root / p) for p in listing.split("\0") if p}
 
     def against_gold(self, patch: str) -> tuple[dict[str, str | None], dict[str, str | None]] | None:
         """(gold's text, the probe's text) of every path where they may differ; None when the probe does

@@ -1,0 +1,219 @@
+"""Where model-free probes are built: a host clone of the buggy tree with gold applied, and the
+line-level view of what gold changed.
+
+A candidate is always a real unified diff against the sealed buggy tree: gold is applied in a
+temporary clone, the post-gold files are transformed, and ``git diff`` produces the patch. The tree
+itself is never modified.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from harness.diffs import is_r2e_test_path
+from harness.envs import GIT_IDENTITY
+from harness.records import ProbeKind, Task
+from probes.pyast import parse
+
+MAX_PER_OPERATOR = 4  # candidates kept per operator and per task
+CONTEXT = 3  # lines of context that group change blocks into hunks, as in `git diff`
+
+Contents = dict[str, "str | None"]  # path -> file text (None: the file does not exist)
+Lazy = Callable[[], "Contents | None"]  # a candidate built only when its operator still needs one
+
+
+@dataclass(frozen=True)
+class Candidate:
+    kind: ProbeKind
+    operator: str
+    description: str
+    patch: str
+
+def git(args: Sequence[str], cwd: Path, *, check: bool = True, stdin: str | None = None) -> str:
+    done = subprocess.run(
+        ["git", "-c", "core.quotepath=false", "-c", "core.autocrlf=false", *args],
+        cwd=cwd, input=stdin, capture_output=True, text=True, env={**os.environ, **GIT_IDENTITY},
+    )  # fmt: skip
+    if check and done.returncode:
+        raise RuntimeError(f"git {' '.join(args)} failed in {cwd}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def apply_trusted(patch: str, cwd: Path) -> bool:
+    """Apply a trusted patch (gold, hidden tests) on the host clone; only git's strategies, which
+    refuse paths inside .git."""
+    if not patch.strip():
+        return True
+    path = cwd.parent / f".probe-{os.getpid()}-{id(patch)}.patch"
+    path.write_text(patch if patch.endswith("\n") else patch + "\n")
+    try:
+        for extra in ([], ["--recount", "--ignore-space-change", "--ignore-whitespace"]):
+            if subprocess.run(["git", "apply", *extra, str(path)], cwd=cwd, capture_output=True).returncode == 0:
+                return True
+        return False
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def read_text(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    return path.read_bytes().decode("utf-8", errors="surrogateescape")
+
+
+@dataclass
+class Workspace:
+    """A clone of the buggy tree with gold applied; ``diff`` turns file contents into a patch."""
+
+    root: Path
+    paths: list[str]  # files gold touched
+    old: Contents
+    new: Contents
+
+    def diff(self, contents: Mapping[str, str | None]) -> str:
+        for path in self.paths:
+            text = contents.get(path, self.new[path])
+            target = self.root / path
+            if text is None:
+                target.unlink(missing_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(text.encode("utf-8", errors="surrogateescape"))
+        git(["add", "-A", "--force", "--", *self.paths], self.root)
+        return git(["diff", "--cached", "--no-renames", "--no-color", "HEAD", "--", *self.paths], self.root)
+
+
+@contextmanager
+def workspace(task: Task, tree: Path) -> Iterator[Workspace | None]:
+    tmp = Path(tempfile.mkdtemp(prefix="swedeck-probes-"))
+    try:
+        root = tmp / "repo"
+        git(["clone", "-q", str(tree), str(root)], tmp)
+        if not apply_trusted(task.answer.gold_patch, root):
+            yield None
+            return
+        git(["add", "-A", "--force"], root)
+        status = git(["diff", "--cached", "--no-renames", "--name-only", "-z", "HEAD"], root)
+        paths = [p for p in status.split("\0") if p]
+        new = {p: read_text(root / p) for p in paths}
+        old = {}
+        for p in paths:
+            shown = subprocess.run(["git", "show", f"HEAD:{p}"], cwd=root, capture_output=True)
+            old[p] = shown.stdout.decode("utf-8", errors="surrogateescape") if shown.returncode == 0 else None
+        yield Workspace(root, paths, old, new)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_sources(task: Task, tree: Path, files: Iterable[str]) -> dict[str, str]:
+    """The hidden test files as they run: the buggy tree plus the hidden tests."""
+    wanted = sorted(set(files))
+    if not wanted:
+        return {}
+    tmp = Path(tempfile.mkdtemp(prefix="swedeck-probe-tests-"))
+    try:
+        root = tmp / "repo"
+        git(["clone", "-q", str(tree), str(root)], tmp)
+        apply_trusted(task.answer.hidden_tests.patch, root)
+        out = {}
+        for path in wanted:
+            if path in task.answer.hidden_tests.files:
+                out[path] = task.answer.hidden_tests.files[path]
+            elif (text := read_text(root / path)) is not None:
+                out[path] = text
+        return out
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ============================================================================================ line level
+
+
+def file_lines(text: str | None) -> list[str]:
+    return [] if text is None else text.splitlines(keepends=True)
+
+
+def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
+    return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+
+
+def change_blocks(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
+    """Non-equal blocks (i1, i2, j1, j2), 0-based half-open, old -> new."""
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in _opcodes(old, new) if tag != "equal"]
+
+
+def revert_blocks(old: list[str], new: list[str], blocks: set[tuple[int, int, int, int]]) -> str:
+    """The new file with the given change blocks put back to their old lines."""
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in _opcodes(old, new):
+        out += old[i1:i2] if tag != "equal" and (i1, i2, j1, j2) in blocks else new[j1:j2]
+    return "".join(out)
+
+
+def hunk_groups(old: list[str], new: list[str]) -> list[set[tuple[int, int, int, int]]]:
+    """Change blocks grouped into hunks the way a unified diff with 3 lines of context groups them."""
+    groups = difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(CONTEXT)
+    return [{(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in group if tag != "equal"} for group in groups]
+
+
+def added_lines(old: list[str], new: list[str]) -> set[int]:
+    """1-based line numbers of the new file that gold added or changed."""
+    return {j + 1 for _, _, j1, j2 in change_blocks(old, new) for j in range(j1, j2)}
+
+
+def touched_lines(old: list[str], new: list[str]) -> set[int]:
+    """Added lines, plus the line next to each pure deletion (so a function where gold only deleted
+    code counts as touched)."""
+    out = set()
+    for _, _, j1, j2 in change_blocks(old, new):
+        out |= set(range(j1 + 1, j2 + 1)) if j2 > j1 else {max(j1, 1)}
+    return out
+
+
+def is_python(path: str) -> bool:
+    return path.endswith(".py") and not is_r2e_test_path(path)
+
+
+DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc", ".html")
+
+
+def is_code(path: str) -> bool:
+    """A file whose change can alter behaviour: not a test, not documentation."""
+    p = PurePosixPath(path)
+    return not is_r2e_test_path(path) and p.suffix.lower() not in DOC_SUFFIXES and "docs" not in p.parts[:-1] and not p.name.upper().startswith(("CHANGELOG", "CHANGES", "NEWS", "README"))
+
+
+def ast_dump(text: str | None) -> str | None:
+    """The code's AST without docstrings (comments are not in it either): two texts with the same
+    dump behave the same, so a probe that only differs from gold (or from the buggy tree) there is
+    not a probe."""
+    if text is None:
+        return None
+    try:
+        tree = parse(text)
+    except (SyntaxError, ValueError):
+        return text
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree)
+
+
+def parses(text: str) -> bool:
+    try:
+        parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
