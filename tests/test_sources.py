@@ -59,8 +59,14 @@ def by_id(result: LoadResult) -> dict[str, Task]:
     return {t.instance_id: t for t in result.tasks}
 
 
+def row_index(location: str) -> int:
+    """Rows of a table are numbered from 0 (``#row0``), JSON lines by their line from 1 (``#line1``)."""
+    where = location.rsplit("#", 1)[1]
+    return int(where.removeprefix("row")) if where.startswith("row") else int(where.removeprefix("line")) - 1
+
+
 def errors_by_row(result: LoadResult) -> dict[int, tuple[str, str]]:
-    return {int(e.location.rsplit("#row", 1)[1]): (e.field, e.message) for e in result.errors}
+    return {row_index(e.location): (e.field, e.message) for e in result.errors}
 
 
 def raw_rows(name: str) -> list[dict]:
@@ -128,7 +134,7 @@ def test_every_fixture_has_valid_and_malformed_rows(name):
     assert len(result.tasks) + len(result.errors) == len(raw_rows(name))
     for err in result.errors:
         assert err.source == FILES[name]
-        assert err.location.startswith(f"{FIXTURES / name}#row")
+        assert err.location.startswith(f"{FIXTURES / name}#{'line' if name.endswith('.jsonl') else 'row'}")
         assert err.field and err.message and err.stage == "corpus_row"
 
 

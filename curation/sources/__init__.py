@@ -7,15 +7,19 @@ row it cannot take. ``load_rows`` runs an adapter over many rows and turns every
 
 from __future__ import annotations
 
+import json
 import os
-from pathlib import Path
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from curation.sources import r2e_gym, scale_swe, swe_bench, swe_rebench
 from curation.sources.base import RowError
+from harness.names import id_problem
 from harness.records import LoadError, Task
 
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], Task]] = {
@@ -25,7 +29,6 @@ ADAPTERS: dict[str, Callable[[Mapping[str, Any]], Task]] = {
     "swe_bench": swe_bench.swe_bench_task,
     "swe_gym": swe_bench.swe_gym_task,
 }
-_BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".arrow": "arrow"}
 _SWE_BENCH_COLUMNS = {"instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS"}
 
 
@@ -54,18 +57,32 @@ def detect_corpus(columns: set[str]) -> str:
     raise ValueError(f"no corpus has this column layout: {sorted(columns)}")
 
 
+Located = tuple[str, Any]  # (file#row or file#line, the decoded row, or why it could not be decoded)
+
+
 def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str) -> LoadResult:
     """Every row through ``corpus``'s adapter; failures become LoadErrors at ``{location}#row{i}``."""
+    return _adapt(corpus, ((f"{location}#row{i}", row) for i, row in enumerate(rows)))
+
+
+def _adapt(corpus: str, rows: Iterable[Located]) -> LoadResult:
+    """Each row through the adapter, in order; a row that could not be decoded arrives as the reason
+    why (a string) and is recorded like any other bad row."""
     try:
         adapter = ADAPTERS[corpus]
     except KeyError:
         raise ValueError(f"unknown corpus {corpus!r}; known: {', '.join(ADAPTERS)}") from None
     tasks: list[Task] = []
     errors: list[LoadError] = []
-    for i, row in enumerate(rows):
-        where = f"{location}#row{i}"
+    for where, row in rows:
         try:
-            tasks.append(adapter(row))
+            if isinstance(row, str):
+                raise RowError("json", row)
+            task = adapter(row)
+            problem = id_problem(task.instance_id)
+            if problem:  # an id is a name: a path-like one would put results outside the run folder
+                raise RowError("instance_id", problem)
+            tasks.append(task)
         except RowError as err:
             errors.append(LoadError(source=corpus, location=where, field=err.field, message=err.message))
         except ValidationError as err:
@@ -86,33 +103,116 @@ def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str) -> 
 
 
 def load_corpus_file(path: str, corpus: str | None = None) -> LoadResult:
-    """Load a local .parquet/.jsonl/.json/.arrow file, or a Hugging Face hub id, through ``datasets``.
+    """Load a local .parquet/.jsonl/.json/.arrow file row by row, or a Hugging Face hub id.
 
-    ``corpus`` is detected from the columns when not given.
+    A line that is not a JSON object is a LoadError at ``{path}#line{n}`` and the other rows still
+    load. Local files are read in memory and nothing is written; a hub dataset is cached under the
+    swedeck cache (``SWEDECK_CACHE``), never in the Hugging Face default. ``corpus`` is detected from
+    the columns when not given.
     """
+    if os.path.isfile(path):
+        rows = _file_rows(path)
+    elif path.endswith(tuple(_READERS)):
+        raise ValueError(f"{path}: no such file")
+    else:
+        rows = _hub_rows(path)
+    decoded = [row for _, row in rows if not isinstance(row, str)]
+    if corpus is None:
+        try:
+            corpus = _refine(detect_corpus({column for row in decoded for column in row}), decoded)
+        except ValueError as err:
+            if decoded:
+                error = LoadError(source="", location=path, field="columns", message=str(err), stage="corpus_file")
+                return LoadResult(tasks=[], errors=[error])
+            corpus = "unknown"  # nothing decoded: every row is an error of its own below
+    return _adapt(corpus, rows) if corpus in ADAPTERS else _undecoded(corpus, rows)
+
+
+def _undecoded(corpus: str, rows: list[Located]) -> LoadResult:
+    errors = [LoadError(source=corpus, location=where, field="json", message=why) for where, why in rows]
+    return LoadResult(tasks=[], errors=errors)
+
+
+def _file_rows(path: str) -> list[Located]:
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in _READERS:
+        raise ValueError(f"{path}: unsupported file type {ext!r} (expected one of {', '.join(_READERS)})")
+    return _READERS[ext](path)
+
+
+def _json_lines(path: str) -> list[Located]:
+    rows: list[Located] = []
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for n, line in enumerate(lines, 1):
+            if line.strip():
+                rows.append((f"{path}#line{n}", _json_object(line)))
+    return rows
+
+
+def _json_object(text: str) -> dict | str:
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as err:
+        return f"not valid JSON: {err.msg} at column {err.colno}: {text.strip()[:80]!r}"
+    return _object_or_why(row)
+
+
+def _object_or_why(row: Any) -> dict | str:
+    return row if isinstance(row, dict) else f"expected a JSON object, got {type(row).__name__}"
+
+
+def _json(path: str) -> list[Located]:
+    """A JSON array of rows, or JSON lines (the Hugging Face json builder takes both)."""
+    try:
+        rows = json.loads(Path(path).read_text(encoding="utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return _json_lines(path)
+    if not isinstance(rows, list):
+        return _json_lines(path)
+    return [(f"{path}#row{i}", _object_or_why(row)) for i, row in enumerate(rows)]
+
+
+def _table_rows(path: str, read: Callable[[str], pa.Table]) -> list[Located]:
+    try:
+        rows = read(path).to_pylist()
+    except (pa.ArrowException, OSError) as err:
+        return [(path, f"unreadable: {type(err).__name__}: {err}")]
+    return [(f"{path}#row{i}", row) for i, row in enumerate(rows)]
+
+
+def _arrow_table(path: str) -> pa.Table:
+    """An Arrow IPC stream (what ``datasets`` writes), else an Arrow IPC file."""
+    with pa.memory_map(path) as source:
+        try:
+            return pa.ipc.open_stream(source).read_all()
+        except pa.ArrowInvalid:
+            source.seek(0)
+            return pa.ipc.open_file(source).read_all()
+
+
+_READERS: dict[str, Callable[[str], list[Located]]] = {
+    ".jsonl": _json_lines,
+    ".json": _json,
+    ".parquet": lambda path: _table_rows(path, pq.read_table),
+    ".arrow": lambda path: _table_rows(path, _arrow_table),
+}
+
+
+def _hub_rows(name: str) -> list[Located]:
     from datasets import load_dataset
 
-    if os.path.isfile(path):
-        ext = os.path.splitext(path)[1].lower()
-        if ext not in _BUILDERS:
-            raise ValueError(f"{path}: unsupported file type {ext!r} (expected one of {', '.join(_BUILDERS)})")
-        dataset = load_dataset(_BUILDERS[ext], data_files=path, split="train")
-    else:
-        dataset = load_dataset(path, split="train")
-    if corpus is None:
-        corpus = _refine(detect_corpus(set(dataset.column_names)), dataset.features)
-    return load_rows(corpus, dataset, path)
+    from harness.config import Settings
+
+    dataset = load_dataset(name, split="train", cache_dir=str(Settings.from_env().cache_dir / "huggingface"))
+    return [(f"{name}#row{i}", row) for i, row in enumerate(dataset)]
 
 
-def _refine(corpus: str, features: Mapping[str, Any]) -> str:
-    """SWE-bench family: list-typed id columns mean SWE-Gym, string-typed mean SWE-bench."""
+def _refine(corpus: str, rows: list[Mapping[str, Any]]) -> str:
+    """SWE-bench family: list ids mean SWE-Gym, JSON-encoded string ids mean SWE-bench."""
     if corpus != "swe_gym":
         return corpus
-    feature = features.get("FAIL_TO_PASS")
-    dtype = getattr(feature, "dtype", None)
-    if type(feature).__name__ == "Value" and dtype in ("string", "large_string"):
-        return "swe_bench"
-    return corpus
+    first = next((row["FAIL_TO_PASS"] for row in rows if row.get("FAIL_TO_PASS") is not None), None)
+    return "swe_bench" if isinstance(first, str) else corpus
 
 
 def load_source(path: str | Path) -> LoadResult:
