@@ -1,6 +1,6 @@
 """Decks: the tasks a training run draws from, one row per task and arm, in Parquet with the tasks beside.
 
-A deck is a folder: ``deck.parquet`` (``DeckRow``s), ``tasks/<instance_id>.json`` (the full tasks the
+A deck is a folder: ``deck.parquet`` (``DeckRow``s), ``tasks/<instance_id>.json`` (named by ``harness.names``; the full tasks the
 rows point at) and ``catalog.duckdb`` with a ``deck`` view. Rows of different arms share instance ids,
 so paired arms train on the same tasks and differ only in what the curation changed.
 """
@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from curation.store import build_catalog, commit_folder, read_records
+from harness.names import file_name
 from harness.records import DeckRow, Pipeline1Result, Task, VerdictRecord
 
 DECK_FILE = "deck.parquet"
@@ -37,7 +38,7 @@ def deck_rows(
 
 
 def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task]) -> None:
-    files = {f"tasks/{t.instance_id}.json": t.model_dump_json() for t in tasks}
+    files = {f"tasks/{file_name(t.instance_id)}.json": t.model_dump_json() for t in tasks}
     commit_folder(out, [("deck", DeckRow, rows)], files)
     build_catalog(out / "catalog.duckdb", {"deck": (str(out.resolve() / DECK_FILE), DeckRow)})
 
@@ -47,7 +48,7 @@ def arm_tasks(deck: Path, arm: str) -> list[Task]:
     rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == arm]
     tasks = []
     for row in rows:
-        task = Task.model_validate_json((deck / "tasks" / f"{row.instance_id}.json").read_text())
+        task = Task.model_validate_json((deck / "tasks" / f"{file_name(row.instance_id)}.json").read_text())
         tasks.append(task.model_copy(update={"problem_statement": row.problem_statement}))
     return tasks
 

@@ -408,6 +408,7 @@ def rollout(
     from curation.sources import find_task
     from harness.sandbox import get_backend
     from training.engines import engine_from_spec
+    from harness.names import under
     from training.rollouts import run_group
 
     cfg = _config(config, overrides, backend)
@@ -429,7 +430,7 @@ def rollout(
     for r in records:
         table.add_row(r.rollout_id, str(len(r.turns)), str(sum(len(t.token_ids) for t in r.turns)), r.termination, f"{r.reward:g}")
     Console().print(table)
-    _console().print(f"trajectories in {out / task.instance_id}")
+    _console().print(f"trajectories in {under(out, task.instance_id)}")
 
 
 @app.command()

@@ -17,7 +17,7 @@ from flows.pipeline1 import CATALOG, catalog_views
 from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
 from harness.sandbox import get_backend
 from judge.config import JudgeSettings
-from judge.pipeline2 import finished, process_task
+from judge.pipeline2 import finished, process_task, result_path
 
 
 @task(name="pipeline2-task", cache_policy=NO_CACHE)
@@ -29,7 +29,7 @@ def run_one(task_json: str, p1_json: str, out: str, config_json: str, settings_j
     out_dir = Path(out)
     if not finished(out_dir, work, config.hash(), judged=settings is not None):
         process_task(work, p1, get_backend(config.sandbox), config.pipeline2, config.hash(), out_dir, settings)
-    folder = out_dir / "p2" / work.instance_id
+    folder = result_path(out_dir, work.instance_id)
     verdicts = read_records(folder / "verdict.parquet", VerdictRecord)
     probes = read_records(folder / "probes.parquet", ProbeResult)
     return {

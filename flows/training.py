@@ -16,6 +16,7 @@ from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
 from curation.decks import arm_tasks, arms
+from harness.names import under
 from training.metrics import plot_metrics
 from training.run import RunConfig, run
 
@@ -51,7 +52,7 @@ def arms_flow(deck: str, config: dict, out: str, only: list[str] | None = None, 
     if RunConfig.model_validate(config).env != "swe":
         raise ValueError('arms train on a deck\'s SWE tasks: set env = "swe" in the run config')
     return {
-        arm: train_run(config, str(Path(out) / arm), deck, arm, on_update=_for_arm(on_update, arm))
+        arm: train_run(config, str(under(Path(out), arm)), deck, arm, on_update=_for_arm(on_update, arm))
         for arm in only or arms(Path(deck))
     }
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import openai
 from pydantic import BaseModel, ValidationError
 
+from harness.names import file_name, under
 from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
 from harness.sandbox import Backend
 from judge.config import JudgeConfig, JudgeSettings
@@ -52,7 +53,7 @@ class Transcript:
     def __init__(self, directory: Path, instance_id: str) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        self.path = directory / f"{instance_id}-{stamp}-{secrets.token_hex(3)}.jsonl"
+        self.path = directory / f"{file_name(instance_id)}-{stamp}-{secrets.token_hex(3)}.jsonl"
         self._file = self.path.open("a", encoding="utf-8")
         self._started = time.monotonic()
 
@@ -231,7 +232,7 @@ def judge_task(
     """Judge one task kept by Pipeline 1. Returns the verdict and the probes the judge graded."""
     transcript = Transcript(Path(transcript_dir), task.instance_id)
     tools = ToolSession(
-        task, p1.expected_status, backend, stamp, probes, config, Path(transcript_dir) / "logs" / task.instance_id
+        task, p1.expected_status, backend, stamp, probes, config, under(Path(transcript_dir) / "logs", task.instance_id)
     )
     session = Session(task, tools, transcript)
     client = openai.OpenAI(

@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from curation.store import commit_folder, read_records
+from harness.names import under
 from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
 from harness.sandbox import Backend
 from judge.config import JudgeConfig, JudgeSettings
@@ -24,7 +25,7 @@ class Pipeline2Config(BaseModel):
 
 
 def result_path(out: Path, instance_id: str) -> Path:
-    return out / "p2" / instance_id
+    return under(out / "p2", instance_id)
 
 
 def finished(out: Path, task: Task, config_hash: str, judged: bool) -> bool:
@@ -62,7 +63,7 @@ def process_task(
     settings: JudgeSettings | None,
 ) -> tuple[list[ProbeResult], VerdictRecord | None]:
     stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
-    log_dir = out / "logs" / task.instance_id
+    log_dir = under(out / "logs", task.instance_id)
     probes = probe_task(task, backend, p1, stamp, selection=config.selection, log_dir=log_dir) if config.probes else []
     verdict, written = None, []
     if settings is not None:

@@ -16,6 +16,7 @@ from curation.store import commit_folder, read_records
 from harness.agent import AgentConfig
 from harness.audit import Finding, audit
 from harness.engine import Engine
+from harness.names import under
 from harness.records import Task, TrajectoryRecord, content_hash
 from harness.sandbox import Backend
 from training.envs import SWEEnv
@@ -43,7 +44,7 @@ def run_group(
         record = env.trajectory(task.instance_id, engine, seed=seed + 1000 * i, group_id=group_id, rollout_id=f"{group_id}-{i}")
         records.append(record)
         on_done(record)
-    commit_folder(out / task.instance_id, [("trajectories", TrajectoryRecord, records)], {TASK_FILE: task.model_dump_json()})
+    commit_folder(under(out, task.instance_id), [("trajectories", TrajectoryRecord, records)], {TASK_FILE: task.model_dump_json()})
     return records
 
 
