@@ -146,7 +146,9 @@ class ExecResult(Record):
     duration_s: float = 0.0
 
 
-RunOutcome = Literal["ok", "patch_apply_failed", "hidden_tests_apply_failed", "timeout", "output_limit", "sandbox_error"]
+RunOutcome = Literal[
+    "ok", "patch_apply_failed", "hidden_tests_apply_failed", "timeout", "output_limit", "sandbox_error", "grader_error"
+]
 
 
 class TestRun(Record):
@@ -181,6 +183,7 @@ GradeReason = Literal[
     "spoofing_suspected",
     "pattern_mismatch",
     "sandbox_error",
+    "grader_error",  # something the grader did not foresee; the detail says what
 ]
 
 
@@ -312,6 +315,30 @@ class Pipeline1Result(Stamped):
 # --------------------------------------------------------------------------------------------- pipeline 2
 
 ProbeKind = Literal["plausible_wrong", "correct_alternative"]
+
+
+class Behaviour(Record):
+    """What one call did on one tree (``probes.differential``): its return value in canonical form,
+    the exception type it raised ("" when it returned), what it printed."""
+
+    value: str = ""
+    raised: str = ""
+    stdout: str = ""
+
+
+class DistinguishingInput(Record):
+    """An input on which gold and another patch behave differently, derived from a FAIL_TO_PASS test."""
+
+    test_id: str  # the test whose statements and literals it came from
+    how: str  # the literal it replaced and where the new value came from
+    setup: list[str]  # statements run before the call
+    call: str  # the expression (or, with call_is_statement, the statement) that behaves differently
+    call_is_statement: bool = False
+    gold: Behaviour
+    other: Behaviour
+    literal: str = ""  # Python source of gold's return value when its repr evaluates back to it
+
+
 ProbeOrigin = Literal["model_free", "judge"]
 
 
@@ -338,6 +365,24 @@ class ProbeResult(Stamped):
     tests_run: list[str] = Field(default_factory=list)  # every test executed for this probe, all runs together
     decided_by: Literal["full", "selection"] = "full"  # the runs that gave the reward: a full grade, or selected tests
     inherited: int = 0  # tests that kept gold's status without running: the probe changed nothing they ran under gold
+    # differential execution of a wrong probe that survived: an input that tells it from gold, or none
+    distinguishing: DistinguishingInput | None = None
+    likely_equivalent: bool = False  # survived, and no input the engine tried tells it from gold: no evidence
+    differential_tried: int = 0  # inputs the engine compared
+
+
+class ProbeCounts(Stamped):
+    """Pipeline 2's plausible-but-wrong probes of one task: ``generated`` = ``killed`` + ``survived``,
+    and ``survived`` = ``confirmed`` (a distinguishing input tells it from gold: too-loose evidence) +
+    ``likely_equivalent`` (no evidence). Zero generated is "no probes", not "all killed"."""
+
+    generated: int
+    survived: int
+    confirmed: int
+    likely_equivalent: int
+    killed: int
+    alternatives: int  # correct_alternative probes
+    alternatives_failed: int  # ... that the tests rejected (over-restrictive evidence)
 
 
 Verdict = Literal["accept", "issue_rewritten", "gold_wrong", "too_loose", "over_restrictive", "unjudgeable"]
@@ -357,6 +402,53 @@ class VerdictRecord(Stamped):
     transcript_path: str
     tokens: int
     detail: str  # why a task is unjudgeable (budget spent, endpoint failed), or other notes
+
+
+StrengtheningStatus = Literal["repaired", "partially_repaired", "not_repaired"]
+ValidationStep = Literal["leak", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
+Relevance = Literal["unreviewed", "accepted", "rejected"]
+
+
+class ValidationCheck(Record):
+    """One validation step of one added test, as the one grader (or the leak and relevance rules) saw it."""
+
+    step: ValidationStep
+    passed: bool
+    detail: str = ""
+    rewards: list[float] = Field(default_factory=list)  # the grades behind it, in order
+    executions: int = 0  # test executions spent on it
+
+
+class AddedTest(Record):
+    """A test proposed for a too-loose suite: where it goes, where it came from, and every check it met."""
+
+    file: str
+    test_id: str
+    source: ProbeOrigin  # model_free: a survivor's distinguishing input; judge: propose_test
+    found_by: str  # the survivor and input it asserts gold's behaviour on, or the judge's proposal
+    code: str
+    issue_quote: str = ""  # the issue sentence the assertion follows from (judge-written, or a review)
+    relevance: Relevance = "unreviewed"
+    checks: list[ValidationCheck] = Field(default_factory=list)
+    rejected_at: str = ""  # the first step it failed; "" when it is kept
+    kills: list[str] = Field(default_factory=list)  # survivor probe ids it makes fail
+
+
+class Strengthening(Stamped):
+    """Test strengthening of one task: the tests tried, the new hidden tests and how far they repair it.
+    The original hidden tests stay as they are; ``tests_patch`` replaces them only in the strengthened arm."""
+
+    status: StrengtheningStatus
+    reason: str
+    survivors: list[str]  # confirmed survivors (wrong probes with a distinguishing input)
+    killed: list[str]  # those the strengthened suite fails (full grade)
+    tests: list[AddedTest]
+    tests_patch: str  # the strengthened hidden tests against the buggy tree ("" when nothing was added)
+    hidden_files: dict[str, str] = Field(default_factory=dict)
+    expected_status: dict[str, str] = Field(default_factory=dict)  # gold's pattern on the strengthened suite
+    fail_to_pass: list[str] = Field(default_factory=list)
+    executions: int = 0
+    duration_s: float = 0.0
 
 
 Arm = Literal["raw", "curated", "strengthened"]
