@@ -58,37 +58,38 @@ _SUMMARY_RULE = re.compile(r"^=+ short test summary info =+$")
 _SESSION_END = re.compile(r"^=*\s*(?:no tests ran|\d+ \w+.*?) in \d+(?:\.\d+)? ?s(?:econds)?\b")
 _SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (.+)$")
 _SKIP_SUMMARY = re.compile(r"^SKIPPED \[\d+\] ")  # "SKIPPED [2] path:line: reason" names no test
-_SUBTEST_FAILED = re.compile(r"^SUBFAIL(?:ED)?\b")  # pytest 9 (and pytest-subtests) per-subtest lines
+# A failed subtest: "SUBFAILED[msg] (i=1) id - ..." (pytest 9), "[msg] (i=1) SUBFAIL id - ..." (pytest-subtests
+# on pytest 7, the label first)
+_SUBTEST_FAILED = re.compile(r"(?:^|[\])] )SUBFAIL(?:ED)?\b")
 _MESSAGE_SEP = " - "
 
 
-def _summary_sections(lines: Iterable[str]) -> list[list[str]]:
-    """The lines of every short test summary in the log, one list per pytest session.
+def _outer_summary(lines: Iterable[str]) -> list[str]:
+    """The lines of the outermost pytest session's short test summary: the last one in the log.
 
-    A section runs from the summary rule to the session's statistics line. A later rule in the same
-    session restarts the section, so a fake summary printed by a test (with ``-s``) before pytest's
-    own is discarded; several sessions in one log (a task with several test commands) all count.
+    A section runs from the summary rule to the session's statistics line. A test that runs pytest in
+    process (``pytester``, ``pytest.main``) prints the inner session's whole output, summary included,
+    into the outer log before the outer summary; a fake summary a test prints (with ``-s``) comes before
+    it too. Of several sessions run one after another by one command only the last counts, as only
+    the last one's JUnit report survives at the shared report path.
     """
-    sections: list[list[str]] = []
+    summary: list[str] = []
     current: list[str] | None = None
     for line in lines:
         if _SUMMARY_RULE.match(line):
-            current = []
+            current = summary = []
         elif current is not None and _SESSION_END.match(line):
-            sections.append(current)
             current = None
         elif current is not None:
             current.append(line)
-    if current is not None:
-        sections.append(current)
-    return sections
+    return summary
 
 
-def _strip_message(rest: str) -> str:
-    """Cut the `` - message`` pytest appends to an id, keeping `` - `` that sits inside ``[...]``.
+def _strip_message(rest: str, separator: str = _MESSAGE_SEP) -> str:
+    """Cut the message pytest appends to an id at the first ``separator`` outside ``[...]``.
 
-    The separator is the first `` - `` outside brackets. An id with unbalanced brackets in its
-    parameters (``test_p[[]``) has none; there the first `` - `` right after a ``]`` ends the id.
+    An id with unbalanced brackets in its parameters (``test_p[[]``) has none; there the first
+    separator right after a ``]`` ends the id.
     """
     depth = 0
     after_bracket: int | None = None
@@ -97,7 +98,7 @@ def _strip_message(rest: str) -> str:
             depth += 1
         elif char == "]":
             depth -= 1
-        elif rest.startswith(_MESSAGE_SEP, i):
+        elif rest.startswith(separator, i):
             if depth == 0:
                 return rest[:i]
             if after_bracket is None and i > 0 and rest[i - 1] == "]":
@@ -112,13 +113,14 @@ def _summary_entry(line: str) -> tuple[str, Status] | None:
         return None
     status = Status(match.group(1))
     rest = match.group(2)
-    # PASSED lines never carry a message, so their id is taken whole, " - " and all.
-    test_id = rest if status is Status.PASSED else _strip_message(rest)
-    return test_id, status
+    if status is Status.PASSED:  # never carries a message, so the id is taken whole, " - " and all
+        return rest, status
+    # pytest < 8 writes "XPASS id reason" without the " - "; ids have no space outside brackets
+    return _strip_message(rest, " " if status is Status.XPASS else _MESSAGE_SEP), status
 
 
 def _subtest_parent(line: str, known_ids: Iterable[str]) -> str | None:
-    """The test a ``SUBFAILED[msg] (params) id - message`` line belongs to.
+    """The test a failed-subtest line (``SUBFAILED[msg] (params) id - message``) belongs to.
 
     The subtest label before the id is free text, so the id is found by looking for the longest
     already-reported id (pytest also reports the parent test itself) at a word boundary in the line.
@@ -141,13 +143,12 @@ def parse_pytest(text: str) -> dict[str, Status]:
     statuses: dict[str, Status] = {}
     subtest_failures: list[str] = []
     lines = (line.rstrip() for line in decolor(text).splitlines())
-    for section in _summary_sections(lines):
-        for line in section:
-            entry = _summary_entry(line)
-            if entry is not None:
-                _record(statuses, *entry)
-            elif _SUBTEST_FAILED.match(line):
-                subtest_failures.append(line)
+    for line in _outer_summary(lines):
+        entry = _summary_entry(line)
+        if entry is not None:
+            _record(statuses, *entry)
+        elif _SUBTEST_FAILED.search(line):
+            subtest_failures.append(line)
     for line in subtest_failures:
         parent = _subtest_parent(line, list(statuses))
         if parent is not None:
@@ -231,10 +232,13 @@ def parse_junit(xml: str) -> dict[str, Status]:
 # ---------------------------------------------------------------------------------------- unittest / Django
 
 _UT_WORDS = r"ok|OK|FAIL|ERROR|skipped\b.*|expected failure|unexpected success"
-# "test_foo (app.tests.TestX.test_foo)" (Python >= 3.11) or "test_foo (app.tests.TestX)" (older).
-_UT_HEAD = re.compile(r"^\s*(?P<name>[^\s()]+) \((?P<where>[\w.]+)\)")
+# "test_foo (app.tests.TestX.test_foo)" (Python >= 3.11) or "test_foo (app.tests.TestX)" (older), a subtest's
+# parameters after it, then " ... " and the result; a docstring's first line is printed instead of the dots.
+_UT_DESCRIPTION = re.compile(
+    r"\s*(?P<name>[^\s()]+) \((?P<where>[\w.]+)\)(?: \(.*?\))?(?P<dots> \.\.\.(?: |$))?"
+)
+_UT_WORD = re.compile(rf"(?P<word>{_UT_WORDS})")
 _UT_RESULT = re.compile(rf" \.\.\. ?(?P<word>{_UT_WORDS})$")
-_UT_BARE_RESULT = re.compile(rf"^(?P<word>{_UT_WORDS})$")
 _UT_HEADER = re.compile(r"^(?P<word>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<name>[^\s()]+) \((?P<where>[\w.]+)\)")
 _UT_STATUS = {
     "ok": Status.PASSED,
@@ -258,32 +262,59 @@ def _unittest_status(word: str) -> Status:
     return _UT_STATUS["skipped" if word.startswith("skipped") else word]
 
 
+def _described(line: str) -> tuple[list[str], int, bool]:
+    """The tests described at the start of ``line``, where the rest of it starts, and whether a
+    docstring line follows the last one.
+
+    Several descriptions share a line before Python 3.11, where a test whose subtests failed prints
+    no result word: ``test_sub (m.T) ... test_next (m.T) ... expected failure``.
+    """
+    ids: list[str] = []
+    pos = 0
+    while (match := _UT_DESCRIPTION.match(line, pos)) is not None:
+        if not match["dots"] and match.end() != len(line):
+            break
+        ids.append(_unittest_id(match["name"], match["where"]))
+        pos = match.end()
+        if not match["dots"]:
+            return ids, pos, True
+    return ids, pos, False
+
+
 def parse_unittest(text: str) -> dict[str, Status]:
     """Statuses from ``python -m unittest -v`` or Django ``runtests.py --verbosity 2`` output.
 
-    A result may be separated from its test: a docstring's first line is printed on the line after
-    the test's description (and must not be read as a description itself), and output written during
-    the test (Django's "System check identified no issues") can push ``ok`` to a later line. The
-    result therefore goes to the last described test until the next description or failure header.
+    A result word goes to the last described test still waiting for one: output written during the
+    test (Django's "System check identified no issues") can push ``ok`` to a later line, a docstring's
+    first line is printed between the description and the result, and a word with no test waiting
+    (the bare ``ERROR`` of a failing ``setUpClass``/``setUpTestData``) belongs to no test. The
+    ``FAIL:``/``ERROR:`` headers before the tracebacks name every failure exactly, so for a test they
+    name they outrank the result words, which unittest prints on whatever line is current.
     """
-    statuses: dict[str, Status] = {}
+    words: dict[str, Status] = {}
+    headers: dict[str, Status] = {}
     pending: str | None = None
     docstring_next = False
     for line in decolor(text).splitlines():
         line = line.rstrip()
         header = _UT_HEADER.match(line)
         if header is not None:
-            _record(statuses, _unittest_id(header["name"], header["where"]), _UT_STATUS[header["word"]])
-            pending = None  # tracebacks follow; their lines must not be read as results
+            _record(headers, _unittest_id(header["name"], header["where"]), _UT_STATUS[header["word"]])
+            pending, docstring_next = None, False  # tracebacks follow; their lines must not be read as results
             continue
-        head = None if docstring_next else _UT_HEAD.match(line)
-        if head is not None:
-            pending = _unittest_id(head["name"], head["where"])
-        docstring_next = head is not None and not line[head.end() :].strip()
-        result = _UT_RESULT.search(line) or _UT_BARE_RESULT.match(line.strip())
-        if result is not None and pending is not None:
-            _record(statuses, pending, _unittest_status(result["word"]))
-    return statuses
+        if docstring_next:  # the docstring is free text: only a result at its end counts
+            docstring_next = False
+            result = _UT_RESULT.search(line)
+            word = result["word"] if result else None
+        else:
+            ids, pos, docstring_next = _described(line)
+            pending = ids[-1] if ids else pending
+            rest = line[pos:].strip()
+            word = rest if _UT_WORD.fullmatch(rest) else None
+        if word is not None and pending is not None:
+            _record(words, pending, _unittest_status(word))
+            pending = None
+    return words | headers
 
 
 # ---------------------------------------------------------------------------------------- R2E-Gym

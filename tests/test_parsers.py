@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -208,6 +209,68 @@ def test_xunit2_report_gives_the_same_ids(tmp_path: Path) -> None:
     assert parse_junit(xunit2) == expected
 
 
+# ---------------------------------------------------------------------------------------- real runner logs
+
+# Logs written by really running each runner (data/fixtures/logs/make_logs.py); expected.json holds the
+# statuses the runner itself reported, read from its structured output, not by harness.parsers.
+LOGS = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "logs"
+
+
+def _cases(runner: str) -> list[str]:
+    return sorted(p.name for p in (LOGS / runner).iterdir() if p.is_dir())
+
+
+def _expected(case: Path) -> dict[str, Status]:
+    return {k: Status(v) for k, v in json.loads((case / "expected.json").read_text())["statuses"].items()}
+
+
+@pytest.mark.parametrize("case", _cases("pytest"))
+def test_real_pytest_logs_text_and_junit_give_the_runners_statuses(case: str) -> None:
+    """pytest 6.2, 7.4 (pytest-subtests), 8 and 9 runs with pytester and pytest.main inside tests:
+    the outer summary alone is read, so an honest run shows no line the JUnit report lacks."""
+    folder = LOGS / "pytest" / case
+    text = (folder / "log.txt").read_text()
+    assert text.count("short test summary info") == 4  # three nested sessions printed theirs
+    expected = _expected(folder)
+    from_junit = parse_junit((folder / "report.xml").read_text())
+    # JUnit writes a non-strict XPASS as a pass, and the text summary names no skipped test
+    assert from_junit == {k: P if v is XP else v for k, v in expected.items()}
+    assert parse_pytest(text) == {k: v for k, v in expected.items() if v is not S}
+
+
+def test_real_pytest_logs_cover_the_formats_that_looked_forged() -> None:
+    logs = {case: decolor((LOGS / "pytest" / case / "log.txt").read_text()) for case in _cases("pytest")}
+    assert "XPASS tests/test_outcomes.py::test_xpass_reason should fail" in logs["pytest6.2"]
+    assert "[check] (i=1) SUBFAIL tests/test_subtests.py::test_sub_fixture - " in logs["pytest7.4"]
+    assert "SUBFAILED(i=1) tests/test_unit.py::TestUnit::test_sub - " in logs["pytest9"]
+    assert parse_pytest(logs["pytest7.4"])["tests/test_subtests.py::test_sub_fixture"] is F
+
+
+@pytest.mark.parametrize(("runner", "case"), [(r, c) for r in ("unittest", "django") for c in _cases(r)])
+def test_real_unittest_and_django_logs(runner: str, case: str) -> None:
+    """unittest on Python 3.8-3.13 and Django 3.2 (Python 3.8) and 5 (Python 3.12)."""
+    folder = LOGS / runner / case
+    assert resolve_parser("parse_log_django" if runner == "django" else "unittest")(
+        (folder / "log.txt").read_text()
+    ) == _expected(folder)
+
+
+def test_bare_error_after_failing_setup_test_data_is_not_given_to_the_previous_test() -> None:
+    log = (LOGS / "django" / "django3.2" / "log.txt").read_text()
+    assert "... ok\nERROR\n" in log  # Python 3.8 prints the setUpClass error with no description
+    statuses = parse_unittest(log)
+    assert statuses["app.tests.AFirstTests.test_zz_last"] is P
+    assert statuses["app.tests.BrokenSetupTests.setUpClass"] is E
+
+
+def test_subtest_failure_then_expected_failure_on_one_line_keeps_the_xfail() -> None:
+    log = (LOGS / "django" / "django3.2" / "log.txt").read_text()
+    assert "test_sub (app.tests.AFirstTests) ... test_sub_known (app.tests.AFirstTests) ... expected failure" in log
+    statuses = parse_unittest(log)
+    assert statuses["app.tests.AFirstTests.test_sub"] is F
+    assert statuses["app.tests.AFirstTests.test_sub_known"] is XF
+
+
 # ---------------------------------------------------------------------------------------- pytest text by hand
 
 SUMMARY = "=========================== short test summary info ============================"
@@ -226,7 +289,7 @@ def test_pytest_text_outside_summary_is_ignored() -> None:
     assert parse_pytest("PASSED tests/test_a.py::test_one\n") == {}
 
 
-def test_pytest_text_reads_every_session_and_quiet_mode() -> None:
+def test_pytest_text_reads_only_the_last_session_and_quiet_mode() -> None:
     log = "\n".join([
         SUMMARY,
         "FAILED tests/test_a.py::test_one - assert 0",
@@ -237,7 +300,8 @@ def test_pytest_text_reads_every_session_and_quiet_mode() -> None:
         "SKIPPED [3] tests/test_b.py:12: no network",
         "===== 1 xfailed, 3 skipped in 1.20 seconds =====",
     ])
-    assert parse_pytest(log) == {"tests/test_a.py::test_one": F, "tests/test_b.py::test_two": XF}
+    # The first session's JUnit report was overwritten by the second's, so only the second counts.
+    assert parse_pytest(log) == {"tests/test_b.py::test_two": XF}
 
 
 def test_pytest_text_worst_status_wins_and_cr_is_dropped() -> None:
