@@ -47,7 +47,9 @@ class JudgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    timeout_s: float = Field(120.0, gt=0)  # one chat request
+    timeout_s: float = Field(120.0, gt=0)  # one chat request, from connecting to the reply's last byte
+    task_deadline_s: float = Field(1800.0, gt=0)  # one task's whole session, requests, retries and tools
+    run_budget_s: float | None = Field(None, gt=0)  # the judge's time over one Pipeline 2 run; None: no limit
     max_retries: int = Field(3, ge=0)  # per request, after the first attempt: timeouts, connection errors, 429, 5xx
     backoff_s: float = Field(1.0, ge=0)  # first wait; doubles per retry
     backoff_max_s: float = Field(30.0, ge=0)

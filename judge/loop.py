@@ -10,8 +10,11 @@ happens, so even a crashed session leaves its record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
+import socket
+import threading
 import time
 import traceback
 from collections.abc import Sequence
@@ -19,8 +22,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import openai
-from pydantic import BaseModel, ValidationError
+import httpx
+from pydantic import BaseModel, Field, ValidationError
 
 from harness.names import file_name, under
 from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
@@ -38,10 +41,15 @@ from judge.rules import (
 from judge.tools import GradeArgs, ShellArgs, ToolSession
 
 RETRYABLE_STATUS = {408, 409, 429}
+SHOWN_BYTES = 200  # of a reply that is not a chat completion, in the reason
 
 
 class EndpointFailed(RuntimeError):
     """The chat endpoint gave no usable reply after every retry (or refused the request outright)."""
+
+
+class DeadlineReached(RuntimeError):
+    """The task's deadline or the run's judge budget ran out; the session ends unjudgeable."""
 
 
 # ------------------------------------------------------------------------------------------ transcript
@@ -76,76 +84,166 @@ class Reply:
     finish_reason: str | None
 
 
-def _retryable(err: Exception) -> bool:
-    if isinstance(err, openai.APIConnectionError):  # includes APITimeoutError
-        return True
-    return isinstance(err, openai.APIStatusError) and (err.status_code in RETRYABLE_STATUS or err.status_code >= 500)
+class _Function(BaseModel):
+    name: str = ""
+    arguments: str = ""
 
 
-def _describe(err: Exception) -> str:
-    status = f" {err.status_code}" if isinstance(err, openai.APIStatusError) else ""
-    return f"{type(err).__name__}{status}: {str(err)[:300]}"
+class _ToolCall(BaseModel):
+    id: str | None = None
+    function: _Function
+
+
+class _Message(BaseModel):
+    content: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+    refusal: str | None = None
+
+
+class _Choice(BaseModel):
+    message: _Message
+    finish_reason: str | None = None
+
+
+class _Usage(BaseModel):
+    total_tokens: int | None = None
+
+
+class ChatCompletion(BaseModel):
+    """What swedeck reads of an OpenAI chat completion; servers may send more, never less."""
+
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _Usage | None = None
+
+
+class RequestFailed(Exception):
+    """One attempt that gave no usable reply; ``retryable`` says whether another may succeed."""
+
+    def __init__(self, reason: str, retryable: bool) -> None:
+        super().__init__(reason)
+        self.retryable = retryable
+
+
+def _first_bytes(data: bytes) -> str:
+    return repr(data[:SHOWN_BYTES]) + (f" ... ({len(data)} bytes)" if len(data) > SHOWN_BYTES else "")
+
+
+def post_json(url: str, body: dict, headers: dict[str, str], deadline: float) -> tuple[int, bytes]:
+    """POST ``body`` and read the whole reply by ``deadline`` (monotonic), connect to the last byte.
+
+    httpx's timeouts bound each socket operation, so a server that sends a byte now and then would
+    never time out; a timer shuts the connection's socket down at the deadline instead, which ends
+    whatever read or write is blocked on it."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise RequestFailed("no time left for a request", retryable=False)
+    sockets: list[socket.socket] = []
+
+    def trace(event: str, info: dict) -> None:
+        if event == "connection.connect_tcp.complete":
+            sockets.append(info["return_value"].get_extra_info("socket"))
+
+    def cut() -> None:
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(remaining, cut)
+    timer.daemon = True
+    received = bytearray()
+    timer.start()
+    try:
+        with httpx.Client(timeout=remaining) as client, client.stream(
+            "POST", url, json=body, headers=headers, extensions={"trace": trace}
+        ) as response:
+            for chunk in response.iter_raw():
+                received += chunk
+                if time.monotonic() > deadline:
+                    break
+            status = response.status_code
+    except httpx.HTTPError as err:
+        if time.monotonic() < deadline:
+            raise RequestFailed(f"{type(err).__name__}: {str(err)[:300]}", retryable=True) from err
+    finally:
+        timer.cancel()
+    if time.monotonic() >= deadline:
+        shown = f"; {len(received)} bytes came: {_first_bytes(bytes(received))}" if received else ""
+        raise RequestFailed(f"no complete reply within {remaining:.1f} s{shown}", retryable=True)
+    return status, bytes(received)
+
+
+def parse_reply(status: int, data: bytes) -> ChatCompletion:
+    """The reply as a chat completion, or RequestFailed saying what it was instead."""
+    if status != 200:
+        retryable = status in RETRYABLE_STATUS or status >= 500
+        raise RequestFailed(f"HTTP {status}: {_first_bytes(data)}", retryable)
+    try:
+        payload = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise RequestFailed(f"HTTP 200 but not JSON: {_first_bytes(data)}", retryable=True) from None
+    try:
+        return ChatCompletion.model_validate(payload)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "reply"
+        raise RequestFailed(
+            f"HTTP 200 but not a chat completion ({where}: {first['msg']}): {_first_bytes(data)}", retryable=True
+        ) from None
 
 
 def complete(
-    client: openai.OpenAI, settings: JudgeSettings, config: JudgeConfig, messages: list[dict], transcript: Transcript
+    settings: JudgeSettings, config: JudgeConfig, messages: list[dict], transcript: Transcript, deadline: float
 ) -> Reply:
-    """One assistant reply, with timeouts and retries (exponential backoff) on transient failures."""
+    """One assistant reply, each attempt bounded by ``config.timeout_s`` and all of them by
+    ``deadline`` (monotonic); transient failures are retried with exponential backoff."""
+    body = {
+        "model": settings.model,
+        "messages": messages,
+        "tools": TOOLS,
+        "tool_choice": "auto",
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        **({"seed": config.seed} if config.seed is not None else {}),
+    }
+    headers = {"Authorization": f"Bearer {settings.resolved_api_key()}"}
+    url = settings.base_url.rstrip("/") + "/chat/completions"
     attempts = config.max_retries + 1
     for attempt in range(attempts):
+        if time.monotonic() >= deadline:
+            raise DeadlineReached("before a reply came")
         try:
-            response = client.chat.completions.create(
-                model=settings.model,
-                messages=messages,  # type: ignore[arg-type]
-                tools=TOOLS,  # type: ignore[arg-type]
-                tool_choice="auto",
-                temperature=config.temperature,
-                max_tokens=config.max_tokens,
-                seed=config.seed,
-                timeout=config.timeout_s,
-            )
-        except openai.APIError as err:
-            transcript.write("request_failed", attempt=attempt + 1, of=attempts, error=_describe(err))
-            if not _retryable(err):
-                raise EndpointFailed(f"not retried: {_describe(err)}") from err
+            reply = parse_reply(*post_json(url, body, headers, min(time.monotonic() + config.timeout_s, deadline)))
+        except RequestFailed as err:
+            transcript.write("request_failed", attempt=attempt + 1, of=attempts, error=str(err))
+            if not err.retryable:
+                raise EndpointFailed(f"not retried: {err}") from err
             if attempt + 1 == attempts:
-                raise EndpointFailed(f"the endpoint failed {attempts} time(s); last: {_describe(err)}") from err
-            time.sleep(min(config.backoff_s * 2**attempt, config.backoff_max_s))
+                raise EndpointFailed(f"the endpoint failed {attempts} time(s); last: {err}") from err
+            pause = min(config.backoff_s * 2**attempt, config.backoff_max_s, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
             continue
-        if not response.choices:
-            raise EndpointFailed("the endpoint replied with no choices")
-        choice = response.choices[0]
-        return Reply(_assistant_message(choice.message), _tokens(response, messages), choice.finish_reason)
+        choice = reply.choices[0]
+        return Reply(_assistant_message(choice.message), _tokens(reply, messages), choice.finish_reason)
     raise AssertionError("unreachable")
 
 
-def _assistant_message(message: object) -> dict:
-    calls = []
-    for i, call in enumerate(getattr(message, "tool_calls", None) or []):
-        function = getattr(call, "function", None)
-        calls.append(
-            {
-                "id": getattr(call, "id", None) or f"call_{i}",
-                "type": "function",
-                "function": {
-                    "name": getattr(function, "name", "") or "",
-                    "arguments": getattr(function, "arguments", "") or "",
-                },
-            }
-        )
-    out: dict = {"role": "assistant", "content": getattr(message, "content", None)}
+def _assistant_message(message: _Message) -> dict:
+    out: dict = {"role": "assistant", "content": message.content}
+    calls = [
+        {"id": call.id or f"call_{i}", "type": "function",
+         "function": {"name": call.function.name, "arguments": call.function.arguments}}
+        for i, call in enumerate(message.tool_calls or [])
+    ]  # fmt: skip
     if calls:
         out["tool_calls"] = calls
-    refusal = getattr(message, "refusal", None)
-    if refusal:
-        out["refusal"] = refusal
+    if message.refusal:
+        out["refusal"] = message.refusal
     return out
 
 
-def _tokens(response: object, messages: list[dict]) -> int:
-    usage = getattr(response, "usage", None)
-    if usage is not None and usage.total_tokens:
-        return int(usage.total_tokens)
+def _tokens(reply: ChatCompletion, messages: list[dict]) -> int:
+    if reply.usage is not None and reply.usage.total_tokens:
+        return reply.usage.total_tokens
     return len(json.dumps(messages)) // 4  # an endpoint that reports no usage still spends the budget
 
 
@@ -228,19 +326,23 @@ def judge_task(
     settings: JudgeSettings,
     config: JudgeConfig,
     transcript_dir: Path,
+    run_deadline: float | None = None,
 ) -> tuple[VerdictRecord, list[ProbeResult]]:
-    """Judge one task kept by Pipeline 1. Returns the verdict and the probes the judge graded."""
+    """Judge one task kept by Pipeline 1. Returns the verdict and the probes the judge graded.
+
+    The session ends unjudgeable at ``config.task_deadline_s`` or at ``run_deadline`` (wall-clock
+    time, from the run's judge budget), whichever comes first: no request outlives it, and a tool
+    call that is running when it passes ends the session once it returns."""
+    started = time.monotonic()
+    budget, why = config.task_deadline_s, f"task deadline reached: {config.task_deadline_s:g} s"
+    if run_deadline is not None and run_deadline - time.time() < budget:
+        budget, why = run_deadline - time.time(), f"the run's judge budget is spent (run_budget_s = {config.run_budget_s:g})"
+    deadline = started + budget
     transcript = Transcript(Path(transcript_dir), task.instance_id)
     tools = ToolSession(
         task, p1.expected_status, backend, stamp, probes, config, under(Path(transcript_dir) / "logs", task.instance_id)
     )
     session = Session(task, tools, transcript)
-    client = openai.OpenAI(
-        base_url=settings.base_url,
-        api_key=settings.resolved_api_key(),
-        timeout=config.timeout_s,
-        max_retries=0,  # retries are ours, so each one is in the transcript
-    )
     tokens = 0
 
     def finish(detail: str = "") -> tuple[VerdictRecord, list[ProbeResult]]:
@@ -279,7 +381,9 @@ def judge_task(
         for turn in range(1, config.max_turns + 1):
             if tokens >= config.token_budget:
                 return finish(f"token budget spent: {tokens} of {config.token_budget} tokens after {turn - 1} turn(s)")
-            reply = complete(client, settings, config, messages, transcript)
+            if time.monotonic() >= deadline:
+                raise DeadlineReached(f"after {turn - 1} turn(s)")
+            reply = complete(settings, config, messages, transcript, deadline)
             tokens += reply.tokens
             messages.append(reply.message)
             transcript.write(
@@ -306,10 +410,11 @@ def judge_task(
         return finish(f"max turns reached: {config.max_turns} replies without an accepted verdict")
     except EndpointFailed as err:
         return finish(f"endpoint failed: {err}")
+    except DeadlineReached as err:
+        return finish(f"{why}, {err} ({time.monotonic() - started:.1f} s)")
     except Exception as err:  # noqa: BLE001 -- our own bug: recorded as data, the run goes on
         transcript.write("internal_error", traceback=traceback.format_exc())
         return finish(f"internal error: {type(err).__name__}: {err}")
     finally:
         tools.close()
-        client.close()
         transcript.close()

@@ -23,6 +23,10 @@ Faults (``fault=``), for the first ``fault_requests`` requests or all of them:
 ``timeout``  sleep past any client timeout; ``http_500``  answer 500;
 ``malformed_tool_call``  invalid JSON arguments and unknown tool names, alternately;
 ``refusal``  plain text and no tool call; ``forever``  keep calling shell, never submit.
+
+Wire faults, what a broken server or proxy does to the bytes: ``slow_drip``  a valid reply, one byte
+every ``drip_s``; ``hang``  accept the request and never answer; ``non_json``  a 200 HTML page;
+``wrong_shape``  200 JSON that is not a chat completion.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from data import SAMPLE
 from judge.prompts import GOLD_PATCH_PATH
 from judge.rules import nontrivial_added_lines, touched_files
 
-FAULTS = ("timeout", "http_500", "malformed_tool_call", "refusal", "forever")
+FAULTS = ("timeout", "http_500", "malformed_tool_call", "refusal", "forever", "slow_drip", "hang", "non_json", "wrong_shape")
 REFUSAL_TEXT = "I can't help with that."
 NOOP_MARKER = "swedeck-judge-noop"
 _CALL_IDS = itertools.count(1)
@@ -327,6 +331,40 @@ def request_problem(body: object) -> str:
     return ""
 
 
+# ------------------------------------------------------------------------------------------ wire faults
+
+WIRE_FAULTS = ("slow_drip", "hang", "non_json", "wrong_shape")
+NON_JSON_PAGE = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
+WRONG_SHAPE = {"id": "chatcmpl-x", "object": "chat.completion", "choices": [{"index": 0, "message": "I am a string"}]}
+
+
+def send_wire_fault(handler: BaseHTTPRequestHandler, judge: ScriptedJudge, fault: str, reply: dict) -> None:
+    """Answer as a broken server would; ``reply`` is the valid completion a drip sends slowly."""
+    if fault == "hang":
+        judge._stop.wait()
+        return
+    kind, data = {
+        "slow_drip": ("application/json", json.dumps(reply).encode()),
+        "non_json": ("text/html", NON_JSON_PAGE),
+        "wrong_shape": ("application/json", json.dumps(WRONG_SHAPE).encode()),
+    }[fault]
+    try:
+        handler.send_response(200)
+        handler.send_header("Content-Type", kind)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        if fault != "slow_drip":
+            handler.wfile.write(data)
+            return
+        for i in range(len(data)):
+            if judge._stop.wait(judge.drip_s):
+                return
+            handler.wfile.write(data[i : i + 1])
+            handler.wfile.flush()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 class ScriptedJudge:
     """``with ScriptedJudge("labelled", fault=None) as base_url: ...`` serves the policy on a free
     local port; ``requests`` counts the chat requests received."""
@@ -339,13 +377,14 @@ class ScriptedJudge:
         fault_requests: int | None = None,
         model: str = "scripted-judge",
         sleep_s: float = 30.0,
+        drip_s: float = 0.2,
     ) -> None:
         if policy not in POLICIES:
             raise ValueError(f"unknown policy {policy!r}; choose from {sorted(POLICIES)}")
         if fault is not None and fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; choose from {FAULTS}")
         self.policy, self.fault, self.fault_requests = POLICIES[policy], fault, fault_requests
-        self.model, self.sleep_s = model, sleep_s
+        self.model, self.sleep_s, self.drip_s = model, sleep_s, drip_s
         self.requests = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -360,12 +399,11 @@ class ScriptedJudge:
             return None
         return self.fault
 
-    def answer(self, body: dict) -> tuple[int, dict]:
-        """(HTTP status, JSON body) for one chat request."""
+    def answer(self, body: dict, fault: str | None) -> tuple[int, dict]:
+        """(HTTP status, JSON body) for one chat request under ``fault``."""
         problem = request_problem(body)
         if problem:
             return 400, {"error": {"message": problem, "type": "invalid_request_error"}}
-        fault = self._faulty()
         if fault == "timeout":
             self._stop.wait(self.sleep_s)
         if fault == "http_500":
@@ -400,7 +438,11 @@ class ScriptedJudge:
                 except (ValueError, json.JSONDecodeError) as err:
                     self._send(400, {"error": {"message": f"body is not JSON: {err}", "type": "invalid_request_error"}})
                     return
-                self._send(*judge.answer(body))
+                fault = None if request_problem(body) else judge._faulty()
+                if fault in WIRE_FAULTS:
+                    send_wire_fault(self, judge, fault, judge.answer(body, None)[1])
+                else:
+                    self._send(*judge.answer(body, fault))
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
