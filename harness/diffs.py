@@ -17,11 +17,13 @@ from pathlib import PurePosixPath
 
 
 def is_r2e_test_path(path: str) -> bool:
-    """R2E-Gym's test-file rule (``FileDiff.is_test_file``): ``*_test.py``, ``test_*`` basename, or a
+    """R2E-Gym's test-file rule (``FileDiff.is_test_file``): ``*_test.py``, a path starting with
+    ``test_`` (a top-level ``test_*/`` folder or file), ``test_*`` basename, or a
     ``tests``/``Tests``/``test``/``Test`` directory anywhere in the path. Applies to every extension."""
     parts = PurePosixPath(path).parts
     return (
         path.endswith("_test.py")
+        or path.startswith("test_")
         or (bool(parts) and parts[-1].startswith("test_"))
         or any(part in ("tests", "Tests", "test", "Test") for part in parts)
     )

@@ -14,9 +14,11 @@ expectations were produced by it.
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from harness.records import Status
 
@@ -317,21 +319,258 @@ def parse_unittest(text: str) -> dict[str, Status]:
     return words | headers
 
 
+# ---------------------------------------------------------------------------------------- SymPy bin/test
+
+# "test_name <word>" per test with --verbose; a skip prints its reason before "s", and the file's
+# "[OK]"/"[FAIL]" verdict may follow the last test's word. T is a timeout, which the runner counts
+# either as a skip or as an exception; it is taken as the worse.
+_SYMPY_STATUS = {"ok": Status.PASSED, "F": Status.FAILED, "E": Status.ERROR, "T": Status.ERROR,
+                 "f": Status.XFAIL, "X": Status.XPASS, "s": Status.SKIPPED, "w": Status.SKIPPED,
+                 "K": Status.SKIPPED}  # fmt: skip
+_SYMPY_WORD = r"(?P<word>ok|[FETfXswK])(?: +\[(?:OK|FAIL)\])?$"
+_SYMPY_TEST = re.compile(rf"^(?P<name>test_\w+)(?: (?:.* )?{_SYMPY_WORD})?")
+_SYMPY_BARE_WORD = re.compile(rf"^{_SYMPY_WORD}")
+
+
+def parse_sympy(text: str) -> dict[str, Status]:
+    """Statuses from SymPy's ``bin/test --verbose`` output, keyed by test function name as SWE-bench's
+    labels are (a name in several files keeps its worst outcome). Output a test prints pushes its
+    result word to a later line of its own, which goes to the test still waiting for one."""
+    statuses: dict[str, Status] = {}
+    pending: str | None = None
+    for line in decolor(text).splitlines():
+        line = line.strip()
+        test = _SYMPY_TEST.match(line)
+        if test is not None:
+            pending = test["name"]
+        word = test["word"] if test is not None else None
+        if test is None and pending is not None and (bare := _SYMPY_BARE_WORD.match(line)) is not None:
+            word = bare["word"]
+        if word is not None and pending is not None:
+            _record(statuses, pending, _SYMPY_STATUS[word])
+            pending = None
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- Go
+
+_GO_RESULT = re.compile(r"^\s*--- (?P<word>PASS|FAIL|SKIP): (?P<name>\S+) \(\d+(?:\.\d+)?s\)$")
+_GO_STATUS = {"PASS": Status.PASSED, "FAIL": Status.FAILED, "SKIP": Status.SKIPPED,
+              "pass": Status.PASSED, "fail": Status.FAILED, "skip": Status.SKIPPED}  # fmt: skip
+
+
+def _go_events(text: str) -> list[dict[str, object]]:
+    events = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(event, dict) and "Action" in event:
+                events.append(event)
+    return events
+
+
+def parse_gotest(text: str) -> dict[str, Status]:
+    """Statuses from ``go test -v`` (``--- PASS: TestX/sub (0.00s)``) or ``go test -json`` output,
+    keyed by test name (subtests as ``TestX/sub``) as SWE-rebench's labels are; a name in several
+    packages keeps its worst outcome. With ``-json`` only the events count: a test's own output is
+    wrapped inside them and cannot pose as a result line."""
+    statuses: dict[str, Status] = {}
+    events = _go_events(text)
+    if events:
+        for event in events:
+            test, action = event.get("Test"), event.get("Action")
+            if isinstance(test, str) and action in ("pass", "fail", "skip"):
+                _record(statuses, test, _GO_STATUS[str(action)])
+        return statuses
+    for line in decolor(text).splitlines():
+        match = _GO_RESULT.match(line.rstrip())
+        if match is not None:
+            _record(statuses, match["name"], _GO_STATUS[match["word"]])
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- cargo test
+
+_CARGO_RESULT = re.compile(r"^test (?P<name>.+?)(?: - should panic)? \.\.\. (?P<word>ok|FAILED|ignored)$")
+_CARGO_CAPTURED = re.compile(r"^---- .+ std(?:out|err) ----$")
+_CARGO_STATUS = {"ok": Status.PASSED, "FAILED": Status.FAILED, "ignored": Status.SKIPPED}
+
+
+def parse_cargo(text: str) -> dict[str, Status]:
+    """Statuses from ``cargo test`` (libtest) output: ``test path::name ... ok|FAILED|ignored``, doc
+    tests as ``src/lib.rs - item (line 3)``. A failing test's captured output, printed between
+    ``---- name stdout ----`` and the ``failures:`` list, is not read."""
+    statuses: dict[str, Status] = {}
+    captured = False
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        if _CARGO_CAPTURED.match(line):
+            captured = True
+        elif line == "failures:":
+            captured = False
+        elif not captured and (match := _CARGO_RESULT.match(line)) is not None:
+            _record(statuses, match["name"], _CARGO_STATUS[match["word"]])
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- JavaScript
+
+# Jest --verbose: "✓ title (3 ms)", "✕ title", "○ skipped title", "✎ todo title", indented under describes
+_JEST_LINE = re.compile(r"^\s*(?P<mark>[✓✕○✎])\s(?P<title>.+?)(?:\s\(\d+(?:\.\d+)?\s*m?s\))?$")
+_JEST_MARK = {"✓": Status.PASSED, "✕": Status.FAILED, "○": Status.SKIPPED, "✎": Status.SKIPPED}
+_JEST_PREFIX = {"○": "skipped ", "✎": "todo "}
+_JEST_TRANSFORMED = re.compile(r"^\[(?P<word>PASSED|FAILED|SKIPPED|PENDING|TODO)\] (?P<name>.+)$")
+_JS_STATUS = {"passed": Status.PASSED, "failed": Status.FAILED, "pending": Status.SKIPPED,
+              "skipped": Status.SKIPPED, "todo": Status.SKIPPED, "disabled": Status.SKIPPED}  # fmt: skip
+
+
+def _json_documents(text: str) -> Iterator[dict[str, Any]]:
+    """Every JSON object in ``text`` that starts on a line of its own (reporters print around them)."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"^\{", text, re.MULTILINE):
+        try:
+            document, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(document, dict):
+            yield document
+
+
+def parse_jest(text: str) -> dict[str, Status]:
+    """Statuses from ``jest --verbose`` output, keyed by test title as SWE-rebench's labels are (the
+    describe path is not printed on the line; a title in several blocks keeps its worst outcome)."""
+    statuses: dict[str, Status] = {}
+    for line in decolor(text).splitlines():
+        match = _JEST_LINE.match(line.rstrip())
+        if match is not None:
+            title = match["title"].removeprefix(_JEST_PREFIX.get(match["mark"], ""))
+            _record(statuses, title, _JEST_MARK[match["mark"]])
+    return statuses
+
+
+def parse_jest_json(text: str) -> dict[str, Status]:
+    """Statuses from Jest's ``--json`` report, keyed by full name (describe path and title), or from
+    its usual jq rendering, one ``[PASSED] full name`` line per test."""
+    statuses: dict[str, Status] = {}
+    for document in _json_documents(text):
+        for suite in document.get("testResults") or []:
+            for case in suite.get("assertionResults") or []:
+                _record(statuses, case["fullName"], _JS_STATUS.get(case.get("status"), Status.ERROR))
+    for line in decolor(text).splitlines():
+        match = _JEST_TRANSFORMED.match(line.strip())
+        if match is not None:
+            _record(statuses, match["name"], _JS_STATUS[match["word"].lower()])
+    return statuses
+
+
+def parse_mocha_json(text: str) -> dict[str, Status]:
+    """Statuses from Mocha's ``--reporter json`` output, keyed by full title."""
+    statuses: dict[str, Status] = {}
+    for document in _json_documents(text):
+        if "stats" not in document:
+            continue
+        for key, status in (("passes", Status.PASSED), ("failures", Status.FAILED), ("pending", Status.SKIPPED)):
+            for case in document.get(key) or []:
+                _record(statuses, case["fullTitle"], status)
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- JUnit in a log
+
+_JUNIT_START = re.compile(r"<testsuites?\b")
+_JUNIT_END = re.compile(r"</testsuites>|</testsuite>(?!\s*<testsuite\b|\s*</testsuites>)")
+
+
+def _junit_documents(text: str) -> Iterator[ET.Element]:
+    """Each JUnit report a test command printed (``cat target/surefire-reports/*.xml``), in order."""
+    pos = 0
+    while (start := _JUNIT_START.search(text, pos)) is not None:
+        end = _JUNIT_END.search(text, start.end())
+        if end is None:
+            return
+        pos = end.end()
+        try:
+            yield ET.fromstring(text[start.start() : end.end()])
+        except ET.ParseError:
+            continue  # interleaved with other output: its tests count as not run
+
+
+def junit_in_log(joiner: str) -> Parser:
+    """A parser for JUnit reports printed into the log, keying tests ``classname{joiner}name`` as the
+    corpus parser of that name does (``::`` for SWE-rebench's combined reports, `` `` for its
+    ``parse_log_junit``, ``.`` for Maven's ``Class.method``)."""
+
+    def parse(text: str) -> dict[str, Status]:
+        statuses: dict[str, Status] = {}
+        for root in _junit_documents(text):
+            for case in root.iter("testcase"):
+                classname, name = case.get("classname") or "", case.get("name") or ""
+                _record(statuses, f"{classname}{joiner}{name}" if classname else name, _junit_status(case))
+        return statuses
+
+    return parse
+
+
+# ---------------------------------------------------------------------------------------- Maven Surefire
+
+_MVN_CLASS = re.compile(
+    r"Tests run: (?P<run>\d+), Failures: (?P<failures>\d+), Errors: (?P<errors>\d+), Skipped: (?P<skipped>\d+)"
+    r".*? (?:--|-) in (?P<cls>[\w.$]+)$"
+)
+# Surefire 3: "[ERROR] com.x.CalcTest.fails -- Time elapsed: 0.01 s <<< FAILURE!"; 2.x: "fails(com.x.CalcTest)  Time..."
+_MVN_METHOD = re.compile(
+    r"^(?:\[\w+\] )?(?:(?P<cls>[\w.$]+)\.(?P<method>[\w$\[\]]+)|(?P<method2>[\w$]+)\((?P<cls2>[\w.$]+)\))"
+    r"(?:\(\))?\s+(?:--\s+)?Time elapsed: .*<<< (?P<word>FAILURE|ERROR)!$"
+)
+_maven_reports = junit_in_log(".")
+
+
+def parse_maven(text: str) -> dict[str, Status]:
+    """Statuses from ``mvn test`` console output. Surefire prints a line per test class and one per
+    failing method, never per passing method: classes are keyed ``com.x.CalcTest`` (FAILED when any
+    of its tests failed or errored), failing methods ``com.x.CalcTest.fails``, as SWE-rebench's
+    ``parse_java_mvn`` keys them. Surefire XML reports printed into the log add every method."""
+    statuses: dict[str, Status] = {}
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        if (cls := _MVN_CLASS.search(line)) is not None:
+            bad = int(cls["failures"]) + int(cls["errors"])
+            status = Status.FAILED if bad else Status.SKIPPED if cls["run"] == cls["skipped"] else Status.PASSED
+            _record(statuses, cls["cls"], status)
+        elif (method := _MVN_METHOD.match(line)) is not None:
+            test_id = f"{method['cls'] or method['cls2']}.{method['method'] or method['method2']}"
+            _record(statuses, test_id, Status.ERROR if method["word"] == "ERROR" else Status.FAILED)
+    for test_id, status in _maven_reports(text).items():
+        _record(statuses, test_id, status)
+    return statuses
+
+
 # ---------------------------------------------------------------------------------------- R2E-Gym
 
 _R2E_MARKER = "short test summary info"
 
 
-def _r2e_key(line: str) -> str:
-    """R2E-Gym's key: the parts after ``::`` joined by ``.``, cut at the first `` - `` (even inside [])."""
-    return ".".join(line.split("::")[1:]).split(_MESSAGE_SEP)[0]
+def _r2e_cut(key: str) -> str:
+    return key.split(_MESSAGE_SEP)[0]
+
+
+def r2e_keys(statuses: Mapping[str, Status]) -> dict[str, Status]:
+    """R2E-Gym's reward-time key rule, applied to both its parsed and its expected map before they are
+    compared: every key is cut at its first `` - `` (brackets or not), and where two keys collapse to
+    one, the later key in sorted order gives the status."""
+    return {_r2e_cut(key): statuses[key] for key in sorted(statuses)}
 
 
 def parse_r2e(text: str) -> dict[str, Status]:
-    """R2E-Gym's ``parse_log_pytest``, reproduced exactly because its expectations were recorded with it.
+    """R2E-Gym's ``parse_log_pytest`` then its key rule (:func:`r2e_keys`), reproduced exactly because
+    its expectations were recorded with them.
 
     Reads the text between the first and second ``short test summary info`` and classifies each line
-    by substring (PASSED, else FAILED, else ERROR); XFAIL, XPASS and SKIPPED lines are dropped.
+    by substring (PASSED, else FAILED, else ERROR); XFAIL, XPASS and SKIPPED lines are dropped. The key
+    is the part after the first ``::`` with ``::`` replaced by ``.``.
     """
     text = decolor(text)
     if _R2E_MARKER not in text:
@@ -340,48 +579,79 @@ def parse_r2e(text: str) -> dict[str, Status]:
     for line in text.split(_R2E_MARKER)[1].strip().split("\n"):
         for status in (Status.PASSED, Status.FAILED, Status.ERROR):
             if status.value in line:
-                statuses[_r2e_key(line)] = status
+                key = ".".join(line.split("::")[1:])
+                statuses[key if status is Status.PASSED else _r2e_cut(key)] = status
                 break
-    return statuses
+    return r2e_keys(statuses)
 
 
 # ---------------------------------------------------------------------------------------- registry
+
+class UnsupportedParser(ValueError):
+    """A task names a log parser nothing here implements: it cannot be graded, whatever runs."""
+
 
 PARSERS: dict[str, Parser] = {
     "pytest": parse_pytest,
     "junit": parse_junit,
     "unittest": parse_unittest,
     "django": parse_unittest,
+    "sympy": parse_sympy,
+    "gotest": parse_gotest,
+    "cargo": parse_cargo,
+    "jest": parse_jest,
+    "jest_json": parse_jest_json,
+    "mocha_json": parse_mocha_json,
+    "maven": parse_maven,
+    "junit_reports": junit_in_log("::"),
+    "junit_text": junit_in_log(" "),
     "r2e": parse_r2e,
 }
 
-# Parser names as the corpora spell them (SWE-bench, SWE-rebench V2, R2E-Gym adapters).
+# Parser names as the corpora spell them (SWE-bench <= 5's MAP_REPO_TO_PARSER, SWE-rebench V2's
+# NAME_TO_PARSER, R2E-Gym), mapped to the implementation that reads the same runner output. The
+# pytest family is one entry: JUnit is the truth there, the text only a cross-check. Any other name
+# (SWE-rebench V2 has ~70: karma, tap, phpunit, rspec, ocaml, ...) is unsupported.
 _CORPUS_NAMES = {
-    "parse_log_pytest": "pytest",
-    "parse_log_pytest_v2": "pytest",
-    "parse_log_pytest_options": "pytest",
-    "parse_log_pytest_nebo": "pytest",
-    "parse_log_seaborn": "pytest",
-    "parse_log_matplotlib": "pytest",
+    **dict.fromkeys(
+        [
+            "parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2", "parse_log_pytest_nebo",
+            "parse_log_seaborn", "parse_log_matplotlib", "parse_log_astroid", "parse_log_flask",
+            "parse_log_marshmallow", "parse_log_pvlib", "parse_log_pyvista", "parse_log_sqlfluff",
+            "parse_log_xarray", "parse_log_pydicom", "parse_log_requests", "parse_log_pylint",
+            "parse_log_astropy", "parse_log_scikit", "parse_log_sphinx",
+        ],
+        "pytest",
+    ),
     "parse_log_django": "django",
-    "parse_log_junit": "junit",
-    "parse_combined_test_reports": "junit",
+    "parse_log_sympy": "sympy",
+    "parse_log_gotest": "gotest",
+    "parse_log_cargo": "cargo",
+    "parse_log_jest": "jest",
+    "parse_log_jest_json": "jest_json",
+    "parse_java_mvn": "maven",
+    "parse_log_java_mvn": "maven",
+    "parse_combined_test_reports": "junit_reports",
+    "parse_log_junit": "junit_text",
+    "parse_log_sbt": "junit_text",
     "parse_log_r2e": "r2e",
-}
+}  # fmt: skip
 
 
-def _canonical(name: str) -> str:
-    """The ``PARSERS`` key for a parser or corpus name; KeyError naming every accepted name otherwise."""
+def check_parser(name: str) -> str:
+    """The ``PARSERS`` key for a parser or corpus name; UnsupportedParser naming the accepted ones
+    otherwise. Adapters call it when a task is loaded, so the task is recorded as unsupported once
+    instead of failing in every grading run."""
     key = _CORPUS_NAMES.get(name, name)
     if key not in PARSERS:
         known = ", ".join(sorted([*PARSERS, *_CORPUS_NAMES]))
-        raise KeyError(f"unknown log parser {name!r}; known: {known}")
+        raise UnsupportedParser(f"log parser {name!r} is not implemented; supported: {known}")
     return key
 
 
 def resolve_parser(name: str) -> Parser:
     """The parser for a task's ``log_parser``, accepting the corpora's own parser names."""
-    return PARSERS[_canonical(name)]
+    return PARSERS[check_parser(name)]
 
 
 def uses_junit(name: str) -> bool:
@@ -389,4 +659,4 @@ def uses_junit(name: str) -> bool:
 
     Only for the pytest family: R2E-Gym keys must come from its text parser, and unittest has no report.
     """
-    return _canonical(name) == "pytest"
+    return check_parser(name) == "pytest"

@@ -10,13 +10,25 @@ from pathlib import Path
 
 import pytest
 
+from curation.sources import load_rows
+from harness.diffs import is_r2e_test_path
 from harness.parsers import (
     PARSERS,
+    UnsupportedParser,
+    check_parser,
     decolor,
+    parse_cargo,
+    parse_gotest,
+    parse_jest,
+    parse_jest_json,
     parse_junit,
+    parse_maven,
+    parse_mocha_json,
     parse_pytest,
     parse_r2e,
+    parse_sympy,
     parse_unittest,
+    r2e_keys,
     resolve_parser,
     uses_junit,
 )
@@ -271,6 +283,46 @@ def test_subtest_failure_then_expected_failure_on_one_line_keeps_the_xfail() -> 
     assert statuses["app.tests.AFirstTests.test_sub_known"] is XF
 
 
+# (runner folder, case) -> the corpus parser name that reads that output
+OTHER_RUNNERS = {
+    ("sympy", "sympy1.12"): "parse_log_sympy",
+    ("go", "test-v"): "parse_log_gotest",
+    ("go", "test-json"): "parse_log_gotest",
+    ("cargo", "cargo-test"): "parse_log_cargo",
+    ("jest", "verbose"): "parse_log_jest",
+    ("jest", "json"): "parse_log_jest_json",
+    ("mocha", "json"): "mocha_json",
+}
+
+
+@pytest.mark.parametrize(("runner", "case"), OTHER_RUNNERS)
+def test_real_logs_of_other_runners(runner: str, case: str) -> None:
+    folder = LOGS / runner / case
+    assert resolve_parser(OTHER_RUNNERS[runner, case])((folder / "log.txt").read_text()) == _expected(folder)
+
+
+def test_result_lines_a_test_prints_cannot_hide_its_failure() -> None:
+    """Each fixture has a failing test that prints a passing result line for itself or another test."""
+    go = (LOGS / "go" / "test-v" / "log.txt").read_text()
+    assert "--- PASS: TestFail (0.00s)" in go and parse_gotest(go)["TestFail"] is F
+    cargo = (LOGS / "cargo" / "cargo-test" / "log.txt").read_text()
+    assert "test tests::passes ... FAILED" in cargo and parse_cargo(cargo)["tests::passes"] is P
+
+
+def test_real_maven_log() -> None:
+    """Surefire names passing tests only in its XML reports; the console gives classes and failures."""
+    folder = LOGS / "maven" / "surefire"
+    expected = _expected(folder)
+    console = parse_maven((folder / "log.txt").read_text())
+    assert console == {
+        "com.example.CalcTest": F,
+        "com.example.OtherTest": P,
+        **{test_id: s for test_id, s in expected.items() if s in (F, E)},
+    }
+    reports = "".join((folder / f"report{i}.xml").read_text() for i in range(2))
+    assert parse_maven(reports) == expected
+
+
 # ---------------------------------------------------------------------------------------- pytest text by hand
 
 SUMMARY = "=========================== short test summary info ============================"
@@ -514,41 +566,87 @@ def test_r2e_semantics() -> None:
     }
 
 
+def test_r2e_key_rule_cuts_both_sides_alike() -> None:
+    """R2E-Gym cuts parsed and expected keys at " - " before comparing; its parser leaves PASSED ids
+    whole, so the corpus's expected map holds the uncut id."""
+    log = f"{SUMMARY}\nPASSED r2e_tests/test_1.py::test_space[a]b - c]\nFAILED r2e_tests/test_1.py::test_f - x\n"
+    expected = {"test_space[a]b - c]": P, "test_f": F}
+    assert parse_r2e(log) == r2e_keys(expected) == {"test_space[a]b": P, "test_f": F}
+    # two keys that collapse into one: the later in sorted order wins, on both sides
+    assert r2e_keys({"t[a - 2]": F, "t[a - 1]": P}) == {"t[a": F}
+
+
+def test_r2e_test_path_includes_a_top_level_test_folder() -> None:
+    assert is_r2e_test_path("test_data/helpers.py") and is_r2e_test_path("test_x.py")
+    assert not is_r2e_test_path("src/latest_data/x.py")
+
+
 def test_r2e_needs_the_summary_marker() -> None:
     assert parse_r2e("PASSED r2e_tests/test_1.py::test_a\n") == {}
 
 
 # ---------------------------------------------------------------------------------------- registry
 
+# Every parser name SWE-bench (MAP_REPO_TO_PARSER, Python, Go, Rust, Jest), SWE-rebench V2 (the names
+# implemented here), R2E-Gym, Scale-SWE and swedeck's own task folders use, with the runner output it reads.
+CORPUS_PARSERS = {
+    **dict.fromkeys(
+        ["pytest", "parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2", "parse_log_pytest_nebo",
+         "parse_log_seaborn", "parse_log_matplotlib", "parse_log_astroid", "parse_log_flask", "parse_log_marshmallow",
+         "parse_log_pvlib", "parse_log_pyvista", "parse_log_sqlfluff", "parse_log_xarray", "parse_log_pydicom",
+         "parse_log_requests", "parse_log_pylint", "parse_log_astropy", "parse_log_scikit", "parse_log_sphinx"],
+        parse_pytest,
+    ),
+    "junit": parse_junit,
+    "unittest": parse_unittest,
+    "django": parse_unittest,
+    "parse_log_django": parse_unittest,
+    "parse_log_sympy": parse_sympy,
+    "parse_log_gotest": parse_gotest,
+    "parse_log_cargo": parse_cargo,
+    "parse_log_jest": parse_jest,
+    "parse_log_jest_json": parse_jest_json,
+    "mocha_json": parse_mocha_json,
+    "parse_java_mvn": parse_maven,
+    "parse_log_java_mvn": parse_maven,
+    "r2e": parse_r2e,
+    "parse_log_r2e": parse_r2e,
+}  # fmt: skip
 
-@pytest.mark.parametrize(
-    ("name", "parser", "junit"),
-    [
-        ("pytest", parse_pytest, True),
-        ("parse_log_pytest", parse_pytest, True),
-        ("parse_log_pytest_v2", parse_pytest, True),
-        ("parse_log_pytest_options", parse_pytest, True),
-        ("junit", parse_junit, False),
-        ("parse_log_junit", parse_junit, False),
-        ("parse_combined_test_reports", parse_junit, False),
-        ("unittest", parse_unittest, False),
-        ("django", parse_unittest, False),
-        ("parse_log_django", parse_unittest, False),
-        ("r2e", parse_r2e, False),
-        ("parse_log_r2e", parse_r2e, False),
-    ],
-)
-def test_resolve_parser(name: str, parser: object, junit: bool) -> None:
+
+@pytest.mark.parametrize(("name", "parser"), CORPUS_PARSERS.items())
+def test_every_corpus_parser_name_resolves(name: str, parser: object) -> None:
     assert resolve_parser(name) is parser
-    assert uses_junit(name) is junit
+    assert check_parser(name) in PARSERS
+    assert uses_junit(name) is (parser is parse_pytest)
 
 
-def test_unknown_parser_lists_known_names() -> None:
-    with pytest.raises(KeyError, match="parse_log_gotest.*known:.*parse_log_django.*pytest"):
-        resolve_parser("parse_log_gotest")
-    with pytest.raises(KeyError):
-        uses_junit("nope")
-    assert set(PARSERS) == {"pytest", "junit", "unittest", "django", "r2e"}
+def test_junit_reports_in_a_log_keep_the_corpus_key_spelling() -> None:
+    xml = (LOGS / "maven" / "surefire" / "report0.xml").read_text()
+    log = f"[INFO] cat reports\n{xml}\nsome trailing output\n"
+    assert resolve_parser("parse_combined_test_reports")(log)["com.example.CalcTest::fails"] is F
+    assert resolve_parser("parse_log_junit")(log)["com.example.CalcTest fails"] is F
+
+
+@pytest.mark.parametrize("name", ["parse_log_karma", "parse_log_maven", "parse_log_phpunit", "nope"])
+def test_unsupported_parser_is_its_own_error(name: str) -> None:
+    with pytest.raises(UnsupportedParser, match=f"{name!r} is not implemented; supported: .*parse_log_sympy"):
+        resolve_parser(name)
+    with pytest.raises(ValueError):
+        uses_junit(name)
+
+
+def test_unsupported_parser_is_a_load_error_of_its_own_per_task() -> None:
+    rows = [json.loads(line) for line in (LOGS.parent / "swe_rebench_v2.jsonl").read_text().splitlines()]
+    good = load_rows("swe_rebench_v2", rows, "f").tasks[0]
+    row = next(r for r in rows if r["instance_id"] == good.instance_id)
+    config = json.loads(row["install_config"]) if isinstance(row["install_config"], str) else row["install_config"]
+    unsupported = {**row, "install_config": {**config, "log_parser": "parse_log_karma"}}
+    result = load_rows("swe_rebench_v2", [row, unsupported], "f")
+    assert [t.instance_id for t in result.tasks] == [good.instance_id]
+    [error] = result.errors
+    assert (error.location, error.field, error.stage) == ("f#row1", "log_parser", "unsupported_parser")
+    assert "parse_log_karma" in error.message
 
 
 def test_decolor() -> None:

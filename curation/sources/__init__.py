@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from curation.sources import r2e_gym, scale_swe, swe_bench, swe_rebench
 from curation.sources.base import RowError
 from harness.names import id_problem
+from harness.parsers import UnsupportedParser, check_parser
 from harness.records import LoadError, Task
 
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], Task]] = {
@@ -82,7 +83,12 @@ def _adapt(corpus: str, rows: Iterable[Located]) -> LoadResult:
             problem = id_problem(task.instance_id)
             if problem:  # an id is a name: a path-like one would put results outside the run folder
                 raise RowError("instance_id", problem)
+            check_parser(task.log_parser)
             tasks.append(task)
+        except UnsupportedParser as err:  # the row is fine; nothing here can grade it
+            errors.append(
+                LoadError(source=corpus, location=where, field="log_parser", message=str(err), stage="unsupported_parser")
+            )
         except RowError as err:
             errors.append(LoadError(source=corpus, location=where, field=err.field, message=err.message))
         except ValidationError as err:

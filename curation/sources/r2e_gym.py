@@ -27,6 +27,7 @@ from curation.sources.base import (
     require_str,
     unique,
 )
+from harness.parsers import r2e_keys
 from harness.records import Answer, Environment, HiddenTests, Status, Task
 
 SOURCE = "r2e_gym"
@@ -221,4 +222,4 @@ def _expected_status(row: Mapping[str, Any]) -> dict[str, Status]:
             out[key] = Status(value)
         except ValueError:
             raise RowError("expected_output_json", f"test {key!r} has unknown status {value!r}") from None
-    return out
+    return r2e_keys(out)  # R2E-Gym cuts its expected keys as it cuts its parsed ones
