@@ -20,6 +20,7 @@ from harness.records import (
     AssertionRecord,
     LoadError,
     Pipeline1Result,
+    ProbeCounts,
     ProbeResult,
     RunRecord,
     Task,
@@ -73,6 +74,7 @@ def catalog_views(out: Path) -> dict[str, tuple[str, type]]:
         "load_errors": (f"{out.resolve()}/load_errors/*.parquet", LoadError),
         "probes": (f"{out.resolve()}/p2/*/probes.parquet", ProbeResult),
         "verdicts": (f"{out.resolve()}/p2/*/verdict.parquet", VerdictRecord),
+        "probe_counts": (f"{out.resolve()}/p2/*/counts.parquet", ProbeCounts),
     }
 
 

@@ -14,29 +14,31 @@ from curation.pipeline1 import kept_tasks
 from curation.store import build_catalog, read_records
 from flows.config import SwedeckConfig
 from flows.pipeline1 import CATALOG, catalog_views
-from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
+from harness.records import Pipeline1Result, ProbeCounts, Task, VerdictRecord
 from harness.sandbox import get_backend
 from judge.config import JudgeSettings
 from judge.pipeline2 import finished, process_task, result_path
 
 
 @task(name="pipeline2-task", cache_policy=NO_CACHE)
-def run_one(task_json: str, p1_json: str, out: str, config_json: str, settings_json: str | None) -> dict[str, str]:
+def run_one(
+    task_json: str, p1_json: str, out: str, config_json: str, settings_json: str | None, run_deadline: float | None
+) -> dict[str, str]:
     work = Task.model_validate_json(task_json)
     p1 = Pipeline1Result.model_validate_json(p1_json)
     config = SwedeckConfig.model_validate_json(config_json)
     settings = JudgeSettings.model_validate_json(settings_json) if settings_json else None
     out_dir = Path(out)
     if not finished(out_dir, work, config.hash(), judged=settings is not None):
-        process_task(work, p1, get_backend(config.sandbox), config.pipeline2, config.hash(), out_dir, settings)
+        process_task(work, p1, get_backend(config.sandbox), config.pipeline2, config.hash(), out_dir, settings, run_deadline)
     folder = result_path(out_dir, work.instance_id)
     verdicts = read_records(folder / "verdict.parquet", VerdictRecord)
-    probes = read_records(folder / "probes.parquet", ProbeResult)
+    counts = read_records(folder / "counts.parquet", ProbeCounts)
+    fields = ("generated", "survived", "confirmed", "likely_equivalent", "killed", "alternatives_failed")
     return {
         "instance_id": work.instance_id,
         "verdict": verdicts[0].verdict if verdicts else "not judged",
-        "surviving_wrong": str(sum(p.kind == "plausible_wrong" and p.reward == 1 for p in probes)),
-        "rejected_right": str(sum(p.kind == "correct_alternative" and p.reward == 0 for p in probes)),
+        **{name: str(getattr(counts[0], name)) for name in fields},
     }
 
 
@@ -49,19 +51,32 @@ def pipeline2(out: str, config: dict, settings: dict | None) -> dict:
     settings_json = JudgeSettings.model_validate(settings).model_dump_json() if settings else None
     kept = kept_tasks(out_dir)
     config_json = cfg.model_dump_json()
-    futures = [run_one.submit(t.model_dump_json(), r.model_dump_json(), out, config_json, settings_json) for t, r in kept]
+    budget = cfg.pipeline2.judge.run_budget_s
+    run_deadline = time.time() + budget if budget is not None else None  # wall clock: workers may be other machines
+    futures = [
+        run_one.submit(t.model_dump_json(), r.model_dump_json(), out, config_json, settings_json, run_deadline)
+        for t, r in kept
+    ]
     outcomes = []
     for (t, _), future in zip(kept, futures):
         outcome = future.result(raise_on_failure=False)
         if isinstance(outcome, BaseException):  # recorded as not judged; the next run retries it
-            outcome = {"instance_id": t.instance_id, "verdict": f"failed: {outcome}", "surviving_wrong": "0", "rejected_right": "0"}
+            outcome = {"instance_id": t.instance_id, "verdict": f"failed: {outcome}"}
         outcomes.append(outcome)
     build_catalog(out_dir / CATALOG, catalog_views(out_dir))
     return {
         "tasks": len(kept),
         "verdicts": dict(sorted(Counter(o["verdict"] for o in outcomes).items())),
-        "too_loose_evidence": sorted(o["instance_id"] for o in outcomes if o["surviving_wrong"] != "0"),
-        "over_restrictive_evidence": sorted(o["instance_id"] for o in outcomes if o["rejected_right"] != "0"),
+        # a surviving wrong probe is evidence only when an input tells it from gold (confirmed)
+        "too_loose_evidence": sorted(o["instance_id"] for o in outcomes if o.get("confirmed", "0") != "0"),
+        "likely_equivalent_only": sorted(
+            o["instance_id"] for o in outcomes if o.get("confirmed", "0") == "0" and o.get("likely_equivalent", "0") != "0"
+        ),
+        "over_restrictive_evidence": sorted(o["instance_id"] for o in outcomes if o.get("alternatives_failed", "0") != "0"),
+        "probe_counts": {
+            o["instance_id"]: {k: int(o[k]) for k in ("generated", "survived", "confirmed", "likely_equivalent", "killed")}
+            for o in outcomes if "generated" in o
+        },
         "seconds": round(time.monotonic() - started, 1),
         "catalog": str(out_dir / CATALOG),
     }

@@ -38,7 +38,7 @@ from judge.rules import (
     normalise,
     refusal_message,
 )
-from judge.tools import GradeArgs, ShellArgs, ToolSession
+from judge.tools import DifferentialArgs, GradeArgs, ShellArgs, ToolSession
 
 RETRYABLE_STATUS = {408, 409, 429}
 SHOWN_BYTES = 200  # of a reply that is not a chat completion, in the reason
@@ -192,14 +192,15 @@ def parse_reply(status: int, data: bytes) -> ChatCompletion:
 
 
 def complete(
-    settings: JudgeSettings, config: JudgeConfig, messages: list[dict], transcript: Transcript, deadline: float
+    settings: JudgeSettings, config: JudgeConfig, messages: list[dict], transcript: Transcript, deadline: float,
+    tools: list[dict] = TOOLS,
 ) -> Reply:
     """One assistant reply, each attempt bounded by ``config.timeout_s`` and all of them by
     ``deadline`` (monotonic); transient failures are retried with exponential backoff."""
     body = {
         "model": settings.model,
         "messages": messages,
-        "tools": TOOLS,
+        "tools": tools,
         "tool_choice": "auto",
         "temperature": config.temperature,
         "max_tokens": config.max_tokens,
@@ -279,7 +280,7 @@ def run_tool(call: dict, session: Session) -> dict:
     name = call["function"]["name"]
     if name not in TOOL_NAMES:
         return {"error": f"unknown tool {name!r}; the tools are {', '.join(TOOL_NAMES)}"}
-    model = {"shell": ShellArgs, "grade_patch": GradeArgs, "submit_verdict": VerdictArgs}[name]
+    model = {"shell": ShellArgs, "grade_patch": GradeArgs, "differential": DifferentialArgs, "submit_verdict": VerdictArgs}[name]
     args = _parse(call, model)
     if isinstance(args, str):
         return {"error": args}
@@ -287,6 +288,8 @@ def run_tool(call: dict, session: Session) -> dict:
         return session.tools.shell(args)
     if isinstance(args, GradeArgs):
         return session.tools.grade_patch(args)
+    if isinstance(args, DifferentialArgs):
+        return session.tools.differential(args)
     return submit(args, session)  # type: ignore[arg-type]
 
 
@@ -340,7 +343,8 @@ def judge_task(
     deadline = started + budget
     transcript = Transcript(Path(transcript_dir), task.instance_id)
     tools = ToolSession(
-        task, p1.expected_status, backend, stamp, probes, config, under(Path(transcript_dir) / "logs", task.instance_id)
+        task, p1.expected_status, backend, stamp, probes, config, under(Path(transcript_dir) / "logs", task.instance_id),
+        fail_to_pass=p1.fail_to_pass,
     )
     session = Session(task, tools, transcript)
     tokens = 0

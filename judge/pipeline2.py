@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from curation.store import commit_folder, read_records
 from harness.names import under
-from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
+from harness.records import Pipeline1Result, ProbeCounts, ProbeResult, Task, VerdictRecord
 from harness.sandbox import Backend
 from judge.config import JudgeConfig, JudgeSettings
 from judge.loop import judge_task
@@ -21,6 +21,7 @@ class Pipeline2Config(BaseModel):
 
     probes: bool = True  # model-free probes
     selection: bool = True  # score probes on the binding tests first; the full suite stays the final word
+    differential: bool = True  # a surviving wrong probe is evidence only with an input that tells it from gold
     judge: JudgeConfig = JudgeConfig()
 
 
@@ -32,7 +33,7 @@ def finished(out: Path, task: Task, config_hash: str, judged: bool) -> bool:
     """Done with this content and config; a run that was not judged is redone once a judge exists,
     and an unjudgeable verdict (endpoint down, budget spent) is always retried."""
     folder = result_path(out, task.instance_id)
-    if not (folder / "verdict.parquet").exists():
+    if not (folder / "verdict.parquet").exists() or not (folder / "counts.parquet").exists():
         return False
     verdicts = read_records(folder / "verdict.parquet", VerdictRecord)
     probes = read_records(folder / "probes.parquet", ProbeResult)
@@ -61,19 +62,35 @@ def process_task(
     config_hash: str,
     out: Path,
     settings: JudgeSettings | None,
+    run_deadline: float | None = None,
 ) -> tuple[list[ProbeResult], VerdictRecord | None]:
     stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
     log_dir = under(out / "logs", task.instance_id)
-    probes = probe_task(task, backend, p1, stamp, selection=config.selection, log_dir=log_dir) if config.probes else []
+    probes = probe_task(task, backend, p1, stamp, selection=config.selection, log_dir=log_dir, differential=config.differential) if config.probes else []
     verdict, written = None, []
     if settings is not None:
         verdict, written = judge_task(
-            task, p1, probes, backend, stamp, settings=settings, config=config.judge, transcript_dir=out / "transcripts"
+            task, p1, probes, backend, stamp, settings=settings, config=config.judge, transcript_dir=out / "transcripts",
+            run_deadline=run_deadline,
         )
     # a model-free probe the judge had confirmed by a full grade is stored once, as confirmed
     every = list({p.probe_id: p for p in [*probes, *written]}.values())
     commit_folder(
         result_path(out, task.instance_id),
-        [("probes", ProbeResult, every), ("verdict", VerdictRecord, [verdict] if verdict else [])],
-    )
+        [("probes", ProbeResult, every), ("verdict", VerdictRecord, [verdict] if verdict else []),
+         ("counts", ProbeCounts, [probe_counts(every, stamp)])],
+    )  # fmt: skip
     return every, verdict
+
+
+def probe_counts(probes: list[ProbeResult], stamp: dict[str, str]) -> ProbeCounts:
+    """The task's wrong probes by fate (``probes`` holds each probe once, with its final grade)."""
+    wrong = [p for p in probes if p.kind == "plausible_wrong"]
+    survived = [p for p in wrong if p.reward == 1.0]
+    alternatives = [p for p in probes if p.kind == "correct_alternative"]
+    return ProbeCounts(
+        **stamp, generated=len(wrong), survived=len(survived),
+        confirmed=sum(p.distinguishing is not None for p in survived),
+        likely_equivalent=sum(p.likely_equivalent for p in survived), killed=len(wrong) - len(survived),
+        alternatives=len(alternatives), alternatives_failed=sum(p.reward == 0.0 for p in alternatives),
+    )  # fmt: skip

@@ -34,11 +34,15 @@ Tools:
   (apply it with `git apply {GOLD_PATCH_PATH}` to reproduce the issue on the gold tree).
 - grade_patch: grade a candidate patch with the one grader in a fresh sandbox. Say what it is:
   kind = plausible_wrong or correct_alternative. The result carries a probe_id you can cite.
+- differential: run a graded plausible_wrong probe and gold on the same inputs (the FAIL_TO_PASS tests'
+  calls, their literals varied) and return an input on which they behave differently, or "none found".
 - submit_verdict: your answers, the probe ids that support them (evidence) and a short rationale.
 
 Evidence rules (a verdict that breaks them is refused and you are told why):
 - cite only probes graded by grade_patch in this session or listed under "Model-free probes";
-- too_loose cites a plausible_wrong probe with reward 1; over_restrictive cites a correct_alternative
+- too_loose cites a plausible_wrong probe with reward 1 that behaves unlike gold on some input (a
+  model-free probe shows it as "distinguishing"; for one you graded, call differential first: a
+  survivor that behaves exactly like gold is no evidence); over_restrictive cites a correct_alternative
   probe with reward 0; yes cites plausible_wrong probes with reward 0; every cited probe must point
   the same way as the verdict;
 - Q1 = no must rest on something you executed (a reproduction with the shell tool).
@@ -78,6 +82,19 @@ TOOLS: list[dict] = [
     {
         "type": "function",
         "function": {
+            "name": "differential",
+            "description": "Search for an input on which a graded plausible_wrong probe behaves differently from gold.",
+            "parameters": {
+                "type": "object",
+                "properties": {"probe_id": {"type": "string", "description": "a probe graded in this session or given to you"}},
+                "required": ["probe_id"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
             "name": "submit_verdict",
             "description": "Submit the answers to Q1, Q2 and Q3 with the probe ids that support them.",
             "parameters": {
@@ -102,7 +119,7 @@ TOOLS: list[dict] = [
 TOOL_NAMES = tuple(tool["function"]["name"] for tool in TOOLS)
 
 NUDGE = (
-    "Plain text is not read. Continue with a tool call: shell, grade_patch, or submit_verdict with your "
+    "Plain text is not read. Continue with a tool call: shell, grade_patch, differential, or submit_verdict with your "
     "answers and evidence."
 )
 
@@ -131,6 +148,8 @@ def probe_view(probe: ProbeResult) -> dict:
         "reward": probe.reward,
         "reason": probe.reason,
         "differing": probe.differing[:10],
+        "distinguishing": probe.distinguishing.model_dump() if probe.distinguishing else None,
+        "likely_equivalent": probe.likely_equivalent,
         "patch": cut(probe.patch, PROBE_PATCH_CHARS),
     }
 

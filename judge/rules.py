@@ -15,7 +15,8 @@ must point the way the verdict does:
 =================  =======================================================================
 q2 answer          every cited probe must be                              at least one
 =================  =======================================================================
-too_loose          plausible_wrong, reward 1                              such probe
+too_loose          plausible_wrong, reward 1, with a distinguishing       such probe
+                   input (``differential``: it behaves unlike gold)
 over_restrictive   correct_alternative, reward 0 (the tests ran)          such probe
 yes                plausible_wrong, reward 0 (the tests ran), or          plausible_wrong
                    correct_alternative, reward 1
@@ -84,8 +85,8 @@ def map_verdict(q1: bool, q2: Q2Answer | None, q3: bool | None) -> Verdict:
 
 def _supports(q2: Q2Answer, probe: ProbeResult) -> bool:
     ran = probe.reason in TESTS_RAN
-    if q2 == "too_loose":
-        return probe.kind == "plausible_wrong" and probe.reward == 1
+    if q2 == "too_loose":  # a survivor that behaves like gold on every input tried is no evidence
+        return probe.kind == "plausible_wrong" and probe.reward == 1 and probe.distinguishing is not None
     if q2 == "over_restrictive":
         return probe.kind == "correct_alternative" and probe.reward == 0 and ran
     if probe.kind == "plausible_wrong":
@@ -94,7 +95,7 @@ def _supports(q2: Q2Answer, probe: ProbeResult) -> bool:
 
 
 _NEEDS = {
-    "too_loose": "a plausible_wrong probe that scored reward 1",
+    "too_loose": "a plausible_wrong probe that scored reward 1 and that the differential tool told apart from gold",
     "over_restrictive": "a correct_alternative probe that scored reward 0 because the tests rejected it",
     "yes": "plausible_wrong probes that scored reward 0 because the tests rejected them",
 }
@@ -125,7 +126,13 @@ def check_citations(args: VerdictArgs, known: Mapping[str, ProbeResult], *, exec
         return [*problems, "Q1 = yes, so answer Q2 (q2_tests_grade_issue: yes, too_loose or over_restrictive)"]
     cited = [known[p] for p in args.evidence if p in known]
     for probe in cited:
-        if not _supports(q2, probe):
+        if q2 == "too_loose" and probe.kind == "plausible_wrong" and probe.reward == 1 and probe.distinguishing is None:
+            tried = f"no input among {probe.differential_tried} told it apart from gold" if probe.likely_equivalent else "it was not run against gold"
+            problems.append(
+                f"{probe.probe_id} survived the tests, but {tried}: a survivor that behaves like gold is no "
+                "evidence; call differential on it (it must find an input where it behaves unlike gold)"
+            )
+        elif not _supports(q2, probe):
             problems.append(
                 f"{probe.probe_id} ({probe.kind}, origin {probe.origin}) scored reward {probe.reward:g} "
                 f"({probe.reason}), which does not support Q2 = {q2}"
@@ -240,6 +247,22 @@ def leak_problems(rewrite: str, *, issue: str, gold_patch: str, hidden_tests: st
         problems.append(
             f"it names {name!r}, which the gold patch introduces and neither the issue nor the hidden tests mention"
         )
+    return problems
+
+
+def test_leaks(code: str, *, issue: str, gold_patch: str, existing: str = "") -> list[str]:
+    """Why an added test is derived from the gold implementation rather than the issue; empty when it is
+    not: it names an identifier only gold introduces (a private helper, a new attribute) that the issue
+    does not name, or it copies a non-trivial line gold adds."""
+    problems = []
+    words = _words(code)
+    for line in nontrivial_added_lines(gold_patch):
+        copied = _words(line)
+        if copied in words and copied not in _words(issue):
+            problems.append(f"it copies a line the gold patch adds: {line!r}")
+    named = set(_IDENT.findall(code)) - set(_IDENT.findall(issue))
+    for name in sorted(introduced_identifiers(gold_patch, existing) & named):
+        problems.append(f"it names {name!r}, which only the gold patch introduces and the issue does not mention")
     return problems
 
 

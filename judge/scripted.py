@@ -10,8 +10,9 @@ Policies:
 
 ``labelled``
     Plays the sample corpus from its ground truth (``data/sample/labels.toml``) and the probe patches
-    in ``data/sample/<id>/probes/``, standing in for a model that found them. too_loose: grade the
-    wrong patch as plausible_wrong, cite it. over_restrictive: grade the alternative patch as
+    in ``data/sample/<id>/probes/``, standing in for a model that found them. too_loose: cite the
+    model-free survivors that have a distinguishing input; with none, grade the wrong patch as
+    plausible_wrong, run ``differential`` on it, and cite it. over_restrictive: grade the alternative patch as
     correct_alternative, cite it. gold_wrong: run the issue's reproduction on the gold tree in the
     shell, then Q1 = no. valid / history_leak: first a verdict with no evidence (refused: the rules
     work), then cite model-free plausible_wrong probes that scored 0, or, with none given, make a
@@ -209,9 +210,16 @@ def labelled(messages: list[Message]) -> Message:
     kind = label["label"]
     submitted = conv.results("submit_verdict")
     if kind == "too_loose":
-        evidence = _model_free(conv, "plausible_wrong", 1.0) or _graded(conv, "plausible_wrong", 1.0)
-        if evidence:
-            return submit_reply(True, "too_loose", evidence=evidence, rationale="a wrong patch gets full reward")
+        # a survivor is evidence only with an input that tells it from gold (the differential engine)
+        confirmed = [p["probe_id"] for p in conv.probes if p["kind"] == "plausible_wrong" and p["reward"] == 1.0 and p.get("distinguishing")]
+        confirmed += [r["probe_id"] for _, r in conv.results("differential") if r.get("found")]
+        if confirmed:
+            return submit_reply(True, "too_loose", evidence=confirmed, rationale="a wrong patch gets full reward and behaves unlike gold")
+        if conv.results("differential"):
+            return text_reply("The surviving patch behaves like gold on every input tried; I have nothing more to try.")
+        graded = _graded(conv, "plausible_wrong", 1.0)
+        if graded:
+            return call_reply("differential", {"probe_id": graded[0]})
         if conv.results("grade_patch"):
             return text_reply("The wrong patch did not pass; I have nothing more to try.")
         patch = _probe_patch(conv.instance_id, label["wrong_patch"])

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.config import Settings
+from harness.envs import prepare_tree
 from harness.grader import grade
 from harness.patching import apply_patch
 from harness.records import ProbeKind, ProbeResult, Status, Task, content_hash
@@ -18,6 +20,7 @@ from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
 from judge.config import JudgeConfig
 from judge.prompts import GOLD_PATCH_PATH, cut
 from judge.rules import touched_files
+from probes.differential import DifferentialSession, session_for, with_differential
 
 JUDGE_OPERATOR = "judge_written"
 LOG_TAIL_CHARS = 2000
@@ -37,6 +40,34 @@ class GradeArgs(BaseModel):
     description: str = ""
 
 
+class DifferentialArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    probe_id: str
+
+
+class ProposeTestArgs(BaseModel):
+    """A test the judge writes for a too-loose suite (strengthening): a test function for ``file``, and
+    the issue sentence its assertions follow from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    file: str
+    code: str
+    issue_quote: str
+    cls: str | None = None  # the test class to add it to (unittest style); None: module level
+
+
+class ReviewTestArgs(BaseModel):
+    """The judge's relevance review of a model-free test: does the issue ask for the behaviour it pins?"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    test_id: str
+    accept: bool
+    issue_quote: str = ""
+
+
 def judge_probe_id(instance_id: str, kind: str, patch: str) -> str:
     return content_hash([instance_id, kind, "judge", patch])
 
@@ -53,8 +84,12 @@ class ToolSession:
         probes: Sequence[ProbeResult],
         config: JudgeConfig,
         log_dir: Path,
+        *,
+        fail_to_pass: Sequence[str] = (),
     ) -> None:
         self.task, self.backend, self.stamp, self.config, self.log_dir = task, backend, stamp, config, log_dir
+        self.fail_to_pass = list(fail_to_pass)
+        self._differential: DifferentialSession | None = None
         self.expected = {test_id: Status(status) for test_id, status in expected.items()}
         # what a verdict may cite: model-free probes (adopted) and, later, the ones graded in this session;
         # a judge-written probe from another session must be graded again here
@@ -168,6 +203,32 @@ class ToolSession:
             })  # fmt: skip
             self.known[probe_id] = confirmed
             self.written.append(confirmed)
+
+    def differential(self, args: DifferentialArgs) -> dict:
+        """The differential engine on a graded plausible_wrong probe; the answer is stored with the probe
+        (a too_loose verdict may cite it only with a distinguishing input)."""
+        probe = self.known.get(args.probe_id)
+        if probe is None:
+            return {"error": f"{args.probe_id!r} is not a probe graded in this session or given to you"}
+        if probe.kind != "plausible_wrong" or probe.reward != 1.0:
+            return {"error": "differential is for plausible_wrong probes that passed the tests (reward 1)"}
+        if probe.distinguishing is None and not probe.likely_equivalent:
+            try:
+                if self._differential is None:
+                    tree = prepare_tree(self.task, getattr(self.backend, "settings", None) or Settings.from_env())
+                    self._differential = session_for(self.task, self.backend, self.fail_to_pass, tree)
+                answer = self._differential.distinguish(probe.patch)
+            except (EnvError, SandboxError, OSError) as err:
+                return {"error": f"the differential engine could not run: {err}"}
+            self.executed += 1
+            probe = with_differential(probe, answer)
+            self.known[probe.probe_id] = probe
+            # stored once: a probe graded in this session is replaced, a model-free one is added
+            self.written = [p for p in self.written if p.probe_id != probe.probe_id] + [probe]
+        if probe.distinguishing is None:
+            return {"probe_id": probe.probe_id, "found": False, "tried": probe.differential_tried,
+                    "note": "likely equivalent to gold on every input tried: not evidence of a too-loose suite"}  # fmt: skip
+        return {"probe_id": probe.probe_id, "found": True, "distinguishing": probe.distinguishing.model_dump()}
 
     @staticmethod
     def _view(probe: ProbeResult) -> dict:

@@ -71,6 +71,7 @@ from harness.grader import BAD, PLUGINS, grade, run_tests
 from harness.parsers import uses_junit
 from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, content_hash
 from harness.sandbox import get_backend
+from probes.differential import check_survivors, session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
 from probes.workspace import apply_trusted, git, read_text
 from probes.pyast import parse
@@ -753,11 +754,14 @@ def probe_task(
     log_dir: Path | None = None,
     workers: int = 1,
     timeout_s: float | None = None,
+    differential: bool = True,
 ) -> list[ProbeResult]:
     """Generate the model-free probes of a task Pipeline 1 kept, and grade them (per-command timeout
     ``timeout_s``, default ``probe_timeout(p1)``). A rejected task has no gold pattern to hold probes
     to, so it gets none. With ``selection`` the gold coverage is recorded once here when it can pay for
-    itself (``worth_tracing``), cached in ``log_dir`` when given."""
+    itself (``worth_tracing``), cached in ``log_dir`` when given. With ``differential`` every wrong
+    probe that survived is run against gold by ``probes.differential``: evidence only with a
+    distinguishing input, else ``likely_equivalent``."""
     if p1.decision != "keep" or not p1.expected_status:
         return []
     backend.prepare(task)
@@ -771,7 +775,10 @@ def probe_task(
             task, with_timeout(backend, timeout_s), p1, log_dir=log_dir, tree=tree,
             cache_dir=log_dir,
         )  # fmt: skip
-    return run_probes(
+    graded = run_probes(
         task, candidates, backend, p1, stamp, selection=selection, log_dir=log_dir, workers=workers,
         timeout_s=timeout_s, coverage=coverage, tree=tree,
     )  # fmt: skip
+    if not differential or not any(p.kind == "plausible_wrong" and p.reward == 1.0 for p in graded):
+        return graded
+    return check_survivors(session_for(task, backend, p1.fail_to_pass, tree), graded)

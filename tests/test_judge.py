@@ -16,7 +16,7 @@ from conftest import LABELS
 from curation.pipeline1 import Pipeline1Config, process_task
 from data import SAMPLE
 from harness.grader import grade
-from harness.records import Pipeline1Result, ProbeResult, Status, Task, VerdictRecord, content_hash
+from harness.records import Behaviour, DistinguishingInput, Pipeline1Result, ProbeResult, Status, Task, VerdictRecord, content_hash
 from harness.sandbox import Backend
 from judge import JudgeConfig, JudgeSettings, ScriptedJudge, judge_task
 from judge.prompts import TOOL_NAMES, render_messages
@@ -50,11 +50,20 @@ FAST = {"timeout_s": 1.0, "max_retries": 1, "backoff_s": 0.01}  # a timeout faul
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def probe(probe_id: str, kind: str, reward: float, reason: str = "", origin: str = "judge") -> ProbeResult:
+DIFFERS = DistinguishingInput(test_id="t.py::t", how="'a' -> 'b'", setup=[], call="f('b')", gold=Behaviour(value="1"),
+                               other=Behaviour(value="2"))  # fmt: skip
+
+
+def probe(
+    probe_id: str, kind: str, reward: float, reason: str = "", origin: str = "judge", distinguishing: bool = True
+) -> ProbeResult:
+    survived = kind == "plausible_wrong" and reward == 1
     return ProbeResult(
         config_hash="t", task_hash="h", instance_id="i", probe_id=probe_id, kind=kind, origin=origin,
         operator="op", description="", patch="", reward=reward, reason=reason or ("ok" if reward else "pattern_mismatch"),
         selected_reward=None, executions=1, differing=[], log_path="",
+        distinguishing=DIFFERS if survived and distinguishing else None,
+        likely_equivalent=survived and not distinguishing, differential_tried=40 if survived else 0,
     )  # fmt: skip
 
 
@@ -130,6 +139,7 @@ KNOWN = {
         probe("alt_passes", "correct_alternative", 1),
         probe("mutant_fails", "plausible_wrong", 0, origin="model_free"),
         probe("mutant_passes", "plausible_wrong", 1, origin="model_free"),
+        probe("mutant_like_gold", "plausible_wrong", 1, origin="model_free", distinguishing=False),
     ]
 }
 
@@ -153,6 +163,8 @@ def test_citations_that_match_executed_grades_are_accepted(q2: str, evidence: li
     [
         ("too_loose", [], "must cite a plausible_wrong probe that scored reward 1"),
         ("too_loose", ["wrong_fails"], "does not support Q2 = too_loose"),
+        # regression: a survivor that behaves like gold on every input tried is no evidence (issue 14)
+        ("too_loose", ["mutant_like_gold"], "no input among 40 told it apart from gold"),
         ("too_loose", ["alt_passes"], "does not support Q2 = too_loose"),
         ("over_restrictive", ["alt_passes"], "does not support Q2 = over_restrictive"),
         ("over_restrictive", ["alt_times_out"], "does not support Q2 = over_restrictive"),  # the tests never judged it
@@ -456,7 +468,7 @@ def test_a_model_free_probe_is_adopted_without_regrading(
     mutant = ProbeResult(
         **stamp_for(task), probe_id="model-free-1", kind="plausible_wrong", origin="model_free", operator="special_case",
         description="", patch=patch, reward=g.reward, reason=g.reason, selected_reward=None, executions=1,
-        differing=sorted(g.differing), log_path=g.log_path,
+        differing=sorted(g.differing), log_path=g.log_path, distinguishing=DIFFERS,
     )  # fmt: skip
     record, written, _ = run_judge(task, p1, bwrap_backend, tmp_path, probes=[mutant])
     assert (record.verdict, record.evidence, written) == ("too_loose", ["model-free-1"], [])

@@ -1,0 +1,234 @@
+"""The differential engine's driver: runs inside a sandbox, on one tree, with only the standard library.
+
+``python diff_driver.py SPEC OUT`` reads a JSON spec of programs (each the statements of one
+FAIL_TO_PASS test, with its asserts turned into observations) and writes what each observation did:
+the canonical form of the value it returned, the exception type it raised, what it printed, and
+whether it entered a file gold changed. ``probes.differential`` writes the spec and compares the
+output of two trees; nothing here decides anything.
+
+Spec: ``{"changed": [paths], "timeout_s": float, "discover": bool, "programs": [{"key", "test_file",
+"cls", "method", "steps": [{"kind": "exec"|"observe", "src"}], "names": [identifiers]}]}``.
+Out: ``{"results": {key: [observation]}, "alternatives": {key: {name: [[module, attr], ...]}}}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import os
+import re
+import signal
+import sys
+import types
+
+MAX_ALTERNATIVES = 6  # other module-level values tried in place of one name
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+class ProgramTimeout(BaseException):
+    """Raised by the alarm: a BaseException so the code under test cannot swallow it as an Exception."""
+
+
+def _alarm(signum: int, frame: object) -> None:
+    raise ProgramTimeout()
+
+
+def canon(value: object, depth: int = 0) -> object:
+    """A JSON form of a value that is equal on two trees exactly when the values look the same."""
+    if depth > 6:
+        return "..."
+    if value is None or isinstance(value, (bool, int, float, str, bytes, complex)):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return [type(value).__name__, [canon(v, depth + 1) for v in value[:200]]]
+    if isinstance(value, (set, frozenset)):
+        return [type(value).__name__, sorted(json.dumps(canon(v, depth + 1)) for v in value)]
+    if isinstance(value, dict):
+        return [type(value).__name__, [[canon(k, depth + 1), canon(v, depth + 1)] for k, v in list(value.items())[:200]]]
+    if isinstance(value, types.GeneratorType) or (hasattr(value, "__next__") and hasattr(value, "__iter__")):
+        items = []
+        for item in value:  # type: ignore[union-attr]
+            items.append(canon(item, depth + 1))
+            if len(items) >= 200:
+                break
+        return ["iterator", items]
+    text = ADDRESS.sub("", repr(value))
+    state = getattr(value, "__dict__", None)
+    if isinstance(state, dict) and not isinstance(value, type) and " object>" in text:
+        return [type(value).__qualname__, canon(state, depth + 1)]
+    return [type(value).__qualname__, text]
+
+
+def literal(value: object, namespace: dict) -> str:
+    """Source that evaluates to ``value`` in the test's namespace, or ''."""
+    text = repr(value)
+    if ADDRESS.search(text):
+        return ""
+    try:
+        again = eval(text, dict(namespace))  # noqa: S307 - our own repr, in the sandbox
+    except Exception:  # noqa: BLE001
+        return ""
+    try:
+        return text if type(again) is type(value) and again == value else ""
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def exc_name(err: BaseException) -> str:
+    cls = type(err)
+    return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def load_module(path: str) -> types.ModuleType:
+    """The test module, importable the way pytest's default ("prepend") mode imports it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    parts = [os.path.splitext(os.path.basename(path))[0]]
+    while os.path.exists(os.path.join(folder, "__init__.py")):
+        parts.insert(0, os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    for entry in (folder, os.getcwd()):
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    name = ".".join(parts)
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def namespace(module: types.ModuleType, cls: str | None, method: str | None) -> dict:
+    ns = dict(vars(module))
+    if cls:
+        klass = getattr(module, cls)
+        instance = klass(method) if _is_testcase(klass) else klass()
+        for setup in ("setUp", "setup_method"):
+            fn = getattr(instance, setup, None)
+            if callable(fn):
+                fn() if setup == "setUp" else fn(getattr(instance, method, None))
+        ns["self"] = instance
+    return ns
+
+
+def _is_testcase(klass: type) -> bool:
+    return any(base.__name__ == "TestCase" for base in klass.__mro__)
+
+
+def run_program(program: dict, changed: set[str], timeout_s: float) -> list[dict]:
+    entered = [False]
+
+    def profile(frame, event, arg):  # noqa: ANN001, ANN202
+        if event == "call" and frame.f_code.co_filename in changed:
+            entered[0] = True
+
+    out: list[dict] = []
+    try:
+        module = load_module(program["test_file"])  # imported once, outside any program's time limit
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        ns = namespace(module, program.get("cls"), program.get("method"))
+        for i, step in enumerate(program["steps"]):
+            printed = io.StringIO()
+            entered[0] = False
+            sys.setprofile(profile)
+            try:
+                with contextlib.redirect_stdout(printed):
+                    if step["kind"] == "observe":
+                        value = eval(compile(step["src"], "<observe>", "eval"), ns)  # noqa: S307
+                        observed = canon(value)
+                    else:
+                        exec(compile(step["src"], "<setup>", "exec"), ns)  # noqa: S102
+                        observed = None
+            except ProgramTimeout:
+                sys.setprofile(None)
+                out.append({"step": i, "raised": "timeout", "value": None, "stdout": "", "reached": True, "literal": ""})
+                break
+            except Exception as err:  # noqa: BLE001 - the behaviour under observation
+                sys.setprofile(None)
+                out.append({"step": i, "raised": exc_name(err), "value": None, "stdout": printed.getvalue()[-2000:],
+                            "reached": entered[0], "literal": ""})  # fmt: skip
+                break
+            sys.setprofile(None)
+            if step["kind"] == "observe":
+                out.append({"step": i, "raised": "", "value": observed, "stdout": printed.getvalue()[-2000:],
+                            "reached": entered[0], "literal": literal(value, ns)})  # fmt: skip
+    except ProgramTimeout:
+        out.append({"step": -1, "raised": "timeout", "value": None, "stdout": "", "reached": True, "literal": ""})
+    except Exception as err:  # noqa: BLE001 - the test module or its setUp failed to load
+        out.append({"step": -1, "raised": exc_name(err), "value": None, "stdout": "", "reached": False, "literal": ""})
+    finally:
+        sys.setprofile(None)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    return out
+
+
+def _project_modules(root: str) -> list[types.ModuleType]:
+    found = []
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None) or ""
+        if path.startswith(root + os.sep) and "test" not in os.path.basename(path):
+            found.append(module)
+    return sorted(found, key=lambda m: m.__name__)
+
+
+def alternatives(program: dict) -> dict[str, list[list[str]]]:
+    """For each name the test uses that holds a project-defined value (not a function, class or
+    module): other public module-level values of exactly its type in the project's modules."""
+    try:
+        module = load_module(program["test_file"])
+    except Exception:  # noqa: BLE001
+        return {}
+    root = os.getcwd()
+    out: dict[str, list[list[str]]] = {}
+    for name in program.get("names", []):
+        value = getattr(module, name, None)
+        if value is None or isinstance(value, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)):
+            continue
+        defined = sys.modules.get(type(value).__module__)
+        if not (getattr(defined, "__file__", "") or "").startswith(root + os.sep):
+            continue
+        seen, found = [value], []
+        for other in _project_modules(root):
+            for attr, candidate in sorted(vars(other).items()):
+                if attr.startswith("_") or type(candidate) is not type(value):
+                    continue
+                if any(candidate is s for s in seen) or any(_same(candidate, s) for s in seen):
+                    continue
+                seen.append(candidate)
+                found.append([other.__name__, attr])
+                if len(found) >= MAX_ALTERNATIVES:
+                    break
+            if len(found) >= MAX_ALTERNATIVES:
+                break
+        if found:
+            out[name] = found
+    return out
+
+
+def _same(a: object, b: object) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def main(spec_path: str, out_path: str) -> None:
+    with open(spec_path) as f:
+        spec = json.load(f)
+    root = os.getcwd()
+    changed = {os.path.join(root, p) for p in spec["changed"]}
+    signal.signal(signal.SIGALRM, _alarm)
+    results, alts = {}, {}
+    for program in spec["programs"]:
+        results[program["key"]] = run_program(program, changed, spec.get("timeout_s", 2.0))
+        if spec.get("discover"):
+            alts[program["key"]] = alternatives(program)
+    with open(out_path, "w") as f:
+        json.dump({"results": results, "alternatives": alts}, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

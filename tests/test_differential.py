@@ -1,0 +1,234 @@
+"""The differential engine: FAIL_TO_PASS tests turned into programs, the inputs it tries, the driver on
+hand-made trees (host Python), then gold against survivors of the sample corpus in bwrap sandboxes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from data import SAMPLE
+from harness.envs import prepare_tree
+from harness.records import Task
+from probes.differential import (
+    DRIVER,
+    Program,
+    alternatives_for,
+    first_difference,
+    free_names,
+    pool,
+    programs,
+    session_for,
+    steps_of,
+    variants,
+)
+from probes.pyast import parse
+
+PYTEST_FILE = '''
+import pytest
+from lib import price, Rate, EUR
+
+def test_price():
+    """docstring"""
+    rate = Rate(2)
+    assert price(10, "USD", rate) == "USD 20"
+    assert price(1, "JPY", rate) == "JPY 2"
+    with pytest.raises(ValueError):
+        price(-1, "USD", rate)
+    for n in (1, 2):
+        assert price(n, "USD", rate)
+
+def test_with_fixture(tmp_path):
+    assert price(1, "USD", Rate(1)) == "USD 1"
+'''
+
+UNITTEST_FILE = '''
+import unittest
+from lib import price, Rate
+
+class PriceTests(unittest.TestCase):
+    def setUp(self):
+        self.rate = Rate(3)
+
+    def test_price(self):
+        self.assertEqual(price(2, "USD", self.rate), "USD 6")
+        self.assertTrue(price(1, "USD", self.rate))
+'''
+
+LIB = '''
+class Rate:
+    def __init__(self, factor):
+        self.factor = factor
+
+EUR = "EUR"
+USD_RATE = Rate(1)
+EUR_RATE = Rate(5)
+
+def price(amount, currency, rate):
+    if amount < 0:
+        raise ValueError("negative")
+    return f"{currency} {amount * rate.factor}"
+'''
+
+
+def test_pytest_statements_become_observations_and_setup() -> None:
+    fn = next(n for n in parse(PYTEST_FILE).body if getattr(n, "name", "") == "test_price")
+    steps = steps_of(fn.body)
+    assert [(s.kind, s.src) for s in steps] == [
+        ("exec", "rate = Rate(2)"),
+        ("observe", "price(10, 'USD', rate)"),
+        ("observe", "price(1, 'JPY', rate)"),
+        ("observe", "price(-1, 'USD', rate)"),  # the raises block's body, observed
+        ("exec", "for n in (1, 2):\n    price(n, 'USD', rate)"),  # a compound statement runs with its asserts stripped
+    ]
+    assert [s.assertion for s in steps] == [False, True, True, False, False]
+    assert free_names(steps) == ["Rate", "price"]
+
+
+def test_only_replayable_tests_become_programs() -> None:
+    sources = {"tests/test_a.py": PYTEST_FILE, "tests/test_u.py": UNITTEST_FILE}
+    found = programs(sources, ["tests/test_a.py::test_price", "tests/test_a.py::test_with_fixture",
+                               "tests/test_a.py::test_price[1]", "tests/test_u.py::PriceTests::test_price"])  # fmt: skip
+    assert [(p.test_id, p.cls, p.method) for p in found] == [
+        ("tests/test_a.py::test_price", None, "test_price"),
+        ("tests/test_u.py::PriceTests::test_price", "PriceTests", "test_price"),
+    ]
+    assert [s.src for s in found[1].steps] == ["price(2, 'USD', self.rate)", "price(1, 'USD', self.rate)"]
+
+
+def test_inputs_are_neighbours_same_shape_values_and_deterministic_hypothesis_draws() -> None:
+    issue = "Three-decimal currencies such as `KWD` and BHD are wrong; also `*/3` in the month field."
+    values = pool(issue, ["x = 'SEK'"])
+    assert {"KWD", "BHD", "*/3", "SEK"} <= set(values)
+    tried = alternatives_for("USD", values)
+    assert [v for v, how in tried if how.startswith("issue or tests, same shape")] == ["SEK", "KWD", "BHD"]
+    assert ("*/3", "neighbour") in alternatives_for("*/2", values)
+    assert [v for v, _ in alternatives_for(7, [])][:4] == [8, 6, 0, 1]
+    assert alternatives_for(7, []) == alternatives_for(7, [])  # Hypothesis draws are derandomised
+    assert any(how == "hypothesis" for _, how in alternatives_for(7, []))
+
+
+# ================================================================================ the driver on the host
+
+
+def make_tree(root: Path, lib: str, tests: dict[str, str]) -> Path:
+    (root / "tests").mkdir(parents=True)
+    (root / "lib.py").write_text(textwrap.dedent(lib))
+    for name, text in tests.items():
+        (root / "tests" / name).write_text(textwrap.dedent(text))
+    return root
+
+
+def drive(root: Path, progs: list[Program], *, discover: bool = False, timeout_s: float = 2.0) -> dict:
+    """The driver as the engine runs it in a sandbox, here on a host folder."""
+    spec = {"changed": ["lib.py"], "timeout_s": timeout_s, "discover": discover,
+            "programs": [p.spec(free_names(p.steps)) for p in progs]}  # fmt: skip
+    (root.parent / "spec.json").write_text(json.dumps(spec))
+    subprocess.run([sys.executable, str(DRIVER), str(root.parent / "spec.json"), str(root.parent / "out.json")], cwd=root, check=True)
+    return json.loads((root.parent / "out.json").read_text())
+
+
+SPECIAL_CASED = LIB.replace('return f"{currency} {amount * rate.factor}"', '''if currency in ("USD", "JPY"):
+        return f"{currency} {amount * rate.factor}"
+    return f"{currency} {amount}"''')
+EQUIVALENT = LIB.replace('return f"{currency} {amount * rate.factor}"', '''total = rate.factor * amount
+    return f"{currency} {total}"''')
+
+
+def _search(tmp_path: Path, other_lib: str) -> tuple[Program | None, int]:
+    sources = {"tests/test_a.py": PYTEST_FILE}
+    gold_root = make_tree(tmp_path / "gold" / "repo", LIB, {"test_a.py": PYTEST_FILE})
+    other_root = make_tree(tmp_path / "other" / "repo", other_lib, {"test_a.py": PYTEST_FILE})
+    (base,) = programs({"tests/test_a.py": PYTEST_FILE}, ["tests/test_a.py::test_price"])
+    first = drive(gold_root, [base], discover=True)
+    observed = first["results"][base.key]
+    reached = [any(o["reached"] for o in observed if o["step"] == i) for i in range(len(base.steps))]
+    progs = [base, *variants(base, reached, pool("Prices in EUR are wrong", sources.values()), first["alternatives"][base.key], 60)]
+    gold, other = drive(gold_root, progs), drive(other_root, progs)
+    for tried, p in enumerate(progs, 1):
+        if first_difference(gold["results"][p.key], other["results"][p.key]) is not None:
+            return p, tried
+    return None, len(progs)
+
+
+def test_a_special_cased_patch_is_told_apart_on_an_input_the_tests_never_use(tmp_path: Path) -> None:
+    found, tried = _search(tmp_path, SPECIAL_CASED)
+    assert found is not None and tried > 1, "the test's own literals cannot tell them apart; a variant must"
+    assert "EUR" in found.how or "SEK" in found.how or "-> " in found.how
+
+
+def test_an_equivalent_rewrite_is_likely_equivalent(tmp_path: Path) -> None:
+    found, tried = _search(tmp_path, EQUIVALENT)
+    assert found is None and tried > 20
+
+
+def test_names_bound_to_project_values_are_swapped_for_values_of_the_same_type(tmp_path: Path) -> None:
+    test = "from lib import price, USD_RATE\n\ndef test_usd():\n    assert price(2, 'USD', USD_RATE) == 'USD 2'\n"
+    root = make_tree(tmp_path / "t" / "repo", LIB, {"test_n.py": test})
+    (base,) = programs({"tests/test_n.py": test}, ["tests/test_n.py::test_usd"])
+    out = drive(root, [base], discover=True)
+    assert out["alternatives"][base.key] == {"USD_RATE": [["lib", "EUR_RATE"]]}
+
+
+def test_module_import_time_does_not_count_against_a_program(tmp_path: Path) -> None:
+    """Regression: the per-program alarm once started before the test module was imported, so a module
+    slower to import than the limit (pytest, cold, in a sandbox) timed out every program."""
+    slow = "import time\ntime.sleep(0.5)\nfrom lib import price, Rate\n\ndef test_p():\n    assert price(1, 'USD', Rate(1)) == 'USD 1'\n"
+    root = make_tree(tmp_path / "s" / "repo", LIB, {"test_slow.py": slow})
+    (base,) = programs({"tests/test_slow.py": slow}, ["tests/test_slow.py::test_p"])
+    out = drive(root, [base], timeout_s=0.3)
+    assert out["results"][base.key] == [{"step": 0, "raised": "", "value": "'USD 1'", "stdout": "", "reached": True, "literal": "'USD 1'"}]
+
+
+def test_a_program_that_loops_forever_is_cut_and_tells_nothing(tmp_path: Path) -> None:
+    looping = LIB.replace('    if amount < 0:', '    while currency == "EUR":\n        pass\n    if amount < 0:')
+    test = "from lib import price, Rate\n\ndef test_p():\n    assert price(1, 'EUR', Rate(1)) == 'EUR 1'\n"
+    root = make_tree(tmp_path / "l" / "repo", looping, {"test_l.py": test})
+    (base,) = programs({"tests/test_l.py": test}, ["tests/test_l.py::test_p"])
+    observed = drive(root, [base], timeout_s=0.3)["results"][base.key]
+    assert observed[0]["raised"] == "timeout"
+    assert first_difference(observed, observed) is None  # a timeout on gold is no comparison
+
+
+# ================================================================================ the sample corpus (bwrap)
+
+
+@pytest.fixture(scope="module")
+def sessions(sample_tasks: dict[str, Task], bwrap_backend, swedeck_env):  # noqa: ANN001, ANN201
+    f2p = {
+        "sample__moneyfmt-1": ["tests/test_formatting.py::test_format_uses_currency_minor_units"],
+        "sample__cronexpr-1": ["tests/test_fields.py::test_star_step_in_day_of_month_counts_from_first_day",
+                               "tests/test_schedule.py::test_every_other_day_fires_on_odd_days"],
+    }  # fmt: skip
+    out = {}
+    for iid, tests in f2p.items():
+        task = sample_tasks[iid]
+        bwrap_backend.prepare(task)
+        out[iid] = session_for(task, bwrap_backend, tests, prepare_tree(task, swedeck_env))
+    return out
+
+
+@pytest.mark.bwrap
+def test_the_labelled_wrong_patches_are_told_apart_from_gold(sessions) -> None:  # noqa: ANN001
+    money = sessions["sample__moneyfmt-1"].distinguish((SAMPLE / "sample__moneyfmt-1/probes/wrong.patch").read_text())
+    assert money.found is not None
+    assert "'KWD'" in money.found.call or "'BHD'" in money.found.call or "'TND'" in money.found.call
+    assert money.found.literal.endswith(".000'") or money.found.literal.endswith(".345'")
+    cron = sessions["sample__cronexpr-1"].distinguish((SAMPLE / "sample__cronexpr-1/probes/wrong.patch").read_text())
+    assert cron.found is not None and "MONTH" in cron.found.call
+    assert cron.found.setup == ["from cronexpr.fields import MONTH"]
+    assert cron.found.literal == "frozenset({1, 3, 5, 7, 9, 11})"
+
+
+@pytest.mark.bwrap
+def test_gold_itself_and_a_comment_only_change_are_likely_equivalent(sessions, sample_tasks) -> None:  # noqa: ANN001
+    session = sessions["sample__moneyfmt-1"]
+    gold = sample_tasks["sample__moneyfmt-1"].answer.gold_patch
+    same = session.distinguish(gold)
+    assert same.found is None and same.tried > 20
+    commented = gold.replace("+    # one digit per minor unit: none for JPY, two for USD, three for KWD", "+    # digits: minor units")
+    assert session.distinguish(commented).found is None
