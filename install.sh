@@ -10,6 +10,7 @@ command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v dockerd >/dev/null || missing+=(docker.io)
 command -v git >/dev/null || missing+=(git)
+command -v chromium >/dev/null || missing+=(chromium)  # the report's screenshot test
 if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null

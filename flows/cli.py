@@ -280,7 +280,25 @@ def curate(
     _print_summary(summary, as_json=False)
     with _judge_endpoint(scripted=None) as settings:
         _print_p2(_run_p2(out, cfg, workers, settings), as_json=False)
-    _console().print(f"run directory: {out.resolve()}\ncatalog: {Path(summary['catalog']).resolve()}")
+    from curation.report import write_report
+
+    page = write_report(out)
+    _console().print(f"run directory: {out.resolve()}\ncatalog: {Path(summary['catalog']).resolve()}\nreport: {page.resolve()}")
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory written by `swedeck curate` or `swedeck p1`")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file (default: RUN_DIR/report.html)")] = None,
+) -> None:
+    """One self-contained HTML page of a run (funnel, reject reasons, verdicts per corpus, probe survival,
+    slow and flaky tests, errors); every number links to the SQL that gives it."""
+    if not (run_dir / "catalog.duckdb").exists():
+        _console().print(f"[red]{run_dir} has no catalog[/]; run `swedeck curate --out {run_dir}` first")
+        raise typer.Exit(2)
+    from curation.report import write_report
+
+    print(write_report(run_dir, out).resolve())
 
 
 @contextmanager
