@@ -41,6 +41,10 @@ def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task]) -> None:
     files = {f"tasks/{file_name(t.instance_id)}.json": t.model_dump_json() for t in tasks}
     commit_folder(out, [("deck", DeckRow, rows)], files)
     build_catalog(out / "catalog.duckdb", {"deck": (str(out.resolve() / DECK_FILE), DeckRow)})
+    # imported here: it reads the deck back through this module, and ``datasets`` is slow to import
+    from curation.deck_dataset import export_dataset
+
+    export_dataset(out)
 
 
 def arm_tasks(deck: Path, arm: str) -> list[Task]:
