@@ -1,24 +1,55 @@
-"""Parquet files written once per item, and a DuckDB catalog of views over them.
+"""Parquet files written once per item, compacted per table, and a DuckDB catalog of views over them.
 
-Arrow schemas derive from the record models in ``harness.records``; nothing here declares a column.
-A task's results land in a folder that appears atomically (written aside, then renamed), so a run
-killed at any moment leaves either a complete folder or none, and a rerun redoes only what is missing.
+Arrow schemas derive from the record models in ``harness.records``; nothing here declares a record's
+column. A task's results land in a folder that appears atomically (written aside, then renamed), so a
+run killed at any moment leaves either a complete folder or none, and a rerun redoes only what is missing.
+
+Thousands of one-task files are right for commits and wrong for queries (DuckDB opens each one, every
+query). So at the end of a stage ``compact`` folds the task folders committed since the last compaction
+into one Parquet part per table under ``RUN/compacted/`` (sorted by instance_id, DuckDB-sized row
+groups), and ``manifest.json`` there names the parts and the folders they cover, each by inode and
+mtime. A catalog's views read the parts plus the task files no part covers yet, and hide the part rows
+of folders replaced or removed since, so a resumed or running run is always complete and never counted
+twice. Dot-folders (a writer's work in progress) are never read.
+
+Schema versions: views read files with ``union_by_name``, so a later ``schema_version`` that adds
+fields reads beside the current one (older rows get NULL there). A later version that renames or
+retypes a field must map its old spelling in the view's SELECT, keyed by ``schema_version``.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import tempfile
 import types
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.records import (
+    AssertionRecord,
+    LoadError,
+    Pipeline1Result,
+    ProbeCounts,
+    ProbeResult,
+    RunRecord,
+    TaskRow,
+    VerdictRecord,
+)
+
+if TYPE_CHECKING:
+    import duckdb
 
 _SCALARS: dict[type, pa.DataType] = {str: pa.string(), int: pa.int64(), float: pa.float64(), bool: pa.bool_()}
 
@@ -43,6 +74,7 @@ def arrow_type(annotation: object) -> pa.DataType:
     raise TypeError(f"no Arrow type for {annotation!r}")
 
 
+@functools.cache  # every commit asks again, and type hints are slow to resolve
 def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     hints = typing.get_type_hints(model)
     return pa.schema([pa.field(name, arrow_type(hints[name])) for name in model.model_fields])
@@ -102,25 +134,320 @@ def sweep_partials(root: Path) -> None:
             shutil.rmtree(leftover, ignore_errors=True)
 
 
-def build_catalog(db_path: Path, views: dict[str, tuple[str, type[BaseModel]]]) -> None:
-    """(Re)create ``db_path`` with one view per name over a Parquet glob; an empty glob still gets a
-    typed, empty view so queries never fail for want of files."""
+# ------------------------------------------------------------------------------------------ the catalog
+
+CATALOG = "catalog.duckdb"
+COMPACTED = "compacted"
+MANIFEST = "manifest.json"
+ROW_GROUP_ROWS = 122_880  # DuckDB's own row group: one scan thread per group, and zonemaps skip groups on instance_id
+MAX_PARTS = 8  # appended parts per table before a compaction merges them into one
+COMPACTION_MEMORY = "1GB"  # DuckDB spills its sort to disk beyond this, so compaction memory stays flat
+
+
+@dataclass(frozen=True)
+class PerTask:
+    """A table stored as one file per task folder: ``RUN/<stage>/<folder>/<file>.parquet``."""
+
+    stage: str
+    file: str
+    model: type[BaseModel]
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """A table stored as one file of the run: ``RUN/<path>``."""
+
+    path: str
+    model: type[BaseModel]
+
+
+RUN_TABLES: dict[str, PerTask | RunFile] = {
+    "tasks": PerTask("p1", "task", TaskRow),
+    "runs": PerTask("p1", "runs", RunRecord),
+    "assertions": PerTask("p1", "assertions", AssertionRecord),
+    "p1_results": PerTask("p1", "result", Pipeline1Result),
+    "load_errors": RunFile("load_errors/errors.parquet", LoadError),
+    "probes": PerTask("p2", "probes", ProbeResult),
+    "probe_counts": PerTask("p2", "counts", ProbeCounts),
+    "verdicts": PerTask("p2", "verdict", VerdictRecord),
+}
+PER_TASK = {view: t for view, t in RUN_TABLES.items() if isinstance(t, PerTask)}
+STAGES = sorted({t.stage for t in PER_TASK.values()})
+
+# Statistics the CLI and the report share. Every view has the lineage column ``run`` (the run folder)
+# and the records' ``config_hash``; shares are within one run, config and source.
+NAMED_VIEWS = {
+    "verdict_shares": """
+        SELECT v.run, v.config_hash, r.source, v.verdict, count(*) AS tasks,
+               count(*) / sum(count(*)) OVER (PARTITION BY v.run, v.config_hash, r.source) AS share
+        FROM verdicts v JOIN p1_results r USING (run, instance_id)
+        GROUP BY v.run, v.config_hash, r.source, v.verdict""",
+    "reject_reasons": """
+        SELECT * FROM (
+            SELECT run, config_hash, source, reason, bool_or(infrastructure) AS infrastructure, count(*) AS tasks,
+                   count(*) / sum(count(*)) OVER (PARTITION BY run, config_hash, source) AS share_of_source
+            FROM p1_results GROUP BY run, config_hash, source, reason)
+        WHERE reason <> ''""",
+    # a plausible-but-wrong probe that survives (full reward) is too-loose evidence; a correct alternative
+    # that does not survive is over-restrictive evidence
+    "probe_survival": """
+        SELECT p.run, p.config_hash, r.source, p.kind, p.operator, count(*) AS probes,
+               count(DISTINCT p.instance_id) AS tasks, count(*) FILTER (WHERE p.reward = 1) AS survived,
+               avg((p.reward = 1)::INT) AS survival
+        FROM probes p JOIN p1_results r USING (run, instance_id)
+        GROUP BY ALL""",
+}
+
+Stamp = tuple[int, int]  # a committed folder's (inode, mtime_ns): a replaced folder is a new inode
+
+
+class Manifest(BaseModel):
+    """What ``RUN/compacted/`` holds: the parts of each table and the task folders they cover."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    generation: int = 0
+    parts: dict[str, list[str]] = Field(default_factory=dict)  # view -> part files, relative to compacted/
+    covered: dict[str, dict[str, Stamp]] = Field(default_factory=dict)  # stage -> folder -> stamp when compacted
+
+
+@dataclass(frozen=True)
+class Delta:
+    """How a stage's folders differ from its compacted parts."""
+
+    fresh: list[str]  # committed, not in any part (new, or replaced since)
+    stale: list[str]  # in a part, but replaced or removed since: their part rows are hidden
+
+
+def load_manifest(run: Path) -> Manifest:
+    path = run / COMPACTED / MANIFEST
+    return Manifest.model_validate_json(path.read_bytes()) if path.exists() else Manifest()
+
+
+def scan(stage_dir: Path) -> dict[str, Stamp]:
+    """Committed task folders of a stage, by name; dot-folders are a writer's work in progress."""
+    found: dict[str, Stamp] = {}
+    if not stage_dir.is_dir():
+        return found
+    for entry in os.scandir(stage_dir):
+        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:  # replaced this instant by a live run: the next scan sees the new one
+            continue
+        found[entry.name] = (st.st_ino, st.st_mtime_ns)
+    return found
+
+
+def delta(covered: Mapping[str, Stamp], present: Mapping[str, Stamp]) -> Delta:
+    fresh = sorted(name for name, stamp in present.items() if covered.get(name) != stamp)
+    stale = sorted(name for name, stamp in covered.items() if present.get(name) != stamp)
+    return Delta(fresh, stale)
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _list(paths: Iterable[object]) -> str:
+    return "[" + ", ".join(_lit(str(p)) for p in paths) + "]"
+
+
+def _task_files(stage_dir: Path, folders: Iterable[str]) -> dict[str, set[str]]:
+    """The files of each folder (a table added by a later version is absent from older folders)."""
+    return {name: set(os.listdir(stage_dir / name)) for name in folders}
+
+
+def _table_files(stage_dir: Path, files: Mapping[str, set[str]], table: PerTask) -> list[Path]:
+    return [stage_dir / name / f"{table.file}.parquet" for name, present in files.items() if f"{table.file}.parquet" in present]
+
+
+def compact(run: Path) -> int:
+    """Fold the task folders committed since the last compaction into one new part per table; return
+    how many folders it read. A kill at any point leaves the last manifest and its parts standing."""
+    import duckdb
+
+    run = run.resolve()
+    manifest = load_manifest(run)
+    present = {stage: scan(run / stage) for stage in STAGES}  # stamped before reading: a folder replaced meanwhile reads as stale next time
+    deltas = {stage: delta(manifest.covered.get(stage, {}), present[stage]) for stage in STAGES}
+    if not any(d.fresh or d.stale for d in deltas.values()):
+        return 0
+    generation = manifest.generation + 1
+    root = run / COMPACTED
+    work = root / f".work.{generation}"  # DuckDB's spill files, and parts until they are renamed in
+    shutil.rmtree(work, ignore_errors=True)  # a killed compaction's leftovers
+    work.mkdir(parents=True)
+    con = duckdb.connect()
+    con.execute(f"SET memory_limit = '{COMPACTION_MEMORY}'; SET temp_directory = {_lit(str(work))}")
+    parts = dict(manifest.parts)
+    try:
+        files = {stage: _task_files(run / stage, deltas[stage].fresh) for stage in STAGES}
+        for view, table in PER_TASK.items():
+            d = deltas[table.stage]
+            if not (d.fresh or d.stale):
+                continue
+            old = parts.get(view, [])
+            merge = bool(d.stale) or len(old) >= MAX_PARTS
+            selects = []
+            if merge and old:
+                con.register("_stale", pa.table({"folder": pa.array(d.stale, pa.string())}))
+                hidden = " WHERE _folder NOT IN (SELECT folder FROM _stale)" if d.stale else ""
+                selects.append(f"SELECT * FROM read_parquet({_list(root / p for p in old)}, union_by_name=true, "
+                               f"filename=true, file_row_number=true){hidden}")  # fmt: skip
+            new = _table_files(run / table.stage, files[table.stage], table)
+            if new:
+                selects.append(f"SELECT *, string_split(filename, '/')[-2] AS _folder FROM read_parquet({_list(new)}, "
+                               "union_by_name=true, filename=true, file_row_number=true)")  # fmt: skip
+            if not selects:
+                parts[view] = [] if merge else old
+                continue
+            name = f"{view}/{generation}.parquet"
+            aside = work / f"{view}.parquet"
+            body = " UNION ALL BY NAME ".join(selects)
+            con.execute(
+                f"COPY (SELECT * EXCLUDE (filename, file_row_number) FROM ({body}) "
+                "ORDER BY instance_id, _folder, filename, file_row_number) "
+                f"TO {_lit(str(aside))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
+            )
+            (root / view).mkdir(exist_ok=True)
+            os.replace(aside, root / name)
+            parts[view] = [name] if merge else [*old, name]
+    finally:
+        con.close()
+    covered = {}
+    for stage in STAGES:
+        d, before = deltas[stage], manifest.covered.get(stage, {})
+        kept = {name: stamp for name, stamp in before.items() if name not in d.stale}
+        covered[stage] = kept | {name: present[stage][name] for name in d.fresh}
+    _write_atomic(root / MANIFEST, Manifest(generation=generation, parts=parts, covered=covered).model_dump_json())
+    shutil.rmtree(work)
+    return sum(len(d.fresh) for d in deltas.values())
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    aside = path.with_name(f".{path.name}.tmp")
+    aside.write_text(text)
+    os.replace(aside, path)
+
+
+def sweep_compacted(run: Path) -> None:
+    """Remove parts no manifest names (superseded, or written by a killed compaction) and spill folders.
+    Call it only after the run's catalog was rebuilt: the previous catalog may still read them."""
+    root = run / COMPACTED
+    if not root.is_dir():
+        return
+    named = {root / p for parts in load_manifest(run).parts.values() for p in parts}
+    for path in root.iterdir():
+        if path.name.startswith(".work."):
+            shutil.rmtree(path)
+        elif path.is_dir():
+            for part in path.iterdir():
+                if part not in named:
+                    part.unlink()
+
+
+# ---- views
+
+
+def _run_selects(run: Path, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """One SELECT per view of this run that has any data: compacted parts (minus rows of folders
+    replaced since), the task files no part covers, the lineage column ``run``."""
+    run = run.resolve()
+    manifest = load_manifest(run)
+    deltas = {stage: delta(manifest.covered.get(stage, {}), scan(run / stage)) for stage in STAGES}
+    files = {stage: _task_files(run / stage, d.fresh) for stage, d in deltas.items()}
+    for stage, d in deltas.items():
+        if d.stale:
+            con.executemany("INSERT INTO _stale_folders VALUES (?, ?, ?)", [(str(run), stage, f) for f in d.stale])
+    selects = {}
+    for view, table in RUN_TABLES.items():
+        parts = []
+        if isinstance(table, RunFile):
+            if (run / table.path).exists():
+                parts.append(f"SELECT * FROM read_parquet({_lit(str(run / table.path))})")
+        else:
+            if manifest.parts.get(view):
+                stale = deltas[table.stage].stale
+                hidden = (f" WHERE _folder NOT IN (SELECT folder FROM _stale_folders WHERE run = {_lit(str(run))} "
+                          f"AND stage = {_lit(table.stage)})") if stale else ""  # fmt: skip
+                compacted = _list(run / COMPACTED / p for p in manifest.parts[view])
+                parts.append(f"SELECT * EXCLUDE (_folder) FROM read_parquet({compacted}, union_by_name=true){hidden}")
+            fresh = _table_files(run / table.stage, files[table.stage], table)
+            if fresh:
+                parts.append(f"SELECT * FROM read_parquet({_list(fresh)}, union_by_name=true)")
+        if parts:
+            selects[view] = f"SELECT *, {_lit(str(run))} AS run FROM ({' UNION ALL BY NAME '.join(parts)})"
+    return selects
+
+
+def create_run_views(con: duckdb.DuckDBPyConnection, runs: Sequence[Path]) -> None:
+    """The catalog of ``runs`` in ``con``: each table of RUN_TABLES as one view over every run, with
+    the lineage column ``run``, then the NAMED_VIEWS. A table no run has yet is a typed, empty one."""
+    con.execute("CREATE TABLE _stale_folders (run VARCHAR, stage VARCHAR, folder VARCHAR)")
+    per_run = [_run_selects(run, con) for run in runs]
+    for view, table in RUN_TABLES.items():
+        selects = [s[view] for s in per_run if view in s]
+        if selects:
+            con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(selects))
+        else:
+            _create_empty(con, view, table.model, extra=pa.field("run", pa.string()))
+    for view, sql in NAMED_VIEWS.items():
+        con.execute(f"CREATE VIEW {view} AS {sql}")
+
+
+def _create_empty(con: duckdb.DuckDBPyConnection, name: str, model: type[BaseModel], extra: pa.Field | None = None) -> None:
+    schema = arrow_schema(model)
+    empty = pa.Table.from_pylist([], schema=schema.append(extra) if extra else schema)
+    con.register("_empty", empty)
+    con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
+    con.unregister("_empty")
+
+
+def open_catalog(runs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
+    """An in-memory catalog over run folders as they are now (a running run's commits included)."""
+    import duckdb
+
+    con = duckdb.connect()
+    create_run_views(con, runs)
+    return con
+
+
+@contextmanager
+def _new_database(db_path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh database file that replaces ``db_path`` only once it is complete."""
     import duckdb
 
     tmp = db_path.with_name(db_path.name + ".tmp")
     tmp.unlink(missing_ok=True)
     con = duckdb.connect(str(tmp))
     try:
-        for name, (glob, model) in views.items():
-            if any(Path("/").glob(glob.lstrip("/"))):
-                con.execute(
-                    f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{glob}', union_by_name=true)"
-                )
-            else:
-                empty = pa.Table.from_pylist([], schema=arrow_schema(model))
-                con.register("_empty", empty)
-                con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
-                con.unregister("_empty")
+        yield con
     finally:
         con.close()
     os.replace(tmp, db_path)
+
+
+def build_run_catalog(db_path: Path, runs: Sequence[Path]) -> None:
+    """(Re)write ``db_path`` with the catalog of ``runs`` (a snapshot: rebuild it when they change)."""
+    with _new_database(db_path) as con:
+        create_run_views(con, runs)
+
+
+def refresh_catalog(run: Path) -> None:
+    """End of a stage: compact what was committed, rewrite the run's catalog, drop superseded parts."""
+    compact(run)
+    build_run_catalog(run / CATALOG, [run])
+    sweep_compacted(run)
+
+
+def build_catalog(db_path: Path, views: dict[str, tuple[str, type[BaseModel]]]) -> None:
+    """(Re)create ``db_path`` with one view per name over one Parquet file; a missing file still gets a
+    typed, empty view so queries never fail for want of it."""
+    with _new_database(db_path) as con:
+        for name, (path, model) in views.items():
+            if Path(path).exists():
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_lit(path)})")
+            else:
+                _create_empty(con, name, model)

@@ -14,23 +14,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from curation.pipeline1 import finished, internal_error, process_task, result_path
 from curation.sources import load_sources
-from curation.store import build_catalog, commit_folder, sweep_partials
+from curation.store import CATALOG, commit_folder, refresh_catalog, sweep_partials
 from flows.config import SwedeckConfig
-from harness.records import (
-    AssertionRecord,
-    LoadError,
-    Pipeline1Result,
-    ProbeCounts,
-    ProbeResult,
-    RunRecord,
-    Task,
-    TaskRow,
-    VerdictRecord,
-)
+from harness.records import LoadError, Task
 from harness.sandbox import get_backend
-
-CATALOG = "catalog.duckdb"
-
 
 class InfrastructureFailure(RuntimeError):
     """Raised after recording a sandbox failure, so that Prefect retries the task."""
@@ -63,21 +50,6 @@ def run_one(task_json: str, out: str, config_json: str) -> dict[str, str]:
             "flaky": str(len(result.flaky))}  # fmt: skip
 
 
-def catalog_views(out: Path) -> dict[str, tuple[str, type]]:
-    """Every view of a run directory's catalog, Pipeline 2's included (empty until it has run)."""
-    p1 = out.resolve() / "p1"
-    return {
-        "tasks": (f"{p1}/*/task.parquet", TaskRow),
-        "runs": (f"{p1}/*/runs.parquet", RunRecord),
-        "assertions": (f"{p1}/*/assertions.parquet", AssertionRecord),
-        "p1_results": (f"{p1}/*/result.parquet", Pipeline1Result),
-        "load_errors": (f"{out.resolve()}/load_errors/*.parquet", LoadError),
-        "probes": (f"{out.resolve()}/p2/*/probes.parquet", ProbeResult),
-        "verdicts": (f"{out.resolve()}/p2/*/verdict.parquet", VerdictRecord),
-        "probe_counts": (f"{out.resolve()}/p2/*/counts.parquet", ProbeCounts),
-    }
-
-
 @flow(name="pipeline1")
 def pipeline1(sources: list[str], out: str, config: dict) -> dict:
     """Run Pipeline 1 over every task in ``sources`` into the run directory ``out``."""
@@ -103,7 +75,7 @@ def pipeline1(sources: list[str], out: str, config: dict) -> dict:
         if isinstance(outcome, BaseException):  # retries exhausted; the record on disk says why
             outcome = {"instance_id": t.instance_id, "decision": "reject", "reason": "sandbox_error", "flaky": "0"}
         outcomes.append(outcome)
-    build_catalog(out_dir / CATALOG, catalog_views(out_dir))
+    refresh_catalog(out_dir)  # compact what this stage committed, then the catalog over it
     reasons = Counter(o["reason"] or "kept" for o in outcomes)
     return {
         "tasks": len(tasks),

@@ -11,9 +11,8 @@ from prefect.cache_policies import NO_CACHE
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from curation.pipeline1 import kept_tasks
-from curation.store import build_catalog, read_records
+from curation.store import CATALOG, read_records, refresh_catalog
 from flows.config import SwedeckConfig
-from flows.pipeline1 import CATALOG, catalog_views
 from harness.records import Pipeline1Result, ProbeCounts, Task, VerdictRecord
 from harness.sandbox import get_backend
 from judge.config import JudgeSettings
@@ -63,7 +62,7 @@ def pipeline2(out: str, config: dict, settings: dict | None) -> dict:
         if isinstance(outcome, BaseException):  # recorded as not judged; the next run retries it
             outcome = {"instance_id": t.instance_id, "verdict": f"failed: {outcome}"}
         outcomes.append(outcome)
-    build_catalog(out_dir / CATALOG, catalog_views(out_dir))
+    refresh_catalog(out_dir)  # compact what this stage committed, then the catalog over it
     return {
         "tasks": len(kept),
         "verdicts": dict(sorted(Counter(o["verdict"] for o in outcomes).items())),

@@ -56,7 +56,7 @@ def test_commit_folder_replaces_atomically_and_sweeps_leftovers(tmp_path: Path) 
 def test_catalog_has_typed_empty_views_when_nothing_was_written(tmp_path: Path) -> None:
     write_records(tmp_path / "a.parquet", Pipeline1Result, [_result()])
     db = tmp_path / "c.duckdb"
-    build_catalog(db, {"p1_results": (f"{tmp_path}/*.parquet", Pipeline1Result), "runs": (f"{tmp_path}/none/*.parquet", RunRecord)})
+    build_catalog(db, {"p1_results": (str(tmp_path / "a.parquet"), Pipeline1Result), "runs": (str(tmp_path / "none.parquet"), RunRecord)})
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("select instance_id, expected_status['a'] from p1_results").fetchall() == [("i", "PASSED")]
     assert con.execute("select count(*), count(statuses) from runs").fetchall() == [(0, 0)]

@@ -1,0 +1,250 @@
+"""The run catalog: compaction into parts, views over parts plus uncompacted task folders, several runs,
+named views, later schema versions, and kills during compaction."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curation.store import (
+    CATALOG,
+    COMPACTED,
+    MANIFEST,
+    MAX_PARTS,
+    RUN_TABLES,
+    build_run_catalog,
+    commit_folder,
+    compact,
+    load_manifest,
+    open_catalog,
+    read_records,
+    refresh_catalog,
+)
+from harness.records import Pipeline1Result, VerdictRecord
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("catalog_scale", ROOT / "benchmarks" / "catalog_scale.py")
+scale = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scale)
+
+
+def make_run(out: Path, ids: range) -> Path:
+    for i in ids:
+        scale.commit_task(out, i)
+    return out
+
+
+def rows(con, view: str) -> list[tuple]:  # noqa: ANN001
+    return sorted(con.execute(f"select * exclude (run) from {view}").fetchall(), key=repr)
+
+
+def snapshot(runs: list[Path]) -> dict[str, list[tuple]]:
+    """Every row of every view, in a fixed order: two equal snapshots are the same catalog."""
+    con = open_catalog(runs)
+    try:
+        return {view: rows(con, view) for view in RUN_TABLES}
+    finally:
+        con.close()
+
+
+def replace_result(out: Path, i: int, **changes: object) -> None:
+    folder = out / "p1" / scale.instance_id(i)
+    tables = {name: read_records(folder / f"{name}.parquet", RUN_TABLES[view].model)
+              for view, name in (("tasks", "task"), ("runs", "runs"), ("assertions", "assertions"), ("p1_results", "result"))}  # fmt: skip
+    tables["result"] = [tables["result"][0].model_copy(update=changes)]
+    models = {"task": "tasks", "runs": "runs", "assertions": "assertions", "result": "p1_results"}
+    commit_folder(folder, [(name, RUN_TABLES[models[name]].model, records) for name, records in tables.items()], {"task.json": "{}"})
+
+
+@pytest.fixture(scope="module")
+def run12(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("run") / "run", range(12))
+
+
+@pytest.fixture
+def run(run12: Path, tmp_path: Path) -> Path:
+    shutil.copytree(run12, tmp_path / "run", copy_function=shutil.copy)
+    return tmp_path / "run"
+
+
+def test_compacted_views_equal_the_task_files(run: Path) -> None:
+    before = snapshot([run])
+    assert len(before["p1_results"]) == 12 and len(before["assertions"]) == 12 * 30
+    assert compact(run) == len(os.listdir(run / "p1")) + len(os.listdir(run / "p2"))
+    assert snapshot([run]) == before
+    manifest = load_manifest(run)
+    assert manifest.parts["p1_results"] == ["p1_results/1.parquet"]
+    part = pq.ParquetFile(run / COMPACTED / "p1_results/1.parquet")
+    ids = part.read(columns=["instance_id"]).column(0).to_pylist()
+    assert ids == sorted(ids), "parts are sorted by instance_id"
+    assert compact(run) == 0, "nothing new, nothing to do"
+
+
+def test_regression_views_never_read_dot_folders(run: Path) -> None:
+    # DuckDB's glob matched half-committed `p2/.<id>.<rand>/` folders: 14 verdicts for 13 tasks
+    before = snapshot([run])
+    for stage in ("p1", "p2"):
+        real = next(p for p in sorted((run / stage).iterdir()))
+        shutil.copytree(real, run / stage / f".{real.name}.k3j2x1")
+    assert snapshot([run]) == before
+    compact(run)
+    assert snapshot([run]) == before
+
+
+def test_a_running_run_is_complete_before_and_after_each_compaction(run: Path) -> None:
+    compact(run)
+    make_run(run, range(12, 15))  # committed after the compaction: read from their task files
+    con = open_catalog([run])
+    assert con.execute("select count(*) from p1_results").fetchone() == (15,)
+    compact(run)
+    assert len(load_manifest(run).parts["p1_results"]) == 2, "an incremental compaction appends a part"
+    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(15))])
+
+
+def test_a_replaced_folder_shows_its_new_version_once(run: Path) -> None:
+    compact(run)
+    replace_result(run, 3, reason="timeout", decision="reject")
+    shutil.rmtree(run / "p2" / scale.instance_id(0))  # removed since: its compacted rows go too
+    for step in ("before compaction", "after"):
+        con = open_catalog([run])
+        got = con.execute("select reason from p1_results where instance_id = ?", [scale.instance_id(3)]).fetchall()
+        assert got == [("timeout",)], step
+        assert con.execute("select count(*) from runs where instance_id = ?", [scale.instance_id(3)]).fetchone() == (6,), step
+        assert con.execute("select count(*) from verdicts where instance_id = ?", [scale.instance_id(0)]).fetchone() == (0,), step
+        compact(run)
+    assert len(load_manifest(run).parts["p1_results"]) == 1, "hiding rows merges the parts into one"
+
+
+def test_parts_are_merged_once_there_are_too_many(run: Path) -> None:
+    compact(run)
+    for i in range(MAX_PARTS):
+        make_run(run, range(100 + i, 101 + i))
+        compact(run)
+    assert len(load_manifest(run).parts["runs"]) <= MAX_PARTS
+    assert snapshot([run])["p1_results"] == snapshot([make_run(run.parent / "w", [*range(12), *range(100, 100 + MAX_PARTS)])])["p1_results"]
+
+
+def test_refresh_writes_the_catalog_and_drops_superseded_parts(run: Path) -> None:
+    import duckdb
+
+    refresh_catalog(run)
+    replace_result(run, 1, reason="only_flaky", decision="reject")
+    refresh_catalog(run)
+    assert sorted(p.name for p in (run / COMPACTED / "p1_results").iterdir()) == ["2.parquet"]
+    con = duckdb.connect(str(run / CATALOG), read_only=True)
+    assert con.execute("select count(*), count(distinct run) from p1_results").fetchone() == (12, 1)
+    assert con.execute("select count(*) from p1_results where reason = 'only_flaky' and instance_id = ?", [scale.instance_id(1)]).fetchone() == (1,)
+
+
+def test_several_runs_are_told_apart_by_lineage(run: Path, tmp_path: Path) -> None:
+    other = make_run(tmp_path / "other", range(4))
+    compact(run)
+    con = open_catalog([run, other])
+    per_run = con.execute("select run, count(*), count(distinct config_hash) from p1_results group by run order by run").fetchall()
+    assert per_run == [(str(other.resolve()), 4, 1), (str(run.resolve()), 12, 1)]
+    shares = con.execute("select run, source, sum(share) from verdict_shares group by all").fetchall()
+    assert shares and all(abs(total - 1) < 1e-9 for _, _, total in shares)
+
+
+def test_named_views_answer_what_the_records_say(run: Path) -> None:
+    compact(run)
+    results = [read_records(run / "p1" / scale.instance_id(i) / "result.parquet", Pipeline1Result)[0] for i in range(12)]
+    con = open_catalog([run])
+    rejected = {}
+    for r in results:
+        if r.decision == "reject":
+            rejected[(r.source, r.reason)] = rejected.get((r.source, r.reason), 0) + 1
+    assert {(s, reason): n for s, reason, n in con.execute("select source, reason, tasks from reject_reasons").fetchall()} == rejected
+    verdicts = con.execute("select sum(tasks) from verdict_shares").fetchone()[0]
+    assert verdicts == sum(r.decision == "keep" for r in results)
+    survival = con.execute("select kind, sum(probes), sum(survived) from probe_survival group by kind order by kind").fetchall()
+    probes = con.execute("select kind, count(*), count(*) filter (where reward = 1) from probes group by kind order by kind").fetchall()
+    assert survival == probes
+
+
+def test_a_later_schema_version_reads_beside_the_current_one(run: Path) -> None:
+    # a later version adds a field: its files carry one more column, older rows read it as NULL
+    compact(run)
+    folder = run / "p2" / scale.instance_id(1)
+    (verdict,) = read_records(folder / "verdict.parquet", VerdictRecord)
+    newer = pa.Table.from_pylist([verdict.model_dump(mode="json") | {"schema_version": 2, "judge_seed": 7}])
+    work = run / "p2" / ".v2"
+    shutil.copytree(folder, work)
+    pq.write_table(newer, work / "verdict.parquet")
+    shutil.rmtree(folder)
+    os.rename(work, folder)
+    for step in ("before compaction", "after"):
+        con = open_catalog([run])
+        got = con.execute("select schema_version, count(*), count(judge_seed) from verdicts group by 1 order by 1").fetchall()
+        assert got[-1] == (2, 1, 1) and got[0][0] == 1 and got[0][2] == 0, step
+        compact(run)
+
+
+def _refresh_in_child(run: Path) -> tuple[subprocess.Popen, float]:
+    """A child refreshing ``run``'s catalog, and when its compaction started (after Python's start-up)."""
+    code = "import sys, pathlib; from curation.store import refresh_catalog; refresh_catalog(pathlib.Path(sys.argv[1]))"
+    child = subprocess.Popen([sys.executable, "-c", code, str(run)], cwd=ROOT)
+    while not (run / COMPACTED).exists() and child.poll() is None:
+        time.sleep(0.005)
+    return child, time.monotonic()
+
+
+def test_sigkill_during_compaction_then_rerun_gives_the_same_catalog(run: Path, tmp_path: Path) -> None:
+    whole = tmp_path / "whole"
+    shutil.copytree(run, whole, copy_function=shutil.copy)
+    child, started = _refresh_in_child(whole)
+    assert child.wait() == 0
+    duration = time.monotonic() - started
+    expected = snapshot([whole])
+    child, _ = _refresh_in_child(run)
+    time.sleep(random.uniform(0.1, 0.9) * duration)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert snapshot([run]) == expected, "the catalog a kill leaves is consistent"
+    refresh_catalog(run)
+    assert snapshot([run]) == expected
+    assert not [p for p in (run / COMPACTED).rglob("*") if p.name.startswith(".")], "no work files are left"
+
+
+def test_a_kill_between_parts_and_manifest_keeps_the_last_manifest(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    refresh_catalog(run)
+    make_run(run, range(12, 14))
+    expected = snapshot([make_run(run.parent / "whole", range(14))])
+    real = os.replace
+
+    def killed_at_manifest(src, dst):  # noqa: ANN001, ANN202
+        if Path(dst).name == MANIFEST:
+            raise KeyboardInterrupt("killed")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", killed_at_manifest)
+    with pytest.raises(KeyboardInterrupt):
+        compact(run)
+    monkeypatch.setattr(os, "replace", real)
+    assert load_manifest(run).generation == 1
+    assert snapshot([run]) == expected
+    refresh_catalog(run)
+    assert snapshot([run]) == expected
+    assert json.loads((run / COMPACTED / MANIFEST).read_text())["generation"] == 2
+
+
+def test_run_catalog_file_is_a_snapshot_with_typed_empty_views(tmp_path: Path) -> None:
+    import duckdb
+
+    build_run_catalog(tmp_path / CATALOG, [tmp_path])
+    con = duckdb.connect(str(tmp_path / CATALOG), read_only=True)
+    for view in [*RUN_TABLES, "verdict_shares", "reject_reasons", "probe_survival"]:
+        assert con.execute(f"select count(*) from {view}").fetchone() == (0,)
+    assert "statuses" in [d[0] for d in con.execute("select * from runs").description]
