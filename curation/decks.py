@@ -12,7 +12,7 @@ from pathlib import Path
 
 from curation.store import build_catalog, commit_folder, read_records
 from harness.names import file_name
-from harness.records import DeckRow, Pipeline1Result, Task, VerdictRecord
+from harness.records import DeckRow, HiddenTests, Pipeline1Result, Status, Strengthening, Task, VerdictRecord
 
 DECK_FILE = "deck.parquet"
 KEEP = ("accept", "issue_rewritten")  # verdicts whose task goes into the curated arm
@@ -35,6 +35,20 @@ def deck_rows(
             text = verdict.rewritten_issue if verdict.verdict == "issue_rewritten" else task.problem_statement
             rows.append(DeckRow(**common, arm="curated", problem_statement=text, verdict=verdict.verdict, evidence=verdict.evidence))
     return rows
+
+
+def strengthened_task(task: Task, record: Strengthening | None) -> Task:
+    """The task as the strengthened arm grades it: its strengthened hidden tests and gold's pattern on
+    them. A task without added tests (not repaired, or never strengthened) keeps its own; the task
+    itself is never changed."""
+    if record is None or not record.tests_patch:
+        return task
+    answer = task.answer.model_copy(update={
+        "hidden_tests": HiddenTests(patch=record.tests_patch, files=record.hidden_files),
+        "expected_status": {k: Status(v) for k, v in record.expected_status.items()},
+        "fail_to_pass": record.fail_to_pass,
+    })  # fmt: skip
+    return task.model_copy(update={"answer": answer})
 
 
 def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task]) -> None:

@@ -250,7 +250,7 @@ def leak_problems(rewrite: str, *, issue: str, gold_patch: str, hidden_tests: st
     return problems
 
 
-def test_leaks(code: str, *, issue: str, gold_patch: str, existing: str = "") -> list[str]:
+def added_test_leaks(code: str, *, issue: str, gold_patch: str, existing: str = "") -> list[str]:
     """Why an added test is derived from the gold implementation rather than the issue; empty when it is
     not: it names an identifier only gold introduces (a private helper, a new attribute) that the issue
     does not name, or it copies a non-trivial line gold adds."""

@@ -1,0 +1,147 @@
+"""Test strengthening: writing a test from a distinguishing input in the file's style, the leak rule,
+then the sample corpus's too-loose tasks repaired for real (bwrap) and the planted bad tests of
+``data/sample/labels.toml`` each rejected at its validation step."""
+
+from __future__ import annotations
+
+import textwrap
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_LIMITS
+from curation.decks import strengthened_task
+from curation.pipeline1 import Pipeline1Config, process_task
+from data import SAMPLE
+from harness.envs import prepare_tree
+from harness.grader import grade
+from harness.records import Behaviour, DistinguishingInput, Status, Task
+from judge.rules import added_test_leaks, touched_files
+from judge.strengthen import Candidate, Context, confirmed_survivors, insert_test, model_free_body, strengthen, validate
+from probes.runner import probe_task
+from probes import workspace
+
+PLANTED = tomllib.loads((SAMPLE / "labels.toml").read_text())["planted"]
+TOO_LOOSE = ["sample__cronexpr-1", "sample__moneyfmt-1"]
+
+
+def distinguishing(**changes: object) -> DistinguishingInput:
+    base = {"test_id": "tests/t.py::test_a", "how": "'USD' -> 'KWD'", "setup": ["rate = 2"], "call": "price(1, 'KWD', rate)",
+            "gold": Behaviour(value="'KWD 2.000'"), "other": Behaviour(value="'KWD 2.00'"), "literal": "'KWD 2.000'"}  # fmt: skip
+    return DistinguishingInput(**{**base, **changes})
+
+
+def test_a_distinguishing_input_becomes_an_assertion_of_gold_behaviour_in_the_files_style() -> None:
+    d = distinguishing()
+    assert model_free_body(d, unittest=False, pytest_imported=True) == ["rate = 2", "assert price(1, 'KWD', rate) == 'KWD 2.000'"]
+    assert model_free_body(d, unittest=True, pytest_imported=True)[-1] == "self.assertEqual(price(1, 'KWD', rate), 'KWD 2.000')"
+    raised = distinguishing(gold=Behaviour(raised="shop.errors.PriceError"), literal="")
+    assert model_free_body(raised, unittest=False, pytest_imported=False) == [
+        "rate = 2", "from shop.errors import PriceError", "import pytest", "with pytest.raises(PriceError):", "    price(1, 'KWD', rate)"
+    ]  # fmt: skip
+    assert model_free_body(distinguishing(gold=Behaviour(raised="ValueError")), unittest=True, pytest_imported=True)[-2:] == [
+        "with self.assertRaises(ValueError):", "    price(1, 'KWD', rate)"
+    ]  # fmt: skip
+    # a value whose repr does not evaluate back to it cannot be asserted; a timeout tells nothing
+    assert model_free_body(distinguishing(literal=""), unittest=False, pytest_imported=True) is None
+    assert model_free_body(distinguishing(gold=Behaviour(raised="timeout")), unittest=False, pytest_imported=True) is None
+
+
+def test_a_test_goes_at_the_end_of_the_module_or_of_its_class() -> None:
+    module = "import pytest\n\ndef test_a():\n    assert 1\n"
+    assert insert_test(module, "def test_b():\n    assert 2\n", None) == module.rstrip("\n") + "\n\n\ndef test_b():\n    assert 2\n"
+    cls = textwrap.dedent("""\
+        import unittest
+
+        class T(unittest.TestCase):
+            def test_a(self):
+                self.assertTrue(1)
+
+        def helper():
+            return 1
+        """)
+    out = insert_test(cls, "def test_b(self):\n    self.assertTrue(2)\n", "T")
+    assert out == cls.replace("self.assertTrue(1)\n", "self.assertTrue(1)\n\n    def test_b(self):\n        self.assertTrue(2)\n")
+
+
+def test_a_test_that_names_a_gold_only_identifier_leaks_unless_the_issue_names_it() -> None:
+    gold = "--- a/m.py\n+++ b/m.py\n@@ -1 +1,3 @@\n-x = 1\n+def _shorten(text, n):\n+    return text[:n]\n+x = 1\n"
+    code = "def test_t():\n    from m import _shorten\n    assert _shorten('abc', 2) == 'ab'\n"
+    assert any("_shorten" in p for p in added_test_leaks(code, issue="Slugs are too long.", gold_patch=gold))
+    assert added_test_leaks(code, issue="Add a `_shorten(text, n)` helper.", gold_patch=gold) == []
+    assert added_test_leaks("def test_t():\n    assert slug('abc') == 'ab'\n", issue="", gold_patch=gold) == []
+
+
+# ================================================================================ the sample corpus (bwrap)
+
+
+@pytest.fixture(scope="module")
+def probe_backend(backend_factory):  # noqa: ANN001, ANN201
+    return backend_factory("bwrap", TEST_LIMITS)
+
+
+@pytest.fixture(scope="module")
+def repaired(sample_tasks: dict[str, Task], probe_backend, swedeck_env, tmp_path_factory):  # noqa: ANN001, ANN201
+    out = tmp_path_factory.mktemp("strengthen")
+    results = {}
+    for iid in TOO_LOOSE:
+        task = sample_tasks[iid]
+        before = task.task_hash()
+        p1 = process_task(task, probe_backend, Pipeline1Config(runs=1), "test", out)
+        stamp = {"config_hash": "test", "task_hash": before, "instance_id": iid}
+        probes = probe_task(task, probe_backend, p1, stamp, workers=2, log_dir=out / "logs")
+        record = strengthen(task, p1, probes, probe_backend, stamp, prepare_tree(task, swedeck_env), log_dir=out / "logs")
+        assert task.task_hash() == before  # the original task is untouched
+        results[iid] = (task, p1, probes, record)
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+@pytest.mark.parametrize("instance_id", TOO_LOOSE)
+def test_too_loose_tasks_are_repaired(repaired, probe_backend, instance_id: str) -> None:  # noqa: ANN001
+    task, p1, probes, record = repaired[instance_id]
+    assert record.status == "repaired", record.reason
+    survivors = [p for p in probes if p.kind == "plausible_wrong" and p.reward == 1.0]
+    assert survivors and survivors == confirmed_survivors(probes)  # every survivor here behaves unlike gold somewhere
+    assert sorted(record.killed) == sorted(p.probe_id for p in survivors)
+    kept = [t for t in record.tests if not t.rejected_at]
+    assert kept and all(t.source == "model_free" and t.relevance == "unreviewed" for t in kept)
+    assert all(c.passed for t in kept for c in t.checks)
+    assert [c.step for c in kept[0].checks] == ["leak", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
+    strong = strengthened_task(task, record)
+    assert strong.answer.hidden_tests.patch == record.tests_patch != task.answer.hidden_tests.patch
+    expected = {k: Status(v) for k, v in record.expected_status.items()}
+    assert grade(strong, task.answer.gold_patch, probe_backend, expected=expected).reward == 1.0
+    buggy = grade(strong, "", probe_backend, expected=expected)
+    assert buggy.reward == 0.0 and all(buggy.statuses[t.test_id] == Status.FAILED for t in kept)
+    for probe in survivors:  # every wrong probe that survived the original tests fails the strengthened ones
+        assert grade(strong, probe.patch, probe_backend, expected=expected).reward == 0.0, probe.description
+    for probe in (p for p in probes if p.kind == "correct_alternative" and p.reward == 1.0):
+        assert grade(strong, probe.patch, probe_backend, expected=expected).reward == 1.0, probe.description
+    for t in kept:
+        assert added_test_leaks(t.code, issue=task.problem_statement, gold_patch=task.answer.gold_patch) == []
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+@pytest.mark.parametrize("name", sorted(PLANTED))
+def test_each_planted_bad_test_is_rejected_at_its_step(name: str, repaired, sample_tasks, probe_backend, swedeck_env, tmp_path) -> None:  # noqa: ANN001
+    planted = PLANTED[name]
+    task = sample_tasks[planted["task"]]
+    tree = prepare_tree(task, swedeck_env)
+    if planted["task"] in repaired:
+        _, p1, probes, _ = repaired[planted["task"]]
+    else:  # the leak is found before anything runs: no probes needed
+        p1 = process_task(task, probe_backend, Pipeline1Config(runs=1), "test", tmp_path)
+        probes = []
+    existing = "\n".join(t for p in touched_files(task.answer.gold_patch) if (t := workspace.read_text(tree / p)) is not None)
+    ctx = Context(task, p1, probe_backend, confirmed_survivors(probes),
+                  [p for p in probes if p.kind == "correct_alternative" and p.reward == 1.0],
+                  workspace.test_sources(task, tree, [planted["file"]]), existing, gold_runs=10)  # fmt: skip
+    code = textwrap.dedent(planted["code"]).strip() + "\n"
+    fn = code.split("(")[0].removeprefix("def ")
+    record = validate(ctx, Candidate(file=planted["file"], cls=None, name=fn, code=code, source="model_free", found_by="planted"))
+    assert record.rejected_at == planted["rejected_at"], [(c.step, c.passed, c.detail) for c in record.checks]
+    assert not record.checks[-1].passed and all(c.passed for c in record.checks[:-1])
