@@ -46,28 +46,6 @@ class DifferentialArgs(BaseModel):
     probe_id: str
 
 
-class ProposeTestArgs(BaseModel):
-    """A test the judge writes for a too-loose suite (strengthening): a test function for ``file``, and
-    the issue sentence its assertions follow from."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    file: str
-    code: str
-    issue_quote: str
-    cls: str | None = None  # the test class to add it to (unittest style); None: module level
-
-
-class ReviewTestArgs(BaseModel):
-    """The judge's relevance review of a model-free test: does the issue ask for the behaviour it pins?"""
-
-    model_config = ConfigDict(extra="forbid")
-
-    test_id: str
-    accept: bool
-    issue_quote: str = ""
-
-
 def judge_probe_id(instance_id: str, kind: str, patch: str) -> str:
     return content_hash([instance_id, kind, "judge", patch])
 
