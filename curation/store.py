@@ -405,12 +405,15 @@ def _create_empty(con: duckdb.DuckDBPyConnection, name: str, model: type[BaseMod
     con.unregister("_empty")
 
 
-def open_catalog(runs: Sequence[Path]) -> duckdb.DuckDBPyConnection:
-    """An in-memory catalog over run folders as they are now (a running run's commits included)."""
+def open_catalog(runs: Sequence[Path], decks: Sequence[Path] = ()) -> duckdb.DuckDBPyConnection:
+    """An in-memory catalog over run folders as they are now (a running run's commits included), plus
+    a ``deck`` view over deck files (their rows name their run in ``source_run``)."""
     import duckdb
 
     con = duckdb.connect()
     create_run_views(con, runs)
+    if decks:
+        con.execute(f"CREATE VIEW deck AS SELECT * FROM read_parquet({_list(decks)}, union_by_name=true)")
     return con
 
 

@@ -597,17 +597,28 @@ def arms(
 @app.command()
 def query(
     sql: Annotated[str, typer.Argument(help="SQL over the catalog's views")],
-    db: Annotated[Path, typer.Option("--db", help="catalog file")] = Path("runs/curate/catalog.duckdb"),
+    db: Annotated[list[Path] | None, typer.Option("--db", help="a catalog file, or run and deck folders (repeat --db) read as they are now")] = None,
     as_json: JsonOpt = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV output")] = False,
 ) -> None:
-    """Answer SQL over a run's catalog (views: tasks, runs, assertions, p1_results, load_errors)."""
+    """Answer SQL over a catalog. Views: tasks, runs, assertions, p1_results, load_errors, probes, probe_counts,
+    verdicts (each with the column run), deck; named: verdict_shares, reject_reasons, probe_survival."""
     import duckdb
 
-    if not db.exists():
-        _console().print(f"[red]no catalog at {db}[/]; run `swedeck curate` or pass --db")
-        raise typer.Exit(2)
-    con = duckdb.connect(str(db), read_only=True)
+    from curation.decks import DECK_FILE
+    from curation.store import open_catalog
+
+    paths = db or [Path("runs/curate/catalog.duckdb")]
+    for path in paths:
+        if not (path.is_file() or (path / "p1").is_dir() or (path / "load_errors").is_dir() or (path / DECK_FILE).exists()):
+            _console().print(f"[red]no catalog, run or deck at {path}[/]; run `swedeck curate` or pass --db")
+            raise typer.Exit(2)
+    if len(paths) == 1 and paths[0].is_file():
+        con = duckdb.connect(str(paths[0]), read_only=True)
+    else:  # several runs (and decks) in one in-memory catalog, without copying them
+        folders = [p.parent if p.is_file() else p for p in paths]
+        decks = [f / DECK_FILE for f in folders if (f / DECK_FILE).exists()]
+        con = open_catalog([f for f in folders if not (f / DECK_FILE).exists()], decks)
     try:
         cursor = con.execute(sql)
     except duckdb.Error as err:

@@ -248,3 +248,22 @@ def test_run_catalog_file_is_a_snapshot_with_typed_empty_views(tmp_path: Path) -
     for view in [*RUN_TABLES, "verdict_shares", "reject_reasons", "probe_survival"]:
         assert con.execute(f"select count(*) from {view}").fetchone() == (0,)
     assert "statuses" in [d[0] for d in con.execute("select * from runs").description]
+
+
+def test_query_command_reads_several_runs_and_the_named_views(run: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    other = make_run(tmp_path / "other", range(3))
+    refresh_catalog(run)
+    sql = "select run, count(*) as n from p1_results group by run order by n"
+    answer = CliRunner().invoke(app, ["query", sql, "--db", str(run), "--db", str(other / "p1"), "--json"])
+    assert answer.exit_code != 0, "a folder that is neither a catalog nor a run is not guessed at"
+    answer = CliRunner().invoke(app, ["query", sql, "--db", str(run / CATALOG), "--db", str(other), "--json"])
+    assert answer.exit_code == 0, answer.output
+    assert [(r["run"], r["n"]) for r in json.loads(answer.output)] == [(str(other.resolve()), 3), (str(run.resolve()), 12)]
+    sql = "select (select sum(tasks) from reject_reasons) as named, (select count(*) from p1_results where decision = 'reject') as plain"
+    answer = CliRunner().invoke(app, ["query", sql, "--db", str(run / CATALOG), "--json"])
+    (row,) = json.loads(answer.output)
+    assert row["named"] == row["plain"] > 0
