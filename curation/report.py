@@ -80,23 +80,29 @@ union all select 'loaded', count(*) from tasks
 union all select 'kept by Pipeline 1', count(*) from p1_results where decision = 'keep'
 union all select 'judged', count(*) from verdicts where verdict <> 'unjudgeable'
 union all select 'accepted', count(*) from verdicts where verdict in ('accept', 'issue_rewritten')"""
+STRENGTHENED = "\nunion all select 'strengthened', count(*) from strengthening where status = 'repaired'"
 
+# reject_reasons, verdict_shares and probe_survival are the catalog's named views (curation.store)
 REJECT_REASONS = """\
-select source, reason, count(*) as tasks from p1_results where decision = 'reject'
-group by all order by source, tasks desc, reason"""
+select source, reason, infrastructure, tasks, round(share_of_source, 3) as share_of_source from reject_reasons
+order by source, tasks desc, reason"""
 
 VERDICTS_PER_SOURCE = """\
-select t.source, count(*) as judged,
-  round(avg((v.verdict in ('accept', 'issue_rewritten'))::int), 3) as accepted,
-  round(avg((v.verdict = 'too_loose')::int), 3) as too_loose,
-  round(avg((v.verdict = 'over_restrictive')::int), 3) as over_restrictive,
-  round(avg((v.verdict = 'gold_wrong')::int), 3) as gold_wrong,
-  round(avg((v.verdict = 'unjudgeable')::int), 3) as unjudgeable
-from verdicts v join tasks t using (instance_id) group by t.source order by t.source"""
+select source, sum(tasks) as judged,
+  round(coalesce(sum(tasks) filter (where verdict in ('accept', 'issue_rewritten')), 0) / sum(tasks), 3) as accepted,
+  round(coalesce(sum(tasks) filter (where verdict = 'too_loose'), 0) / sum(tasks), 3) as too_loose,
+  round(coalesce(sum(tasks) filter (where verdict = 'over_restrictive'), 0) / sum(tasks), 3) as over_restrictive,
+  round(coalesce(sum(tasks) filter (where verdict = 'gold_wrong'), 0) / sum(tasks), 3) as gold_wrong,
+  round(coalesce(sum(tasks) filter (where verdict = 'unjudgeable'), 0) / sum(tasks), 3) as unjudgeable
+from verdict_shares group by source order by source"""
 
 VERDICTS = "select instance_id, verdict, len(evidence) as cited_probes from verdicts order by verdict, instance_id"
 
-PROBE_SURVIVAL = """\
+SURVIVAL_PER_OPERATOR = """\
+select kind, operator, sum(probes) as probes, sum(survived) as survived, round(sum(survived) / sum(probes), 3) as survival
+from probe_survival group by kind, operator order by kind, survival desc, operator"""
+
+PROBES_PER_TASK = """\
 select instance_id,
   count(*) filter (where kind = 'plausible_wrong') as wrong_probes,
   count(*) filter (where kind = 'plausible_wrong' and reward = 1) as wrong_survived,
@@ -188,7 +194,7 @@ def stacked_chart(labels: Sequence[str], parts: dict[str, Sequence[float]], xlab
 
 
 def funnel(cat: Catalog) -> Section:
-    answer = cat.ask(FUNNEL)
+    answer = cat.ask(FUNNEL + (STRENGTHENED if "strengthening" in cat.views else ""))
     chart = bar_chart(answer.column("stage"), answer.column("tasks"), "tasks")
     return Section("Funnel", chart + table(answer))
 
@@ -210,26 +216,29 @@ def verdicts(cat: Catalog) -> Section:
 
 
 def probe_survival(cat: Catalog) -> Section:
-    answer = cat.ask(PROBE_SURVIVAL)
+    operators = cat.ask(SURVIVAL_PER_OPERATOR)
     chart = ""
-    if answer.rows:
-        parts = {
-            "survived": [s / n if n else 0 for s, n in zip(answer.column("wrong_survived"), answer.column("wrong_probes"))],
-            "rejected": [r / n if n else 0 for r, n in zip(answer.column("correct_rejected"), answer.column("correct_probes"))],
-        }
-        fig = _figure(len(answer.rows))
+    if operators.rows:
+        labels = [f"{k.replace('_', ' ')}: {o}" for k, o in zip(operators.column("kind"), operators.column("operator"))]
+        chart = bar_chart(labels, operators.column("survival"), "share of probes that earned full reward")
+    tasks = cat.ask(PROBES_PER_TASK)
+    if tasks.rows:
+        fig = _figure(len(tasks.rows))
         ax = fig.subplots()
-        y = range(len(answer.rows))
-        ax.barh([i - 0.2 for i in y], parts["survived"], height=0.4, color=COLOURS["survived"], label="wrong probes that survived")
-        ax.barh([i + 0.2 for i in y], parts["rejected"], height=0.4, color=COLOURS["rejected"], label="correct probes rejected")
-        ax.set_yticks(list(y), answer.column("instance_id"))
+        y = range(len(tasks.rows))
+        survived = [s / n if n else 0 for s, n in zip(tasks.column("wrong_survived"), tasks.column("wrong_probes"))]
+        rejected = [r / n if n else 0 for r, n in zip(tasks.column("correct_rejected"), tasks.column("correct_probes"))]
+        ax.barh([i - 0.2 for i in y], survived, height=0.4, color=COLOURS["survived"], label="wrong probes that survived")
+        ax.barh([i + 0.2 for i in y], rejected, height=0.4, color=COLOURS["rejected"], label="correct probes rejected")
+        ax.set_yticks(list(y), tasks.column("instance_id"))
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of the task's probes")
         ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, frameon=False, fontsize=8)
         ax.spines[["top", "right"]].set_visible(False)
-        chart = _svg(fig)
-    return Section("Probe survival", chart + table(answer))
+        chart += _svg(fig)
+    body = chart + "<h3>Per operator</h3>" + table(operators) + "<h3>Per task</h3>" + table(tasks)
+    return Section("Probe survival", body)
 
 
 def slow_and_flaky(cat: Catalog) -> Section:

@@ -16,8 +16,7 @@ import duckdb
 import pytest
 
 from curation.report import COLOURS, write_report
-from curation.store import build_catalog, commit_folder
-from flows.pipeline1 import CATALOG, catalog_views
+from curation.store import commit_folder, refresh_catalog
 from harness.records import LoadError, Pipeline1Result, ProbeResult, RunRecord, TaskRow, VerdictRecord
 
 # instance id -> (source, Pipeline 1 reason ("" = kept), infrastructure, flaky tests, verdict, probes as (kind, reward))
@@ -66,7 +65,7 @@ def write_run(out: Path) -> None:
         commit_folder(out / "p2" / iid, [("probes", ProbeResult, probe_rows), ("verdict", VerdictRecord, [v])])
     bad = LoadError(source="r2e_gym", location="rows.jsonl:7", field="patch", message="missing")
     commit_folder(out / "load_errors", [("errors", LoadError, [bad])])
-    build_catalog(out / CATALOG, catalog_views(out))
+    refresh_catalog(out)
 
 
 class Page(HTMLParser):
@@ -139,6 +138,8 @@ def test_funnel_and_audit_table_count_what_the_run_did(report: tuple[Path, Page]
     funnel = {row["stage"]: row["tasks"] for row in _query(page.commands["q1"])}
     # one row did not load; e and f were rejected; every kept task was judged; a and d were accepted
     assert funnel == {"corpus rows": 7, "loaded": 6, "kept by Pipeline 1": 4, "judged": 4, "accepted": 2}
+    reasons = {(row["source"], row["reason"]): row["infrastructure"] for row in _query(page.commands["q2"])}
+    assert reasons == {("local", "gold_fails"): False, ("r2e_gym", "env_error"): True}
     shares = {row["source"]: row for row in _query(page.commands["q3"])}
     assert (shares["local"]["accepted"], shares["local"]["over_restrictive"]) == (0.5, 0.5)
     assert (shares["r2e_gym"]["accepted"], shares["r2e_gym"]["too_loose"]) == (0.5, 0.5)
@@ -155,7 +156,7 @@ def test_a_query_runs_as_copied_from_the_page(report: tuple[Path, Page]) -> None
 def test_the_page_loads_nothing(report: tuple[Path, Page]) -> None:
     path, page = report
     assert page.loads == []  # every link is an anchor on the page; charts are inline SVG
-    assert page.svgs >= 6  # funnel, reject reasons, verdicts, probe survival, slowest runs, errors
+    assert page.svgs >= 7  # funnel, reject reasons, verdicts, probe survival (2), slowest runs, errors
 
 
 def _chromium() -> str:
