@@ -22,7 +22,6 @@ from curation.store import (
     CATALOG,
     COMPACTED,
     MANIFEST,
-    MAX_PARTS,
     RUN_TABLES,
     build_run_catalog,
     commit_folder,
@@ -69,19 +68,19 @@ def replace_result(out: Path, i: int, **changes: object) -> None:
 
 
 @pytest.fixture(scope="module")
-def run12(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("run") / "run", range(12))
+def base_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("run") / "run", range(6))
 
 
 @pytest.fixture
-def run(run12: Path, tmp_path: Path) -> Path:
-    shutil.copytree(run12, tmp_path / "run", copy_function=shutil.copy)
+def run(base_run: Path, tmp_path: Path) -> Path:
+    shutil.copytree(base_run, tmp_path / "run", copy_function=shutil.copy)
     return tmp_path / "run"
 
 
 def test_compacted_views_equal_the_task_files(run: Path) -> None:
     before = snapshot([run])
-    assert len(before["p1_results"]) == 12 and len(before["assertions"]) == 12 * 30
+    assert len(before["p1_results"]) == 6 and len(before["assertions"]) == 6 * 30
     assert compact(run) == len(os.listdir(run / "p1")) + len(os.listdir(run / "p2"))
     assert snapshot([run]) == before
     manifest = load_manifest(run)
@@ -105,12 +104,12 @@ def test_regression_views_never_read_dot_folders(run: Path) -> None:
 
 def test_a_running_run_is_complete_before_and_after_each_compaction(run: Path) -> None:
     compact(run)
-    make_run(run, range(12, 15))  # committed after the compaction: read from their task files
+    make_run(run, range(6, 9))  # committed after the compaction: read from their task files
     con = open_catalog([run])
-    assert con.execute("select count(*) from p1_results").fetchone() == (15,)
+    assert con.execute("select count(*) from p1_results").fetchone() == (9,)
     compact(run)
     assert len(load_manifest(run).parts["p1_results"]) == 2, "an incremental compaction appends a part"
-    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(15))])
+    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(9))])
 
 
 def test_a_replaced_folder_shows_its_new_version_once(run: Path) -> None:
@@ -127,13 +126,14 @@ def test_a_replaced_folder_shows_its_new_version_once(run: Path) -> None:
     assert len(load_manifest(run).parts["p1_results"]) == 1, "hiding rows merges the parts into one"
 
 
-def test_parts_are_merged_once_there_are_too_many(run: Path) -> None:
+def test_parts_are_merged_once_there_are_too_many(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("curation.store.MAX_PARTS", 2)
     compact(run)
-    for i in range(MAX_PARTS):
+    for i in range(3):
         make_run(run, range(100 + i, 101 + i))
         compact(run)
-    assert len(load_manifest(run).parts["runs"]) <= MAX_PARTS
-    assert snapshot([run])["p1_results"] == snapshot([make_run(run.parent / "w", [*range(12), *range(100, 100 + MAX_PARTS)])])["p1_results"]
+        assert len(load_manifest(run).parts["runs"]) == [2, 1, 2][i]
+    assert snapshot([run]) == snapshot([make_run(run.parent / "w", [*range(6), *range(100, 103)])])
 
 
 def test_refresh_writes_the_catalog_and_drops_superseded_parts(run: Path) -> None:
@@ -144,7 +144,7 @@ def test_refresh_writes_the_catalog_and_drops_superseded_parts(run: Path) -> Non
     refresh_catalog(run)
     assert sorted(p.name for p in (run / COMPACTED / "p1_results").iterdir()) == ["2.parquet"]
     con = duckdb.connect(str(run / CATALOG), read_only=True)
-    assert con.execute("select count(*), count(distinct run) from p1_results").fetchone() == (12, 1)
+    assert con.execute("select count(*), count(distinct run) from p1_results").fetchone() == (6, 1)
     assert con.execute("select count(*) from p1_results where reason = 'only_flaky' and instance_id = ?", [scale.instance_id(1)]).fetchone() == (1,)
 
 
@@ -153,14 +153,14 @@ def test_several_runs_are_told_apart_by_lineage(run: Path, tmp_path: Path) -> No
     compact(run)
     con = open_catalog([run, other])
     per_run = con.execute("select run, count(*), count(distinct config_hash) from p1_results group by run order by run").fetchall()
-    assert per_run == [(str(other.resolve()), 4, 1), (str(run.resolve()), 12, 1)]
+    assert per_run == [(str(other.resolve()), 4, 1), (str(run.resolve()), 6, 1)]
     shares = con.execute("select run, source, sum(share) from verdict_shares group by all").fetchall()
     assert shares and all(abs(total - 1) < 1e-9 for _, _, total in shares)
 
 
 def test_named_views_answer_what_the_records_say(run: Path) -> None:
     compact(run)
-    results = [read_records(run / "p1" / scale.instance_id(i) / "result.parquet", Pipeline1Result)[0] for i in range(12)]
+    results = [read_records(run / "p1" / scale.instance_id(i) / "result.parquet", Pipeline1Result)[0] for i in range(6)]
     con = open_catalog([run])
     rejected = {}
     for r in results:
@@ -201,6 +201,7 @@ def _refresh_in_child(run: Path) -> tuple[subprocess.Popen, float]:
     return child, time.monotonic()
 
 
+@pytest.mark.slow  # two child processes; test_a_kill_between_parts_and_manifest_keeps_the_last_manifest is the fast variant
 def test_sigkill_during_compaction_then_rerun_gives_the_same_catalog(run: Path, tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     shutil.copytree(run, whole, copy_function=shutil.copy)
@@ -220,8 +221,8 @@ def test_sigkill_during_compaction_then_rerun_gives_the_same_catalog(run: Path, 
 
 def test_a_kill_between_parts_and_manifest_keeps_the_last_manifest(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     refresh_catalog(run)
-    make_run(run, range(12, 14))
-    expected = snapshot([make_run(run.parent / "whole", range(14))])
+    make_run(run, range(6, 8))
+    expected = snapshot([make_run(run.parent / "whole", range(8))])
     real = os.replace
 
     def killed_at_manifest(src, dst):  # noqa: ANN001, ANN202
@@ -262,7 +263,7 @@ def test_query_command_reads_several_runs_and_the_named_views(run: Path, tmp_pat
     assert answer.exit_code != 0, "a folder that is neither a catalog nor a run is not guessed at"
     answer = CliRunner().invoke(app, ["query", sql, "--db", str(run / CATALOG), "--db", str(other), "--json"])
     assert answer.exit_code == 0, answer.output
-    assert [(r["run"], r["n"]) for r in json.loads(answer.output)] == [(str(other.resolve()), 3), (str(run.resolve()), 12)]
+    assert [(r["run"], r["n"]) for r in json.loads(answer.output)] == [(str(other.resolve()), 3), (str(run.resolve()), 6)]
     sql = "select (select sum(tasks) from reject_reasons) as named, (select count(*) from p1_results where decision = 'reject') as plain"
     answer = CliRunner().invoke(app, ["query", sql, "--db", str(run / CATALOG), "--json"])
     (row,) = json.loads(answer.output)
