@@ -20,7 +20,6 @@ retypes a field must map its old spelling in the view's SELECT, keyed by ``schem
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import tempfile
