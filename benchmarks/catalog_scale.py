@@ -16,7 +16,7 @@ folder (8 probes with their patches, probe counts, a verdict). For each size it 
   peak RSS   of each phase, which runs in its own process (commit, compact, catalog + queries)
 
 Targets at 100k tasks: every query under 200 ms after compaction, compaction under 1 ms per task, memory flat.
-Queries before compaction open every task file; at 100k they run once (--repeat applies up to 10k tasks).
+Queries before compaction open every task file; above 1k tasks they run once (--repeat applies up to 1k).
 
     python benchmarks/catalog_scale.py [--sizes 1000 10000 100000] [--repeat 5] [--dir DIR] [--keep]
 """
@@ -48,7 +48,7 @@ QUERIES = {
     "lookup": "select * from p1_results where instance_id = ?",
     "assertions": "select * from assertions where instance_id = ?",
 }
-FULL_REPEAT_UP_TO = 10_000
+FULL_REPEAT_UP_TO = 1_000
 COMMITTED = "commit.json"  # the commit figures of a finished commit phase, in the run folder
 
 
