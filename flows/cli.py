@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -193,43 +191,77 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
-def _run_p1(sources: list[Path], out: Path, cfg, workers: int) -> dict:
-    """The flow in a worker thread; this thread draws progress from the results landing on disk."""
-    import threading
+def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: list[Path] | None = None,
+                   judge: bool | None = None, as_json: bool = False) -> None:  # fmt: skip
+    """Run the stages in a supervised worker process (``flows.supervise``), drawing progress from the
+    results landing on disk and printing each stage's summary as it ends. Ctrl-C or SIGTERM stops the
+    run cleanly (exit 130 / 143); a rerun of the same command resumes it."""
+    import os
 
-    _quiet_prefect()
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+    from flows.supervise import Interrupted, Job, WorkerFailed, done, supervise
+    from harness.config import Settings
+    from harness.leftovers import RunConflict
+
+    job = Job(stages=stages, out=str(out), config=cfg.model_dump(mode="json"), workers=workers,
+              sources=[str(s) for s in sources or []], judge=judge)  # fmt: skip
+    settings = Settings.from_env()
+    # a run writes into its folder and the cache only: matplotlib's font cache (the report's charts)
+    # would otherwise land in $HOME
+    os.environ.setdefault("MPLCONFIGDIR", str(settings.cache_dir / "matplotlib"))
+    labels = {"pipeline1": "pipeline 1", "pipeline2": "pipeline 2: probes and the judge"}
+    folders = {"pipeline1": ("p1", "result.parquet"), "pipeline2": ("p2", "verdict.parquet")}
+    totals: dict[str, int | None] = dict.fromkeys(stages)
+    remaining = list(stages)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    progress = Progress(*columns, console=_console())
+    bars: dict[str, TaskID] = {}
+
+    def finished() -> int:
+        return done(out / folders[remaining[0]][0], folders[remaining[0]][1])
+
+    try:
+        with progress:
+            for event in supervise(job, settings):
+                if "started" in event:
+                    if event["started"]:
+                        progress.console.print(f"swept what an earlier run left: {event['started']}")
+                    totals = _totals(stages, sources, out)
+                if "summary" in event:
+                    progress.stop()
+                    (_print_summary if event["stage"] == "pipeline1" else _print_p2)(event["summary"], as_json)
+                    remaining.pop(0)
+                    if remaining:
+                        totals[remaining[0]] = event["summary"]["kept"]
+                        progress.start()
+                if remaining:
+                    stage = remaining[0]
+                    if stage not in bars:
+                        bars[stage] = progress.add_task(labels[stage], total=totals[stage])
+                    progress.update(bars[stage], completed=finished(), total=totals[stage])  # type: ignore[arg-type]
+    except RunConflict as err:
+        _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
+        raise typer.Exit(2) from None
+    except Interrupted as stop:
+        n, m = (finished(), totals[remaining[0]]) if remaining else (0, None)
+        _console().print(f"interrupted: {n} of {'?' if m is None else m} done; rerun the same command to resume")
+        raise typer.Exit(128 + stop.signum) from None
+    except WorkerFailed as err:  # the worker printed why
+        raise typer.Exit(err.returncode) from None
+
+
+def _totals(stages: list[str], sources: list[Path] | None, out: Path) -> dict[str, int | None]:
+    """Tasks per stage, as far as known before it starts: Pipeline 2's is Pipeline 1's kept count."""
+    from curation.pipeline1 import kept_tasks
     from curation.sources import load_sources
-    from flows.pipeline1 import done_count, run_pipeline1
 
-    total = len(load_sources(sources).tasks)
-    box: dict[str, object] = {}
-
-    def work() -> None:
-        try:
-            box["summary"] = run_pipeline1(sources, out, cfg, workers)
-        except BaseException as err:  # shown to the user below, with its traceback
-            box["error"] = err
-
-    thread = threading.Thread(target=work, daemon=True)
-    columns = (TextColumn("pipeline 1"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=_console()) as progress:
-        bar = progress.add_task("tasks", total=total)
-        thread.start()
-        while thread.is_alive():
-            progress.update(bar, completed=min(done_count(out), total))
-            thread.join(0.5)
-        progress.update(bar, completed=min(done_count(out), total))
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["summary"]  # type: ignore[return-value]
+    totals: dict[str, int | None] = dict.fromkeys(stages)
+    if "pipeline1" in totals:
+        totals["pipeline1"] = len({t.instance_id for t in load_sources(sources or []).tasks})
+    else:
+        totals["pipeline2"] = len(kept_tasks(out))
+    return totals
 
 
 def _print_summary(summary: dict, as_json: bool) -> None:
@@ -262,7 +294,7 @@ def p1(
 ) -> None:
     """Pipeline 1: two-tree fail-to-pass with binding assertions, into Parquet and a DuckDB catalog."""
     cfg = _config(config, overrides, backend)
-    _print_summary(_run_p1(list(sources), out, cfg, workers), as_json)
+    _run_pipelines(["pipeline1"], out, cfg, workers, sources=list(sources), as_json=as_json)
 
 
 @app.command()
@@ -276,14 +308,11 @@ def curate(
 ) -> None:
     """The main job, end to end with embedded defaults: Pipeline 1, then probes and the judge."""
     cfg = _config(config, overrides, backend)
-    summary = _run_p1(_sources(sources), out, cfg, workers)
-    _print_summary(summary, as_json=False)
-    with _judge_endpoint(scripted=None) as settings:
-        _print_p2(_run_p2(out, cfg, workers, settings), as_json=False)
+    _run_pipelines(["pipeline1", "pipeline2"], out, cfg, workers, sources=_sources(sources))
     from curation.report import write_report
 
     page = write_report(out)
-    _console().print(f"run directory: {out.resolve()}\ncatalog: {Path(summary['catalog']).resolve()}\nreport: {page.resolve()}")
+    _console().print(f"run directory: {out.resolve()}\ncatalog: {(out / 'catalog.duckdb').resolve()}\nreport: {page.resolve()}")
 
 
 @app.command()
@@ -299,35 +328,6 @@ def report(
     from curation.report import write_report
 
     print(write_report(run_dir, out).resolve())
-
-
-@contextmanager
-def _judge_endpoint(scripted: bool | None) -> Iterator[object]:
-    """The judge's endpoint: SWEDECK_JUDGE_BASE_URL when set; else the scripted judge (a test double
-    shipped for demos) when ``scripted`` is not False; else none, and only model-free probes run."""
-    import os
-
-    from judge.config import JudgeSettings
-
-    if os.environ.get("SWEDECK_JUDGE_BASE_URL") and not scripted:
-        yield JudgeSettings.from_env()
-        return
-    if scripted is False:
-        yield None
-        return
-    from judge.scripted import ScriptedJudge
-
-    _console().print("[yellow]no judge endpoint configured (SWEDECK_JUDGE_BASE_URL): using the scripted judge, a test double[/]")
-    with ScriptedJudge("labelled") as base_url:
-        yield JudgeSettings(base_url=base_url, model="scripted-judge")
-
-
-def _run_p2(out: Path, cfg, workers: int, settings) -> dict:
-    _quiet_prefect()
-    from flows.pipeline2 import run_pipeline2
-
-    with _console().status("pipeline 2: probing and judging the kept tasks"):
-        return run_pipeline2(out, cfg, workers, settings)
 
 
 def _print_p2(summary: dict, as_json: bool) -> None:
@@ -361,8 +361,7 @@ def judge(
     if not (run_dir / "p1").is_dir():
         _console().print(f"[red]{run_dir} has no Pipeline 1 results[/]; run `swedeck p1 SOURCE --out {run_dir}` first")
         raise typer.Exit(2)
-    with _judge_endpoint(scripted) as settings:
-        _print_p2(_run_p2(run_dir, cfg, workers, settings), as_json)
+    _run_pipelines(["pipeline2"], run_dir, cfg, workers, judge=scripted, as_json=as_json)
 
 
 @app.command()

@@ -1,0 +1,56 @@
+"""The worker process of a pipeline command (see ``flows.supervise``): reads its Job from stdin, runs
+each stage's flow and reports each stage's summary on the pipe whose descriptor is its argument."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flows.supervise import Job, die_with_parent, emit
+
+
+@contextmanager
+def judge_endpoint(scripted: bool | None) -> Iterator[object]:
+    """The judge's endpoint: SWEDECK_JUDGE_BASE_URL when set; else the scripted judge (a test double
+    shipped for demos) when ``scripted`` is not False; else none, and only model-free probes run."""
+    from judge.config import JudgeSettings
+
+    if os.environ.get("SWEDECK_JUDGE_BASE_URL") and not scripted:
+        yield JudgeSettings.from_env()
+        return
+    if scripted is False:
+        yield None
+        return
+    from judge.scripted import ScriptedJudge
+
+    print("no judge endpoint configured (SWEDECK_JUDGE_BASE_URL): using the scripted judge, a test double", file=sys.stderr)
+    with ScriptedJudge("labelled") as base_url:
+        yield JudgeSettings(base_url=base_url, model="scripted-judge")
+
+
+def main() -> None:
+    die_with_parent()
+    job = Job.model_validate_json(sys.stdin.read())
+    from flows.config import SwedeckConfig
+
+    cfg = SwedeckConfig.model_validate(job.config)
+    out = Path(job.out)
+    with os.fdopen(int(sys.argv[1]), "w") as events:
+        for stage in job.stages:
+            if stage == "pipeline1":
+                from flows.pipeline1 import run_pipeline1
+
+                summary = run_pipeline1([Path(s) for s in job.sources], out, cfg, job.workers)
+            else:
+                from flows.pipeline2 import run_pipeline2
+
+                with judge_endpoint(job.judge) as settings:
+                    summary = run_pipeline2(out, cfg, job.workers, settings)
+            emit(events, {"stage": stage, "summary": summary})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""What a killed run leaves in the cache, and how the next run finds and removes it.
+
+Everything a run starts carries its **owner**: the run's token (``SWEDECK_RUN``, set by the CLI for a
+run and inherited by every process it starts) or, outside a run, the creating process's own token.
+A token is ``<pid>.<start time>``, so it names one process for the life of the machine: the owner is
+alive exactly while that process is (``alive``), and a reused pid is a different token. Docker
+containers carry the owner and the cache in labels, sandbox folders in their names, processes in
+their environment, scratch folders in their names. ``sweep`` removes what belongs to dead owners of
+one cache and leaves live runs' things alone, whoever started them.
+
+A run also leaves a run file (``runs/<token>.json``, its output folder) while it lives, so two live
+runs never write to one output folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.config import Settings
+
+RUN_ENV = "SWEDECK_RUN"
+_OWNED = re.compile(r"^(?:bwrap|docker)-(\d+\.\d+)-")  # a sandbox folder made under an owner
+UNOWNED_IDLE_S = 3600.0  # a sandbox folder from before owners were recorded: swept once idle this long
+
+
+def process_token(pid: int) -> str | None:
+    """``<pid>.<start time in clock ticks since boot>``, or None when no such process exists."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: count fields after its last ')'
+    return f"{pid}.{stat.rsplit(')', 1)[1].split()[19]}"
+
+
+def owner() -> str:
+    """The owner of what this process creates: its run, or itself outside one."""
+    return os.environ.get(RUN_ENV) or process_token(os.getpid()) or str(os.getpid())
+
+
+def alive(token: str) -> bool:
+    pid, _, _ = token.partition(".")
+    return pid.isdigit() and process_token(int(pid)) == token
+
+
+def cache_key(settings: Settings) -> str:
+    return hashlib.sha256(str(settings.cache_dir.resolve()).encode()).hexdigest()[:16]
+
+
+def container_labels(settings: Settings) -> dict[str, str]:
+    return {"swedeck.cache": cache_key(settings), "swedeck.owner": owner()}
+
+
+def sandbox_prefix(kind: str) -> str:
+    """The name prefix of a sandbox folder of ``kind`` (bwrap, docker) made by this process."""
+    return f"{kind}-{owner()}-"
+
+
+# ----------------------------------------------------------------------------------------- run files
+
+
+@dataclass(frozen=True)
+class Run:
+    token: str
+    out: str
+    started: float
+
+
+class RunConflict(RuntimeError):
+    """Another live run writes to the same output folder."""
+
+
+def _runs_dir(settings: Settings) -> Path:
+    return settings.cache_dir / "runs"
+
+
+def live_runs(settings: Settings) -> list[Run]:
+    runs = []
+    for path in sorted(_runs_dir(settings).glob("*.json")):
+        try:
+            run = Run(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            continue
+        if alive(run.token):
+            runs.append(run)
+    return runs
+
+
+def register_run(settings: Settings, token: str, out: Path) -> Run:
+    """Record the run ``token`` writing to ``out``; RunConflict when a live run already does. The
+    file is written before the check, so of two runs starting together at least one sees the other."""
+    run = Run(token=token, out=str(out.resolve()), started=time.time())
+    path = _runs_dir(settings) / f"{token}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}")
+    tmp.write_text(json.dumps(run.__dict__))
+    os.replace(tmp, path)
+    others = [r for r in live_runs(settings) if r.out == run.out and r.token != token]
+    if others:
+        path.unlink()
+        raise RunConflict(f"another swedeck run (pid {others[0].token.split('.')[0]}) is writing to {out}")
+    return run
+
+
+def end_run(settings: Settings, token: str) -> None:
+    (_runs_dir(settings) / f"{token}.json").unlink(missing_ok=True)
+
+
+def scratch_dir(settings: Settings, token: str) -> Path:
+    """The run's temporary folder (TMPDIR for its processes), under the cache so a sweep finds it."""
+    return settings.cache_dir / "scratch" / token
+
+
+# ----------------------------------------------------------------------------------------- the sweep
+
+
+@dataclass
+class Swept:
+    processes: list[int] = field(default_factory=list)
+    containers: list[str] = field(default_factory=list)
+    folders: list[Path] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.processes or self.containers or self.folders)
+
+    def summary(self) -> str:
+        return f"{len(self.processes)} process(es), {len(self.containers)} container(s), {len(self.folders)} folder(s)"
+
+
+def sweep(settings: Settings, gone: set[str] | None = None) -> Swept:
+    """Remove the processes, containers, sandbox and scratch folders and run files of this cache
+    whose owner is dead, or (``gone``) whose owner is one of these tokens."""
+
+    def dead(token: str) -> bool:
+        return token in gone if gone is not None else not alive(token)
+
+    swept = Swept(processes=kill_processes(dead), containers=remove_containers(settings, dead))
+    sandboxes = settings.cache_dir / "sandboxes"
+    for folder in sorted(sandboxes.glob("*")) if sandboxes.is_dir() else []:
+        owned = _OWNED.match(folder.name)
+        if owned and dead(owned.group(1)) or not owned and gone is None and _idle(folder) > UNOWNED_IDLE_S:
+            swept.folders.append(folder)
+    for kind in ("scratch", "runs"):
+        for entry in sorted((settings.cache_dir / kind).glob("*")) if (settings.cache_dir / kind).is_dir() else []:
+            if dead(entry.name.lstrip(".").removesuffix(".json")):
+                swept.folders.append(entry)
+    for path in swept.folders:
+        _remove(path)
+    return swept
+
+
+def _idle(folder: Path) -> float:
+    """Seconds since anything was made in the folder or its direct subfolders (logs, tmp)."""
+    try:
+        newest = max(p.stat().st_mtime for p in [folder, *folder.iterdir()])
+    except OSError:
+        return 0.0
+    return time.time() - newest
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def kill_processes(dead) -> list[int]:  # noqa: ANN001 - a predicate on owner tokens
+    """SIGKILL every process (of this user) whose environment names a dead owner."""
+    marker = f"{RUN_ENV}=".encode()
+    killed = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # gone, or another user's
+            continue
+        tokens = [v[len(marker):].decode(errors="replace") for v in environ.split(b"\0") if v.startswith(marker)]
+        if tokens and dead(tokens[0]):
+            try:
+                os.kill(int(entry.name), signal.SIGKILL)
+                killed.append(int(entry.name))
+            except OSError:
+                pass
+    return killed
+
+
+def remove_containers(settings: Settings, dead) -> list[str]:  # noqa: ANN001 - a predicate on owner tokens
+    """Force-remove this cache's containers whose owner is dead; nothing when no Docker engine answers."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=20)
+        containers = client.containers.list(all=True, filters={"label": f"swedeck.cache={cache_key(settings)}"})
+    except Exception:  # no engine here: bwrap users have no containers to leak
+        return []
+    removed = []
+    for container in containers:
+        if dead(container.labels.get("swedeck.owner", "")):
+            try:
+                container.remove(force=True)
+                removed.append(container.short_id)
+            except Exception:  # removed meanwhile by its owner's own cleanup
+                pass
+    return removed

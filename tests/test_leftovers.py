@@ -1,0 +1,118 @@
+"""Crash hygiene: what a dead run left (processes, sandbox and scratch folders, run files, partial
+result folders, orphaned logs) is swept; what a live run owns is not, whoever started it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from curation.store import commit_folder
+from flows.hygiene import sweep_run_folder
+from harness import leftovers
+from harness.config import Settings
+from harness.records import LoadError
+
+
+def dead_token() -> str:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    token = leftovers.process_token(proc.pid)
+    proc.wait()
+    assert token is not None and not leftovers.alive(token)
+    return token
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(cache_dir=tmp_path / "cache", base_rootfs=tmp_path / "rootfs", base_image="x")
+
+
+def test_a_token_names_one_process_for_its_life() -> None:
+    mine = leftovers.process_token(os.getpid())
+    assert mine is not None and leftovers.alive(mine)
+    pid, start = mine.split(".")
+    assert not leftovers.alive(f"{pid}.{int(start) + 1}")  # the same pid, reused later, is someone else
+    assert not leftovers.alive("nonsense") and not leftovers.alive("")
+
+
+def test_the_sweep_removes_dead_owners_things_and_keeps_live_ones(settings: Settings) -> None:
+    dead, live = dead_token(), leftovers.owner()
+    sandboxes = settings.cache_dir / "sandboxes"
+    folders = {
+        "bwrap-dead": sandboxes / f"bwrap-{dead}-abc", "docker-dead": sandboxes / f"docker-{dead}-abc",
+        "bwrap-live": sandboxes / f"bwrap-{live}-abc", "unowned-new": sandboxes / "bwrap-legacy",
+        "unowned-old": sandboxes / "bwrap-ancient", "scratch-dead": leftovers.scratch_dir(settings, dead),
+        "scratch-live": leftovers.scratch_dir(settings, live),
+    }  # fmt: skip
+    for folder in folders.values():
+        (folder / "tmp").mkdir(parents=True)
+    old = time.time() - leftovers.UNOWNED_IDLE_S - 60
+    for path in (folders["unowned-old"], folders["unowned-old"] / "tmp"):
+        os.utime(path, (old, old))
+    (settings.cache_dir / "runs").mkdir()
+    (settings.cache_dir / "runs" / f"{dead}.json").write_text("{}")
+
+    swept = leftovers.sweep(settings)
+    gone = {name for name, folder in folders.items() if not folder.exists()}
+    assert gone == {"bwrap-dead", "docker-dead", "unowned-old", "scratch-dead"}
+    assert not (settings.cache_dir / "runs" / f"{dead}.json").exists() and len(swept.folders) == 5
+
+
+def test_the_sweep_kills_processes_of_a_dead_run_only(settings: Settings) -> None:
+    dead = dead_token()
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    orphan = subprocess.Popen(sleep, env={**os.environ, leftovers.RUN_ENV: dead})
+    bystander = subprocess.Popen(sleep, env={**os.environ, leftovers.RUN_ENV: leftovers.owner()})
+    try:
+        time.sleep(0.3)  # let both exec, so their environment is the one given
+        swept = leftovers.sweep(settings)
+        assert orphan.wait(timeout=10) == -9 and swept.processes == [orphan.pid]
+        assert bystander.poll() is None
+    finally:
+        orphan.kill()
+        bystander.kill()
+        bystander.wait()
+
+
+def test_two_live_runs_never_share_a_run_folder(settings: Settings, tmp_path: Path) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        token = leftovers.process_token(other.pid)
+        assert token is not None
+        leftovers.register_run(settings, token, tmp_path / "out")
+        with pytest.raises(leftovers.RunConflict, match=f"pid {other.pid}"):
+            leftovers.register_run(settings, leftovers.owner(), tmp_path / "out")
+        leftovers.register_run(settings, leftovers.owner(), tmp_path / "elsewhere")
+        assert leftovers.sweep(settings).folders == []  # a live run's file stays
+    finally:
+        other.kill()
+        other.wait()
+    leftovers.register_run(settings, leftovers.owner(), tmp_path / "out")  # the dead run's claim lapsed
+
+
+def test_the_run_folder_loses_partial_folders_and_orphaned_logs_only(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    for stage in ("p1", "p2"):
+        (out / stage / ".task-a.x1y2z3").mkdir(parents=True)  # a commit that never finished
+    (out / ".load_errors.q9").mkdir()
+    (out / "catalog.duckdb.tmp").write_text("")
+    logs = out / "logs" / "task-a"
+    logs.mkdir(parents=True)
+    (logs / "before.log").write_text("the committed attempt's log")
+    past = time.time() - 60
+    os.utime(logs / "before.log", (past, past))
+    commit_folder(out / "p1" / "task-a", [("result", LoadError, [])])
+    (logs / "after.log").write_text("an attempt killed before it committed")
+    later = time.time() + 60
+    os.utime(logs / "after.log", (later, later))
+    (out / "logs" / "task-b").mkdir()
+    (out / "logs" / "task-b" / "x.log").write_text("a task that never committed")
+
+    removed = sweep_run_folder(out)
+    assert {p.name for p in removed} == {".task-a.x1y2z3", ".load_errors.q9", "catalog.duckdb.tmp", "after.log", "x.log"}
+    assert (logs / "before.log").exists() and (out / "p1" / "task-a" / "result.parquet").exists()
+    assert not list(out.rglob(".*"))

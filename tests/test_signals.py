@@ -1,0 +1,207 @@
+"""Ctrl-C and SIGTERM stop a run cleanly, as users run it (a subprocess of the CLI): the exit code says
+which signal, within 10 s, with a line saying how far it got; no process of the run survives (the
+worker, the temporary Prefect server, sandboxes); a rerun of the same command completes as an
+uninterrupted run does. A corpus file with bad rows goes through `swedeck curate` writing nothing
+outside --out."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from data import SAMPLE
+from harness import leftovers
+from harness.config import Settings
+
+TASKS = ("sample__semverlite-1", "sample__toposort-1", "sample__intervals-1")
+STABLE = "select instance_id, decision, reason, fail_to_pass, binding_assertions from p1_results order by instance_id"
+
+
+def copy_tasks(dest: Path, *names: str) -> Path:
+    for name in names:
+        shutil.copytree(SAMPLE / name, dest / name)
+    return dest
+
+
+def start(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
+    """The CLI in its own process group, as a shell runs a foreground job."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", *args], env=env or os.environ.copy(), cwd=cwd,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def descendants(pid: int) -> list[str]:
+    """Tokens of every process below ``pid`` (the worker, Prefect's server, sandboxes)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                children.setdefault(int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return [t for t in map(leftovers.process_token, found) if t]
+
+
+def run_processes(token: str) -> list[int]:
+    """Processes anywhere that carry the run's token (what the run started, orphaned or not)."""
+    marker = f"{leftovers.RUN_ENV}={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "environ").read_bytes().split(b"\0"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def wait_for(condition, timeout: float, what: str) -> None:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def committed(out: Path, stage: str = "p1", marker: str = "result.parquet") -> int:
+    folder = out / stage
+    return sum(1 for p in folder.glob("[!.]*") if (p / marker).exists()) if folder.is_dir() else 0
+
+
+def interrupt(proc: subprocess.Popen[str], signum: int) -> tuple[int, float, str, list[str]]:
+    """Send ``signum`` as a terminal (SIGINT, to the process group) or a service manager (SIGTERM) would;
+    (exit code, seconds to exit, stderr, the run's processes just before)."""
+    below = descendants(proc.pid)
+    sent = time.monotonic()
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signum)
+    else:
+        os.kill(proc.pid, signum)
+    _, err = proc.communicate(timeout=60)
+    return proc.returncode, time.monotonic() - sent, err, below
+
+
+def assert_nothing_left(token: str, below: list[str], settings: Settings) -> None:
+    survivors = [t for t in below if leftovers.alive(t)]
+    assert survivors == [], f"processes of the run survived: {survivors}"
+    assert run_processes(token) == []
+    owned = [p for p in (settings.cache_dir / "sandboxes").glob(f"*-{token}-*")]
+    assert owned == [] and not leftovers.scratch_dir(settings, token).exists()
+    assert not (settings.cache_dir / "runs" / f"{token}.json").exists()
+
+
+def catalog(db: Path, sql: str = STABLE) -> list[tuple]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.mark.prefect
+@pytest.mark.parametrize("signum", [signal.SIGINT])
+def test_a_signal_mid_run_stops_it_cleanly_and_the_rerun_completes(
+    signum: int, swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
+) -> None:
+    src = copy_tasks(tmp_path / "src", *TASKS)
+    out = tmp_path / "out"
+    args = ("p1", str(src), "--out", str(out), "--workers", "1", "--set", "pipeline1.runs=2")
+    proc = start(*args)
+    token = leftovers.process_token(proc.pid)
+    assert token is not None
+    wait_for(lambda: committed(out) >= 1 or proc.poll() is not None, 300, "the first committed task")
+    assert proc.poll() is None, proc.communicate()
+    code, seconds, err, below = interrupt(proc, signum)
+
+    assert code == 128 + signum and seconds < 10, (code, seconds, err)
+    done = committed(out)
+    assert f"interrupted: {done} of {len(TASKS)} done; rerun the same command to resume" in err
+    assert 1 <= done < len(TASKS), "the signal should land midway"
+    assert_nothing_left(token, below, swedeck_env)
+
+    rerun = start(*args, "--json")
+    stdout, err = rerun.communicate(timeout=600)
+    assert rerun.returncode == 0, err
+    assert json.loads(stdout)["tasks"] == len(TASKS) and committed(out) == len(TASKS)
+    decisions = {row[0]: (row[1], row[2]) for row in catalog(out / "catalog.duckdb")}
+    assert decisions == {"sample__semverlite-1": ("keep", ""), "sample__toposort-1": ("keep", ""),
+                         "sample__intervals-1": ("keep", "")}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.prefect
+@pytest.mark.parametrize(("signum", "when"), [(signal.SIGTERM, "start"), (signal.SIGINT, "pipeline2"), (signal.SIGTERM, "pipeline2")])
+def test_signals_at_other_points_of_curate_and_the_rerun_equals_a_clean_run(
+    signum: int, when: str, swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
+) -> None:
+    src = copy_tasks(tmp_path / "src", *TASKS)
+    clean, out = tmp_path / "clean", tmp_path / "out"
+    base = ("curate", str(src), "--workers", "1", "--set", "pipeline1.runs=1")
+    first = start(*base, "--out", str(clean))
+    assert first.wait(timeout=900) == 0, first.communicate()
+
+    proc = start(*base, "--out", str(out))
+    token = leftovers.process_token(proc.pid)
+    assert token is not None
+    if when == "start":
+        time.sleep(2)  # the worker is starting, Prefect's server with it
+    else:
+        wait_for(lambda: committed(out, "p2", "verdict.parquet") >= 1, 900, "the first judged task")
+    code, seconds, err, below = interrupt(proc, signum)
+    assert code == 128 + signum and seconds < 10, (code, seconds, err)
+    assert "; rerun the same command to resume" in err
+    assert_nothing_left(token, below, swedeck_env)
+
+    rerun = start(*base, "--out", str(out))
+    assert rerun.wait(timeout=900) == 0, rerun.communicate()
+    assert catalog(out / "catalog.duckdb") == catalog(clean / "catalog.duckdb")
+    verdicts = "select instance_id, verdict from verdicts order by all"
+    assert catalog(out / "catalog.duckdb", verdicts) == catalog(clean / "catalog.duckdb", verdicts)
+
+
+@pytest.mark.prefect
+def test_curate_over_a_hostile_corpus_completes_and_writes_only_into_out(
+    swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
+) -> None:
+    from test_load_errors import hostile_corpus
+
+    corpus = hostile_corpus(tmp_path / "rows.jsonl")
+    home, scratch, cwd, out = (tmp_path / name for name in ("home", "tmp", "cwd", "out"))
+    for folder in (home, scratch, cwd):
+        folder.mkdir()
+    # where a careless writer would go: $HOME (Hugging Face, Prefect), $TMPDIR, the working folder, the
+    # folder beside --out (the machine's shared /tmp is not watched: other jobs write there meanwhile)
+    env = {**os.environ, "HOME": str(home), "TMPDIR": str(scratch)}
+    watched = (home, scratch, cwd, tmp_path)
+
+    def listing() -> set[Path]:
+        found = set()
+        for root in watched:
+            for path in root.rglob("*"):
+                if out not in path.parents and path != out:
+                    found.add(path)
+        return found
+
+    before = listing()
+    proc = start("curate", str(corpus), "--out", str(out), "--set", "pipeline1.runs=1", env=env, cwd=cwd)
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
+    new = listing() - before
+    assert not new, f"written outside --out: {sorted(map(str, new))[:10]}"
+    rows = catalog(out / "catalog.duckdb", "select location, field from load_errors order by location")
+    assert rows == [(f"{corpus}#line3", "json"), (f"{corpus}#line4", "instance_id"), (f"{corpus}#line5", "instance_id")]
+    assert not Path("/tmp/swedeck-escaped").exists() and not (tmp_path.parent / "etc").exists()
