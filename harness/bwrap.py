@@ -1,17 +1,17 @@
 """bubblewrap sandboxes: no daemon, millisecond start, the embedded default.
 
-A sandbox is a host folder (``tree/`` bound at the task's workdir, ``tmp/`` at /tmp) plus the base root
-filesystem bound read-only. Every command is a fresh ``bwrap`` process in new user, pid, network, ipc and
-uts namespaces, run as a uid no other sandbox uses, so ``RLIMIT_NPROC`` bounds this sandbox alone.
-
-/tmp must outlive each command's namespace, so it cannot be a tmpfs sized by the kernel as under
-Docker. A watcher bounds it instead: while a command runs, the folder's allocated size is read every
-``TMP_POLL_S``; a command that grows it past ``Limits.tmp_mb`` is killed, and the log says why. The
-bound is soft by what one poll interval lets a writer add.
+A sandbox is a host folder holding two tmpfs mounts, ``tree/`` (bound at the task's workdir) and
+``tmp/`` (bound at /tmp), each sized by the kernel: the tree to its pristine size plus
+``Limits.tree_mb``, /tmp to ``Limits.tmp_mb``. The base root filesystem is bound read-only, and the
+rest of / and /dev are read-only too, with a sized /dev/shm. Every command is a fresh ``bwrap``
+process in new user, pid, network, ipc and uts namespaces, run as a uid no other sandbox uses and in
+a control group of the sandbox's own, so memory and processes are bounded for the sandbox as a whole.
+Nothing a command starts outlives it: its pid namespace dies with it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import resource
@@ -20,18 +20,18 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from harness.cgroups import Cgroup
 from harness.config import SandboxConfig, Settings
 from harness.envs import BUILD_ENV_PREFIXES, ENV_MOUNT, needs_env_build, prepare_tree, recipe_key, run_env
 from harness.records import ExecResult, Task
 from harness.sandbox import EnvError, capture, exec_result, host_path, shell_command
 
 MERGED_USR_LINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
-TMP_POLL_S = 0.05
+MIB = 2**20
 
 
 class BwrapBackend:
@@ -122,14 +122,32 @@ class _BwrapSandbox:
         self.root = Path(tempfile.mkdtemp(prefix="bwrap-", dir=parent))
         self.root.chmod(0o755)
         self.uid = random.randint(200_000, 2_000_000_000)
-        (self.root / "tmp").mkdir()
-        (self.root / "logs").mkdir()
-        if tree is not None:
-            shutil.copytree(tree, self.root / "tree", symlinks=True)
-        for path in [self.root / "tmp", self.root / "tree", *([env_dir] if building else [])]:
-            if path.exists():
-                _chown_tree(path, self.uid)
+        self.mounts: list[Path] = []
+        self.cgroup: Cgroup | None = None
+        try:
+            self._mount(self.root / "tmp", self.limits.tmp_mb * MIB)
+            (self.root / "logs").mkdir()
+            if tree is not None:
+                self._mount(self.root / "tree", _tree_size(tree) + self.limits.tree_mb * MIB)
+                shutil.copytree(tree, self.root / "tree", symlinks=True, dirs_exist_ok=True)
+            for path in [self.root / "tmp", self.root / "tree", *([env_dir] if building else [])]:
+                if path.exists():
+                    _chown_tree(path, self.uid)
+            self.cgroup = Cgroup(self.root.name, self.limits.memory_mb * MIB, self.limits.processes)
+        except BaseException:
+            self.close()
+            raise
         self._runs = 0
+
+    def _mount(self, path: Path, size: int) -> None:
+        """A tmpfs the kernel holds to ``size`` bytes: writes past it fail with ENOSPC."""
+        path.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "swedeck-sandbox", str(path)], capture_output=True, text=True
+        )
+        if done.returncode:
+            raise EnvError(f"could not mount the sandbox's tmpfs (bwrap sandboxes need root): {done.stderr.strip()}")
+        self.mounts.append(path)
 
     # ------------------------------------------------------------------ paths
 
@@ -163,7 +181,8 @@ class _BwrapSandbox:
             argv += ["--ro-bind", str(self.rootfs / sub), f"/{sub}"]
         for link, target in MERGED_USR_LINKS.items():
             argv += ["--symlink", target, link]
-        argv += ["--proc", "/proc", "--dev", "/dev", "--bind", str(self.root / "tmp"), "/tmp"]
+        argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.shm_mb * MIB), "--tmpfs", "/dev/shm"]
+        argv += ["--bind", str(self.root / "tmp"), "/tmp"]
         if self.building:
             argv += ["--bind", str(self.env_dir), ENV_MOUNT]
             if self.network and Path("/etc/resolv.conf").exists():
@@ -175,6 +194,8 @@ class _BwrapSandbox:
             if self.env_dir is not None:
                 argv += ["--ro-bind", str(self.env_dir), ENV_MOUNT]
             argv += ["--bind", str(self.root / "tree"), self.workdir]
+        # only the tree, /tmp and /dev/shm take writes: the mount points' tmpfs and /dev do not
+        argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         argv += ["--chdir", self.workdir, "--clearenv"]
         for key, value in env.items():
             argv += ["--setenv", key, value]
@@ -189,17 +210,13 @@ class _BwrapSandbox:
         self._runs += 1
         log_path = self.root / "logs" / f"{self._runs:03d}.log"
         started = time.monotonic()
-        tmp_before = _allocated(self.root / "tmp")  # before the command can write: only its growth counts
         proc = subprocess.Popen(
             self._argv(command, timeout, full_env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            user=self.uid,
-            group=self.uid,
-            extra_groups=[],
-            preexec_fn=self._rlimits,
+            preexec_fn=self._enter,
         )
 
         def kill() -> None:
@@ -209,51 +226,42 @@ class _BwrapSandbox:
             except ProcessLookupError:
                 pass
 
-        with log_path.open("wb") as log, _TmpWatch(self.root / "tmp", self.limits.tmp_mb * 2**20, tmp_before, kill) as tmp:
+        with log_path.open("wb") as log:
             limited, timed_out = capture(_chunks(proc), log, self.limits.output_bytes, started + timeout + 5, kill)
             code = proc.wait()
-            if tmp.exceeded:
-                log.write(f"\nswedeck: /tmp grew past its {self.limits.tmp_mb} MiB limit; the command was killed\n".encode())
         return exec_result(command, code, log_path, started, limited=limited, timed_out=timed_out, timeout=timeout)
 
-    def _rlimits(self) -> None:
+    def _enter(self) -> None:
+        """In the child, before bwrap executes: the sandbox's control group (joined while still root),
+        per-process limits, then the sandbox's uid."""
+        self.cgroup.join()
         resource.setrlimit(resource.RLIMIT_NPROC, (self.limits.processes, self.limits.processes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        os.setgroups([])
+        os.setgid(self.uid)
+        os.setuid(self.uid)
+
+    def reap(self) -> None:
+        """Nothing outlives a command here: each runs in a pid namespace of its own, and every process
+        in it dies with the namespace's first process."""
 
     def close(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        for mount in reversed(self.mounts):
+            subprocess.run(["umount", "--lazy", str(mount)], capture_output=True)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-class _TmpWatch:
-    """Kill the running command once it has grown ``folder`` past ``limit`` bytes from ``start``, its
-    size before the command began. Only growth counts: a command that starts over the limit (left
-    there by an earlier one) may still clean up."""
-
-    def __init__(self, folder: Path, limit: int, start: int, kill: Callable[[], None]) -> None:
-        self.folder, self.limit, self.kill = folder, limit, kill
-        self.exceeded = False
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, args=(start,), daemon=True)
-
-    def _watch(self, start: int) -> None:
-        while not self._done.wait(TMP_POLL_S):
-            used = _allocated(self.folder)
-            if used > self.limit and used > start:
-                self.exceeded = True
-                self.kill()
-                return
-
-    def __enter__(self) -> _TmpWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._done.set()
-        self._thread.join()
+@functools.cache
+def _tree_size(tree: Path) -> int:
+    """A pristine tree's size, once per process: its folder is named by its content."""
+    return _allocated(tree)
 
 
 def _allocated(folder: Path) -> int:
-    """Bytes of disk the files under ``folder`` occupy (sparse files count what they hold)."""
+    """Bytes of disk the files under ``folder`` occupy (sparse files count what they hold), rounded
+    up to whole pages per file as a tmpfs holds them."""
     total, stack = 0, [str(folder)]
     while stack:
         try:
@@ -264,7 +272,7 @@ def _allocated(folder: Path) -> int:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     stack.append(entry.path)
-                total += entry.stat(follow_symlinks=False).st_blocks * 512
+                total += -(-entry.stat(follow_symlinks=False).st_blocks * 512 // 4096) * 4096 + 4096
             except FileNotFoundError:
                 continue
     return total

@@ -25,6 +25,8 @@ class Limits(BaseModel):
     output_bytes: int = 8 * 1024 * 1024  # captured output per command; the rest is cut and the command killed
     file_bytes: int = 512 * 1024 * 1024  # largest file a command may write
     tmp_mb: int = 512
+    tree_mb: int = 1024  # how much the task's tree may grow
+    shm_mb: int = 64  # /dev/shm
 
 
 class SandboxConfig(BaseModel):

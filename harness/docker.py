@@ -9,7 +9,7 @@ repository are sealed in place. Commands run through ``docker exec`` with the sa
 from __future__ import annotations
 
 import atexit
-import io
+import functools
 import os
 import secrets
 import shlex
@@ -44,6 +44,23 @@ from harness.sandbox import (
 )
 
 UID = 1000
+# Kills every process in the container but its init (pid 1), the init's child that keeps the container
+# up, and itself, until none is left: processes started by one `docker exec` outlive it.
+REAP = r"""
+keep=" 1 $(cat /proc/1/task/1/children) $$ "
+for _ in 1 2 3 4 5 6 7 8; do
+  victims=""
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    case "$keep" in *" $p "*) continue ;; esac
+    grep -qs '^State:[[:space:]]*Z' "$d/status" || victims="$victims $p"
+  done
+  [ -z "$victims" ] && exit 0
+  kill -KILL $victims 2>/dev/null
+  sleep 0.05
+done
+exit 1
+"""
 
 
 def _client():
@@ -140,6 +157,8 @@ class DockerBackend:
         fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tar.part")
         with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w") as tar:
             tar.add(tree, arcname=name, filter=owned)
+        # sandboxes get it as a hard link in their IO folder: nobody but root may write through that
+        os.chmod(tmp, 0o444)
         os.replace(tmp, dest)
         return dest
 
@@ -199,6 +218,15 @@ class _DockerSandbox:
         self.owner = 0 if self.own_repo else UID
         os.chown(self.io, self.owner, self.owner)
         env = run_env(task.environment.image is None and needs_env_build(task.environment.recipe))
+        # Every writable place is a tmpfs of bounded size, its pages charged to the container's memory.
+        # A repository that lives in its image stays in the container's own layer, which must then be
+        # writable (its size is not bounded there).
+        small = f"size={limits.tmp_mb}m,mode=1777"
+        tmpfs = {"/tmp": f"{small},exec", "/var/tmp": small, "/run/lock": small}
+        tar = None if self.own_repo else owner._tree_tar(task)
+        if tar is not None:
+            size = _tree_bytes(tar) + limits.tree_mb * 2**20
+            tmpfs[self.workdir] = f"size={size},uid={UID},gid={UID},mode=0755,exec"
         self.container = self.client.containers.run(
             image,
             ["sleep", "infinity"],
@@ -206,25 +234,37 @@ class _DockerSandbox:
             network_mode=None if network else "none",
             mem_limit=f"{limits.memory_mb}m",
             memswap_limit=f"{limits.memory_mb}m",
+            shm_size=f"{limits.shm_mb}m",
             pids_limit=limits.processes,
             environment=env,
             working_dir="/",
             init=True,
-            # a sized tmpfs, so writes to /tmp cannot fill the host's disk; the IO folder is mounted inside it
-            tmpfs={"/tmp": f"size={limits.tmp_mb}m,mode=1777,exec"},
+            read_only=tar is not None,
+            tmpfs=tmpfs,
             volumes={str(self.io): {"bind": IO_DIR, "mode": "rw"}},
         )
         self._runs = 0
         try:
-            if self.own_repo:
+            if tar is None:
                 self._seal_in_place(task)
             else:
-                parent = str(PurePosixPath(self.workdir).parent)
-                if not self.container.put_archive(parent, owner._tree_tar(task).read_bytes()):
-                    raise SandboxError(f"could not copy the tree into {self.workdir}")
+                self._unpack_tree(tar)
         except BaseException:
             self.close()
             raise
+
+    def _unpack_tree(self, tar: Path) -> None:
+        """The workdir is a tmpfs, which the engine's archive copy cannot see into: the tree's tar is
+        linked into the IO folder and unpacked from inside."""
+        staged = self.io / "tree.tar"
+        try:
+            os.link(tar, staged)
+        except OSError:  # another file system
+            shutil.copyfile(tar, staged)
+        parent = shlex.quote(str(PurePosixPath(self.workdir).parent))
+        done = self.run(f"tar -x --no-same-owner -f {IO_DIR}/tree.tar -C {parent} && rm -f {IO_DIR}/tree.tar", timeout=300)
+        if done.exit_code != 0:
+            raise SandboxError(f"could not copy the tree into {self.workdir}: {done.output[-400:]}")
 
     def _seal_in_place(self, task: Task) -> None:
         self.write_file("/tmp/seal_git.sh", script("seal_git.sh").read_bytes())
@@ -251,60 +291,27 @@ class _DockerSandbox:
             for made in (*created, target):
                 os.chown(made, self.owner, self.owner)
             return
-        if PurePosixPath("/tmp") in PurePosixPath(path).parents:
-            # /tmp is a tmpfs, and the engine's archive copy writes beneath it, out of sight: stage the
-            # file in the IO folder and move it into place from inside
-            staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"
-            self.write_file(staged, blob)
-            parent = shlex.quote(str(PurePosixPath(path).parent))
-            done = self.run(f"mkdir -p {parent} && mv {staged} {shlex.quote(path)}", timeout=60)
-            if done.exit_code != 0:
-                raise SandboxError(f"could not write {path}: {done.output[-400:]}")
-            return
-        p = PurePosixPath(path)
-        owner = self.owner
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            # parent folders below /tmp or the workdir travel in the same archive, owned by the
-            # sandbox user like bwrap's, so one upload replaces a mkdir exec plus an upload
-            for parent in reversed(p.parents):
-                if any(root in parent.parents for root in (PurePosixPath("/tmp"), PurePosixPath(self.workdir))):
-                    folder = tarfile.TarInfo(str(parent).lstrip("/"))
-                    folder.type, folder.mode, folder.uid, folder.gid = tarfile.DIRTYPE, 0o755, owner, owner
-                    tar.addfile(folder)
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size = len(blob)
-            info.mode = 0o644
-            info.uid = info.gid = owner
-            tar.addfile(info, io.BytesIO(blob))
-        if not self.container.put_archive("/", buf.getvalue()):
-            raise SandboxError(f"could not write {path}")
+        # the tree and /tmp are tmpfs mounts, which the engine's archive copy writes beneath, out of
+        # sight: stage the file in the IO folder and move it into place from inside, as the sandbox user
+        staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"
+        self.write_file(staged, blob)
+        parent = shlex.quote(str(PurePosixPath(path).parent))
+        done = self.run(f"mkdir -p {parent} && mv {staged} {shlex.quote(path)}", timeout=60)
+        if done.exit_code != 0:
+            raise SandboxError(f"could not write {path}: {done.output[-400:]}")
 
     def read_file(self, path: str) -> bytes:
-        import docker.errors
-
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
         if (source := self._io_path(path)) is not None:
             return source.read_bytes()
-        if PurePosixPath("/tmp") in PurePosixPath(path).parents:  # a tmpfs: see write_file
-            staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"
-            done = self.run(f"cp {shlex.quote(path)} {staged}", timeout=60)
-            if done.exit_code != 0:
-                raise FileNotFoundError(path)
-            host = self._io_path(staged)
-            blob = host.read_bytes()
-            host.unlink()
-            return blob
-        try:
-            stream, _ = self.container.get_archive(path)
-        except docker.errors.NotFound as err:
-            raise FileNotFoundError(path) from err
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-            member = tar.next()
-            extracted = tar.extractfile(member) if member else None
-            if extracted is None:
-                raise FileNotFoundError(path)
-            return extracted.read()
+        staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"  # a tmpfs: see write_file
+        done = self.run(f"cp {shlex.quote(path)} {staged}", timeout=60)
+        if done.exit_code != 0:
+            raise FileNotFoundError(path)
+        host = self._io_path(staged)
+        blob = host.read_bytes()
+        host.unlink()
+        return blob
 
     def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
         timeout = timeout or self.limits.timeout_s
@@ -345,6 +352,11 @@ class _DockerSandbox:
             daemon=True,
         ).start()
 
+    def reap(self) -> None:
+        code, out = self.container.exec_run(["bash", "-c", REAP], user="root")
+        if code != 0:
+            raise SandboxError(f"processes left by a command would not die: {out.decode(errors='replace')[-400:]}")
+
     def close(self) -> None:
         """Remove the container in the background: nothing waits for it, and a non-daemon thread
         still finishes before the interpreter exits, so no container is leaked."""
@@ -358,6 +370,13 @@ class _DockerSandbox:
 
         threading.Thread(target=remove, name="swedeck-docker-remove").start()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+@functools.cache
+def _tree_bytes(tar: Path) -> int:
+    """What a tree's files take in a tmpfs (whole pages each); its tar is named by its content."""
+    with tarfile.open(tar) as archive:
+        return sum(-(-member.size // 4096) * 4096 + 4096 for member in archive)
 
 
 def _mkdir(path: Path) -> Path:

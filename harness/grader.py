@@ -1,27 +1,51 @@
 """The grader: the one function that turns (task, candidate patch) into test statuses and a reward.
 
-Pipeline 1, every probe, the judge's tools, strengthening validation and RL rewards all call it. The
-contract: a fresh sandbox from the pristine environment; the candidate patch applied alone; every test
-file the task owns restored and every file the candidate planted at a test path removed; the hidden
-tests applied; the test command run with output captured to a file; statuses parsed (JUnit XML where the
-runner is pytest, cross-checked against the text summary and the exit code); reward 1 only when the
-statuses equal the expected pattern exactly and nothing suggests the output was forged.
+Pipeline 1, every probe, the judge's tools, strengthening validation and RL rewards all call it.
+
+The trust boundary: the candidate's files are data until the test command starts. In a fresh sandbox
+the candidate patch is applied alone (patch tools only; no interpreter, git config, attributes or
+hooks from the tree run), with the harness's own listing of the tree taken before and after. From the
+two listings the host decides (``harness.trusted``) what goes: every protected path the candidate
+touched is put back as the pristine tree had it; what it added that Python or pytest would load first
+(bytecode, package metadata, modules shadowing the environment's) is deleted; the hidden tests, with
+a few canary tests planted among them, are written from the task record. pytest then runs with plugin
+autoloading off and exactly the environment's plugins enabled, bytecode read from a fresh folder, and
+no process of the sandbox surviving a command. Statuses come from JUnit XML where the runner is
+pytest, cross-checked against the text summary, the exit code, what each call raised and the
+canaries. Reward 1 only when the statuses equal the expected pattern exactly and nothing suggests the
+output was forged; anything that goes wrong is a reason with reward 0, never an exception.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import secrets
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness import canaries
 from harness.config import Settings
 from harness.envs import ENV_MOUNT
 from harness.parsers import parse_junit, resolve_parser, uses_junit
-from harness.patching import CHANGES_COMMAND, apply_patch, neutralize_tests
+from harness.patching import apply_patch
 from harness.records import Grade, Status, Task, TestRun, content_hash
-from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError
+from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, tail
+from harness.trusted import (
+    LISTING,
+    PYCACHE_PREFIX,
+    File,
+    TaskFacts,
+    archive,
+    decode,
+    facts_key,
+    install_command,
+    parse_listing,
+    plan,
+    task_facts,
+)
 
 BAD = {Status.FAILED, Status.ERROR}
 PLUGINS = Path(__file__).parent / "plugins"
@@ -42,20 +66,27 @@ def run_tests(
     maxfail: int | None = None,
 ) -> TestRun:
     """Everything up to the statuses; no expectation involved. EnvError propagates (the environment,
-    not the patch, is at fault); a sandbox failure is a recorded outcome. ``instrument`` loads the
-    assertion plugin and returns its events with the hidden test sources they refer to. ``select``
-    runs only those pytest node ids (other runners ignore it and run everything). ``coverage`` loads
-    the coverage plugin tracing those paths (relative to the workdir) and returns its records.
-    ``maxfail`` stops pytest after that many failed tests (``--maxfail``; other runners ignore it)."""
+    not the patch, is at fault); anything else that fails is a recorded outcome. ``instrument`` loads
+    the assertion plugin and returns its events with the hidden test sources they refer to (and plants
+    no canaries, whose lines would move the assertions'). ``select`` runs only those pytest node ids
+    (other runners ignore it and run everything). ``coverage`` loads the coverage plugin tracing those
+    paths (relative to the workdir) and returns its records. ``maxfail`` stops pytest after that many
+    failed tests (``--maxfail``; other runners ignore it)."""
     started = time.monotonic()
+    facts = task_facts(task, backend)
     durations: dict[str, float] = {}
     sandbox = backend.open(task, network=network)
     durations["open"] = time.monotonic() - started
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
-        return _run_in(sandbox, task, patch, durations, log_dir, instrument, select, coverage, maxfail)
+        return _run_in(sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail)
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
+    except EnvError:
+        raise
+    except Exception as err:  # whatever the candidate's files did to us, the answer is a grade
+        detail = f"{type(err).__name__}: {err}\n{traceback.format_exc()[-1500:]}"
+        return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="grader_error", detail=detail)
     finally:
         sandbox.close()
 
@@ -63,6 +94,7 @@ def run_tests(
 def _run_in(
     sandbox: Sandbox,
     task: Task,
+    facts: TaskFacts,
     patch: str,
     durations: dict[str, float],
     log_dir: Path,
@@ -73,23 +105,36 @@ def _run_in(
 ) -> TestRun:
     t0 = time.monotonic()
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
-    changes = f"{IO_DIR}/changes"
-    run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", then=f"({CHANGES_COMMAND}) > {changes}")
+    token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
+    if facts.hidden_error:
+        return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": facts.hidden_error})
+    before = after = {}
+    listings = f"{IO_DIR}/listing-{token}"
+    run.apply_strategy, why = apply_patch(
+        sandbox, patch, "candidate", first=f"{LISTING} > {listings}-before", then=f"{LISTING} > {listings}-after"
+    )
     if not run.apply_strategy:
         return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
-    if patch.strip():
-        run.neutralized = neutralize_tests(sandbox, task, sandbox.read_file(changes).decode(errors="replace"))
-    hidden = task.answer.hidden_tests
-    strategy, why = apply_patch(sandbox, hidden.patch, "hidden-tests")
-    if not strategy:
-        return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": why})
-    for path, content in hidden.files.items():
-        sandbox.write_file(path, content)
+    if run.apply_strategy != "empty":
+        before = parse_listing(sandbox.read_file(f"{listings}-before"))
+        after = parse_listing(sandbox.read_file(f"{listings}-after"))
+    hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
+    planted: list[canaries.Canary] = []
+    if not instrument and canaries.usable(task.test_cmd):
+        texts = {path: file.data for path, file in hidden.items() if file is not None}
+        with_canaries, planted = canaries.plant(texts, random.Random(token))
+        hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
+    todo = plan(before, after, task, facts, hidden)
+    run.neutralized = todo.neutralized
+    infra = f"{IO_DIR}/infra-{token}.tar"
+    sandbox.write_file(infra, archive(todo.write))
+    installed = sandbox.run(install_command(todo.delete, infra), timeout=60)
+    if installed.exit_code != 0:
+        return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": installed.output[-2000:]})
     durations["apply"] = time.monotonic() - t0
 
     t1 = time.monotonic()
     parser = resolve_parser(task.log_parser)
-    token = secrets.token_hex(8)  # an unguessable report path, so code under test cannot pre-write it
     log_dir.mkdir(parents=True, exist_ok=True)
     run.log_path = str(log_dir / f"{task.instance_id}-{content_hash(patch)}-{token}.log")
     events = f"{IO_DIR}/asserts-{token}.jsonl"
@@ -101,18 +146,23 @@ def _run_in(
     for plugin in plugins:
         sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
     if select is not None:
-        sandbox.write_file(f"{IO_DIR}/select-{token}", "".join(f"{test_id}\n" for test_id in select))
+        wanted = [*select, *canaries.node_ids(planted, {c.path: hidden[c.path].data for c in planted})]
+        sandbox.write_file(f"{IO_DIR}/select-{token}", "".join(f"{test_id}\n" for test_id in wanted))
     if coverage is not None:
         sandbox.write_file(f"{IO_DIR}/cover-files-{token}", "".join(f"{path}\n" for path in coverage))
+    must_fail = sum(c.must_fail for c in planted)
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
-            env, junit, outcomes = {}, "", ""
+            env, junit, outcomes = {"PYTHONPYCACHEPREFIX": f"{PYCACHE_PREFIX}-{token}"}, "", ""
             if wants_junit:
                 junit = f"{IO_DIR}/junit-{token}-{i}.xml"
                 outcomes = env["SWEDECK_OUTCOME_LOG"] = f"{IO_DIR}/outcomes-{token}-{i}.jsonl"
+                # the environment's plugins by name, and nothing a distribution in the tree announces
+                env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+                env["PYTEST_ADDOPTS"] += "".join(f" -p {name}" for name in facts.plugins)
                 if maxfail is not None:
-                    env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail}"
+                    env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail + must_fail}"
             if plugins:
                 env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + "".join(f" -p {p}" for p in plugins)
                 env["PYTHONPATH"] = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
@@ -126,17 +176,23 @@ def _run_in(
                 env["SWEDECK_COVER_LOG"] = cover_log
                 env["SWEDECK_COVER_ROOT"] = sandbox.workdir
             result = sandbox.run(command, env=env)
+            sandbox.reap()  # nothing the tests started may still write a report we are about to read
             run.exit_codes.append(result.exit_code)
             output = Path(result.log_path).read_bytes()
             log.write(output)
             if result.timed_out or result.output_limited:
                 run.outcome = "timeout" if result.timed_out else "output_limit"
+                what = f"timed out after {result.duration_s:.0f} s" if result.timed_out else f"printed over {len(output)} bytes"
+                run.detail = f"command {i} `{command}` {what}; its output ends:\n{tail(output)}"
                 break
             text = output.decode(errors="replace")
             statuses, evidence = _statuses(parser(text), _junit(sandbox, junit), result.exit_code, i, bool(junit))
             evidence += _forged_passes(statuses, _raised(sandbox, outcomes), i)
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
+    if planted and run.outcome == "ok":
+        run.statuses, evidence = canaries.check(planted, run.statuses, complete=maxfail is None)
+        run.spoof_evidence += evidence
     durations["tests"] = time.monotonic() - t1
     if instrument:
         run.assert_events, run.test_sources = _instrumentation(sandbox, task, events)
@@ -175,17 +231,18 @@ def _junit(sandbox: Sandbox, path: str) -> dict[str, Status] | None:
         return None
     try:
         return parse_junit(sandbox.read_file(path).decode(errors="replace"))
-    except (FileNotFoundError, ValueError):
+    except (FileNotFoundError, IsADirectoryError, ValueError):  # never written, replaced by a link, not XML
         return None
 
 
-def _raised(sandbox: Sandbox, path: str) -> dict[str, str | None]:
-    """swedeck_outcomes' record: what each test's call raised (the last attempt of a rerun stands)."""
+def _raised(sandbox: Sandbox, path: str) -> dict[str, str | None] | None:
+    """swedeck_outcomes' record: what each test's call raised (the last attempt of a rerun stands);
+    None when the grader reads no JUnit report, so nothing was recorded."""
     if not path:
-        return {}
+        return None
     try:
         lines = sandbox.read_file(path).decode(errors="replace").splitlines()
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError, ValueError):  # never written, or replaced by a link
         return {}
     raised = {}
     for line in lines:
@@ -197,16 +254,19 @@ def _raised(sandbox: Sandbox, path: str) -> dict[str, str | None]:
     return raised
 
 
-# what a call may raise and still not fail: pytest.skip() and pytest.xfail() inside a test
-_NOT_FAILURES = {"Skipped", "XFailed"}
-
-
-def _forged_passes(statuses: dict[str, Status], raised: dict[str, str | None], i: int) -> list[str]:
-    """Tests reported passed although their call raised: the report was rewritten in the process."""
+def _forged_passes(statuses: dict[str, Status], raised: dict[str, str | None] | None, i: int) -> list[str]:
+    """Tests reported passed although their call raised, or with no call recorded at all: pytest
+    reports a call that raised as failed, skipped or xfailed, never passed, and records every call it
+    makes, so the report (or the record) was tampered with in the process."""
+    if raised is None:
+        return []
+    passed = [test_id for test_id, status in statuses.items() if status is Status.PASSED]
     return [
         f"command {i}: {test_id} raised {raised[test_id]} but is reported passed"
-        for test_id, status in statuses.items()
-        if status is Status.PASSED and raised.get(test_id) not in (None, *_NOT_FAILURES)
+        if test_id in raised
+        else f"command {i}: {test_id} is reported passed but no call of it was recorded"
+        for test_id in passed
+        if raised.get(test_id) is not None or test_id not in raised
     ]
 
 
@@ -230,9 +290,11 @@ def _statuses(
     else:
         statuses = text
     has_bad = any(s in BAD for s in statuses.values())
+    # unittest-style runners exit 1 on an unexpected success too
+    explains_exit = has_bad or (not wants_junit and Status.XPASS in statuses.values())
     if exit_code == PYTEST_EXIT_PASSED and has_bad:
         evidence.append(f"command {i}: exit code 0 although tests failed")
-    if exit_code not in (None, PYTEST_EXIT_PASSED) and statuses and not has_bad:
+    if exit_code not in (None, PYTEST_EXIT_PASSED) and statuses and not explains_exit:
         evidence.append(f"command {i}: exit code {exit_code} although every parsed test passed")
     return statuses, evidence
 
@@ -273,16 +335,24 @@ def compare(run: TestRun, expected: dict[str, Status], task: Task) -> Grade:
 
 
 def gold_pattern(task: Task, backend: Backend, settings: Settings | None = None) -> dict[str, Status]:
-    """The expected pattern when the corpus gives none: one clean gold run, cached by task hash."""
+    """The expected pattern when the corpus gives none: one clean gold run, cached by task, tree,
+    backend and grader version. A run in which no test passes is a broken environment, not a pattern."""
     if task.answer.expected_status is not None:
         return dict(task.answer.expected_status)
     settings = settings or Settings.from_env()
-    cache = settings.cache_dir / "gold" / f"{task.task_hash()}.json"
+    cache = settings.cache_dir / "gold" / f"{facts_key(task, backend)}.json"
     if cache.exists():
         return {k: Status(v) for k, v in TestRun.model_validate_json(cache.read_text()).statuses.items()}
     run = run_tests(task, task.answer.gold_patch, backend)
-    if run.outcome != "ok" or run.spoof_evidence or not run.statuses:
-        raise EnvError(f"{task.instance_id}: the gold run gave no usable pattern ({run.outcome}); {run.detail}")
+    problem = (
+        run.outcome if run.outcome != "ok"
+        else "spoofing evidence: " + "; ".join(run.spoof_evidence) if run.spoof_evidence
+        else "no test passed" if Status.PASSED not in run.statuses.values()
+        else ""
+    )  # fmt: skip
+    if problem:
+        detail = f": {run.detail}" if run.detail else ""
+        raise EnvError(f"{task.instance_id}: the gold run gave no usable pattern ({problem}){detail}")
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(run.model_dump_json())
     return run.statuses

@@ -49,6 +49,10 @@ class Sandbox(Protocol):
 
     def read_file(self, path: str) -> bytes: ...
 
+    def reap(self) -> None:
+        """End every process an earlier command left behind (a daemon, a background writer)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -129,6 +133,11 @@ def capture(
             pass
         break
     return outcome
+
+
+def tail(output: bytes, lines: int = 20) -> str:
+    """The last lines of a command's output, for a reason a person reads."""
+    return "\n".join(output.decode(errors="replace").splitlines()[-lines:])[-4000:]
 
 
 def display(log_path: Path) -> str:

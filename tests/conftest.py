@@ -158,7 +158,7 @@ def git(args: list[str], cwd: Path, *, check: bool = True) -> str:
     return done.stdout
 
 
-PatchEdits = Mapping[str, "str | None | Callable[[str], str]"]
+PatchEdits = Mapping[str, "str | bytes | None | Callable[[str], str]"]
 
 
 @pytest.fixture
@@ -178,9 +178,9 @@ def make_patch(tmp_path: Path, swedeck_env: Settings) -> Callable[[Task, PatchEd
             if callable(edit):
                 edit = edit(target.read_text())
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(edit)
+            target.write_bytes(edit if isinstance(edit, bytes) else edit.encode())
         git(["add", "-A", "--force", "."], work)
-        return git(["diff", "--cached", "--no-renames", "HEAD"], work)
+        return git(["diff", "--cached", "--no-renames", "--binary", "HEAD"], work)
 
     return build
 

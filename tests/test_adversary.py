@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+import harness.canaries
 import harness.grader
 from harness.adversary import CHANNELS, Channel, adversary_turns
 from harness.agent import AgentConfig, rollout
@@ -24,6 +25,7 @@ from harness.grader import grade
 from harness.patching import PATCH_FILE
 from harness.records import Task, TrajectoryRecord
 from harness.sandbox import Backend, Sandbox
+from harness.trusted import Plan
 from training.rollouts import hidden_paths
 
 TASK = "sample__matrixlite-1"  # its repository bundle holds the fix commit: a history leak if unsealed
@@ -117,16 +119,24 @@ def test_the_isolation_is_what_stops_them(
     added = re.findall(r"(?m)^\+def (test_\w+)", matrixlite.answer.hidden_tests.patch)
     assert all(name in hidden.turns[0].output for name in added)
 
-    # the grader's own defences: a planted conftest is deleted, and the reports it rewrites would be
-    # caught against what the calls raised; with both off it pays...
-    monkeypatch.setattr(harness.grader, "neutralize_tests", lambda *args, **kwargs: [])
+    # the grader's own defences: a planted conftest is deleted, the reports it rewrites would be
+    # caught against what the calls raised, and against the canaries; with all three off it pays...
+    monkeypatch.setattr(harness.grader, "plan", _hidden_tests_only)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grader, "_forged_passes", lambda *args: [])
+    assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
+    monkeypatch.setattr(harness.canaries, "usable", lambda test_cmd: False)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 1.0
     # ...but a spoofed summary still does not, until the JUnit cross-check is gone too
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grader, "uses_junit", lambda parser: False)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 1.0
+
+
+def _hidden_tests_only(before: object, after: object, task: Task, facts: object, hidden: dict) -> Plan:
+    """The grader's plan with neutralisation switched off: the hidden tests are written, nothing of
+    the candidate's is restored or deleted."""
+    return Plan(delete=[], write={path: file for path, file in hidden.items() if file is not None}, neutralized=[])
 
 
 def test_audit_report_of_a_stored_run(matrixlite: Task, bwrap_backend: Backend, fix_url: str, tmp_path) -> None:

@@ -20,6 +20,7 @@ from harness.envs import prepare_tree
 from harness.grader import compare, gold_pattern, grade, run_tests
 from harness.records import Grade, HiddenTests, Status, Task, TestRun
 from harness.sandbox import Backend, Sandbox
+from harness.trusted import facts_key, task_facts
 
 ADVERSARY_TASK = "sample__toposort-1"
 BAD = {Status.FAILED, Status.ERROR}
@@ -175,10 +176,9 @@ def test_conftest_forcing_passes_is_removed(
 @pytest.mark.parametrize(
     ("forge", "reason"),
     [
-        # Forged PASSED lines for the real ids: the statuses come from the JUnit report, which the
-        # prints cannot reach, and in the text summary a forged pass never outranks the real failure
-        # (the worst outcome of an id wins), so text and JUnit agree: the F2P tests are FAILED.
-        pytest.param("known-ids", "pattern_mismatch", id="forged-real-ids"),
+        # Forged PASSED lines for the real ids, printed after pytest's own summary: the text parser
+        # reads the last session's summary, which then disagrees with the JUnit report
+        pytest.param("known-ids", "spoofing_suspected", id="forged-real-ids"),
         # Forged PASSED lines naming a test pytest never ran: the text summary lists a test the JUnit
         # report does not have, which is evidence of forging.
         pytest.param("unknown-id", "spoofing_suspected", id="forged-unknown-id"),
@@ -193,10 +193,9 @@ def test_forged_pass_lines_are_not_believed(
     assert (result.reward, result.reason) == (0.0, reason), result
     assert "PASSED tests/test_sort.py::test_repeated_dependency_is_not_a_cycle" in Path(result.log_path).read_text()
     assert all(result.statuses[t] in BAD for t in f2p(task))
-    if reason == "spoofing_suspected":
-        assert any("test_everything_is_fixed" in e for e in result.spoof_evidence)
-    else:
-        assert result.spoof_evidence == []
+    # the forged summary is the last one, so it is the text parser's: each forged pass shows
+    shown = "test_everything_is_fixed" if forge == "unknown-id" else f2p(task)[0]
+    assert any(shown in e for e in result.spoof_evidence), result.spoof_evidence
 
 
 def test_deleting_the_test_files_is_undone(
@@ -468,7 +467,7 @@ def test_regression_modules_shadowing_pytest_or_the_stdlib_are_deleted_before_th
                          ("argparse.py", SHADOW_ARGPARSE_FORCING_PASSES)]:  # fmt: skip
         result = grade(task, make_patch(task, {path: source, "toposort_extra.py": "VALUE = 1\n"}), backend)
         assert result.reward == 0.0, result
-        assert path in result.neutralized and "toposort_extra.py" not in result.neutralized
+        assert path.split("/")[0] in result.neutralized and "toposort_extra.py" not in result.neutralized
 
 
 def test_regression_library_code_rewriting_pytest_reports_is_caught(backend: Backend, task: Task, make_patch: Callable) -> None:
@@ -477,33 +476,11 @@ def test_regression_library_code_rewriting_pytest_reports_is_caught(backend: Bac
     raise first."""
     result = grade(task, make_patch(task, {"toposort/__init__.py": _append(LIBRARY_PATCHING_PYTEST)}), backend)
     assert (result.reward, result.reason) == (0.0, "spoofing_suspected"), result
-    assert any("raised CycleError but is reported passed" in e for e in result.spoof_evidence), result.spoof_evidence
+    assert any("CycleError but is reported passed" in e for e in result.spoof_evidence), result.spoof_evidence
 
 
-LIBRARY_SWALLOWING_CALL_EXCEPTIONS = """
-import sys as _sys
-
-if "_pytest.runner" in _sys.modules:  # imported by a test module, inside the pytest process
-    _info = _sys.modules["_pytest.runner"].CallInfo
-    _from_call = _info.from_call.__func__
-
-    def _clean(cls, *args, **kwargs):
-        call = _from_call(cls, *args, **kwargs)
-        object.__setattr__(call, "excinfo", None)
-        return call
-
-    _info.from_call = classmethod(_clean)
-"""
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: code under test runs inside the pytest process; one that erases a call's exception "
-    "before any hook sees it (or tampers with swedeck's own records) leaves nothing out of place",
-)
-def test_known_gap_library_code_erasing_call_exceptions(backend: Backend, task: Task, make_patch: Callable) -> None:
-    result = grade(task, make_patch(task, {"toposort/__init__.py": _append(LIBRARY_SWALLOWING_CALL_EXCEPTIONS)}), backend)
-    assert result.reward == 0.0, result
+# Erasing a call's exception before any hook sees it, the gap once pinned here, is caught by the
+# canaries now: see test_grader_attacks.py.
 
 
 # ------------------------------------------------------------------------------------------ gold_pattern
@@ -527,16 +504,18 @@ class CountingBackend:
 
 def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, swedeck_env: Settings) -> None:
     settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
+    changed = task.model_copy(update={"test_cmd": ["python -m pytest tests/test_sort.py"]})
+    for known in (task, changed):  # each task's facts take a sandbox of their own, once
+        task_facts(known, backend)
     counting = CountingBackend(backend)
     first = gold_pattern(task, counting, settings)
     assert counting.opened == 1
     assert first and all(status is Status.PASSED for status in first.values())
-    assert (settings.cache_dir / "gold" / f"{task.task_hash()}.json").is_file()
+    assert (settings.cache_dir / "gold" / f"{facts_key(task, backend)}.json").is_file()
     second = gold_pattern(task, counting, settings)
     assert counting.opened == 1, "the second call ran a sandbox"
     assert second == first
     # a different task (another hash) is not served from that cache
-    changed = task.model_copy(update={"test_cmd": ["python -m pytest tests/test_sort.py"]})
     third = gold_pattern(changed, counting, settings)
     assert counting.opened == 2
     assert set(third) == {t for t in first if t.startswith("tests/test_sort.py")}

@@ -1,5 +1,5 @@
-"""harness.patching: parsing `git status`, which paths a candidate may not touch, the apply cascade and
-neutralization, on real repositories (host git for the parsers, real sandboxes for the rest)."""
+"""harness.patching: which paths a candidate may not touch, and the apply cascade, in real sandboxes.
+What the grader does with the paths a candidate touched is tested in test_trusted.py."""
 
 from __future__ import annotations
 
@@ -10,91 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from harness.patching import APPLY_STRATEGIES, apply_patch, changed_paths, is_protected, neutralize_tests
+from harness.patching import APPLY_STRATEGIES, apply_patch, is_protected
 from harness.records import Task
 from harness.sandbox import Backend, Sandbox
 
 STRATEGIES = [name for name, _, _ in APPLY_STRATEGIES]
-STATUS_CMD = ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored"]
-
-
-# ------------------------------------------------------------------------------------------ changed_paths
-
-
-def test_changed_paths_by_hand() -> None:
-    z = "\0".join(
-        [
-            " M pkg/mod.py",
-            "?? new file.py",
-            "R  tests/test_new.py",
-            "tests/test_old.py",
-            " D gone.py",
-            "!! conftest.py",
-            "",
-        ]
-    )
-    assert changed_paths(z) == [
-        (" M", "pkg/mod.py"),
-        ("??", "new file.py"),
-        ("R ", "tests/test_new.py"),
-        ("D ", "tests/test_old.py"),
-        (" D", "gone.py"),
-        ("!!", "conftest.py"),
-    ]
-    assert changed_paths("") == []
-    # a copy carries its source too; only the destination changed, but both paths are reported
-    assert changed_paths("C  b.py\0a.py\0") == [("C ", "b.py"), ("D ", "a.py")]
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "repo"
-    root.mkdir()
-    git(["init", "-q", "-b", "main"], root)
-    for path in ("pkg/mod.py", "tests/test_old.py", "docs/old name.md", "gone.py", "ünï/cödé.py"):
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(f"# {path}\n" * 20)
-    git(["add", "-A"], root)
-    git(["commit", "-q", "-m", "base"], root)
-    return root
-
-
-def test_changed_paths_from_real_git(repo: Path) -> None:
-    (repo / "pkg/mod.py").write_text("changed\n")
-    (repo / "gone.py").unlink()
-    (repo / "new dir").mkdir()
-    (repo / "new dir/with space.py").write_text("x\n")
-    (repo / 'tab\tand"quote.py').write_text("x\n")
-    (repo / "ünï/cödé.py").write_text("changed\n")
-    git(["mv", "tests/test_old.py", "tests/test_new.py"], repo)
-    git(["mv", "docs/old name.md", "docs/new name.md"], repo)
-    (repo / ".gitignore").write_text("*.log\nbuild/\n")
-    (repo / "run.log").write_text("x\n")
-    (repo / "build").mkdir()
-    (repo / "build/conftest.py").write_text("x\n")
-    got = sorted(changed_paths(git(STATUS_CMD, repo)))
-    assert got == sorted(
-        [
-            (" M", "pkg/mod.py"),
-            (" D", "gone.py"),
-            ("??", "new dir/with space.py"),
-            ("??", 'tab\tand"quote.py'),  # -z: no C quoting, names come through verbatim
-            ("??", ".gitignore"),
-            (" M", "ünï/cödé.py"),
-            ("R ", "tests/test_new.py"),
-            ("D ", "tests/test_old.py"),
-            ("R ", "docs/new name.md"),
-            ("D ", "docs/old name.md"),
-            ("!!", "run.log"),
-            ("!!", "build/conftest.py"),  # every file of an ignored folder, not just the folder
-        ]
-    )
-
-
-def test_unstaged_rename_is_a_delete_and_an_add(repo: Path) -> None:
-    """What a candidate's `git apply` leaves behind: no index update, so no R entry."""
-    (repo / "tests/test_old.py").rename(repo / "tests/test_moved.py")
-    assert sorted(changed_paths(git(STATUS_CMD, repo))) == [(" D", "tests/test_old.py"), ("??", "tests/test_moved.py")]
 
 
 # ------------------------------------------------------------------------------------------ is_protected
@@ -120,7 +40,11 @@ def task(sample_tasks: dict[str, Task]) -> Task:
         "conftest.py",
         "pkg/deep/conftest.py",
         "pytest.ini",
+        ".pytest.ini",
+        "pytest.toml",
         "tox.ini",
+        "pyproject.toml",  # pytest reads its configuration from any of these
+        "setup.cfg",
         "sitecustomize.py",
         "lib/usercustomize.py",
         "evil.pth",
@@ -137,15 +61,13 @@ def test_protected(path: str, task: Task) -> None:
         "toposort/graph.py",
         "toposort/sort.py",
         "README.md",
-        "pyproject.toml",
-        "setup.cfg",
         "latest_changes.py",
         "contest.py",
         "pkg/testing/x.py",  # "testing" is not a test directory by R2E-Gym's rule
         "attest.py",
         "conftest.py.bak",
         "pth.py",
-        "pytest.py",  # see tests/test_grader.py: a shadow pytest module is caught by the output checks
+        "pytest.py",  # not a test file: harness.trusted deletes it as a module shadowing pytest
     ],
 )
 def test_not_protected(path: str, task: Task) -> None:
@@ -376,78 +298,3 @@ def test_symlinks_still_apply_through_git(box: Sandbox, task: Task, make_patch: 
     beyond one by itself)."""
     assert apply_patch(box, _symlink_patch("link", "toposort"), "candidate") == ("git apply", "")
     assert box.run("readlink link").output.strip() == "toposort"
-
-
-# ------------------------------------------------------------------------------------------ neutralize_tests
-
-
-def test_neutralize_restores_and_deletes(box: Sandbox, task: Task) -> None:
-    original = box.read_file("tests/test_sort.py")
-    box.write_file("tests/test_sort.py", b"def test_nothing():\n    pass\n")
-    box.run("rm tests/test_graph.py")
-    box.write_file("tests/test_planted.py", "def test_x(): pass\n")
-    box.write_file("tests/with space/test_y.py", "def test_y(): pass\n")
-    box.write_file("conftest.py", "x = 1\n")
-    box.write_file("toposort/conftest.py", "x = 1\n")
-    box.write_file("pytest.ini", "[pytest]\naddopts = -p no:junitxml\n")
-    box.write_file("toposort/evil.pth", "import os\n")
-    box.write_file("sitecustomize.py", "import os\n")
-    box.write_file("toposort/fixed.py", "x = 1\n")  # a library change stays
-    touched = neutralize_tests(box, task)
-    assert touched == sorted(
-        [
-            "conftest.py",
-            "pytest.ini",
-            "sitecustomize.py",
-            "tests/test_graph.py",
-            "tests/test_planted.py",
-            "tests/test_sort.py",
-            "tests/with space/test_y.py",
-            "toposort/conftest.py",
-            "toposort/evil.pth",
-        ]
-    )
-    assert box.read_file("tests/test_sort.py") == original
-    assert box.run("git status --porcelain --untracked-files=all --ignored").output.split() == [
-        "??",
-        "toposort/fixed.py",
-    ]
-
-
-def test_regression_neutralize_undoes_a_staged_rename(box: Sandbox, task: Task) -> None:
-    """`git apply --3way` stages what it applies, so a moved test file shows up as a rename (R); its new
-    path went to the `git checkout HEAD --` list, which then failed as a whole."""
-    assert box.run("git mv tests/test_sort.py tests/test_sort_renamed.py").exit_code == 0
-    touched = neutralize_tests(box, task)
-    assert touched == ["tests/test_sort.py", "tests/test_sort_renamed.py"]
-    assert _tree_clean(box)
-
-
-def test_regression_neutralize_finds_gitignored_files(box: Sandbox, task: Task) -> None:
-    """A candidate's .gitignore hid a planted conftest.py from `git status`, so it was never removed.
-    Ignored files are now scanned for the names that change how pytest runs (conftest.py, pytest.ini,
-    tox.ini, sitecustomize.py, usercustomize.py), inside ignored folders too."""
-    box.write_file(".gitignore", "conftest.py\npytest.ini\n*.pth\nhidden/\nr2e_tests/\n")
-    box.write_file("conftest.py", "x = 1\n")
-    box.write_file("pytest.ini", "[pytest]\n")
-    box.write_file("r2e_tests/conftest.py", "x = 1\n")  # where hidden test files get written later
-    box.write_file("hidden/sitecustomize.py", "x = 1\n")
-    touched = neutralize_tests(box, task)
-    assert touched == ["conftest.py", "hidden/sitecustomize.py", "pytest.ini", "r2e_tests/conftest.py"]
-    for path in touched:
-        assert box.run(f"test -e '{path}'").exit_code == 1
-
-
-def test_ignored_environment_files_are_left_alone(box: Sandbox, task: Task) -> None:
-    """What ignored-file scanning does NOT touch: an in-tree venv (uv and virtualenv write a `*`
-    .gitignore into it) keeps its .pth files and its packages' tests; only the pytest-config names
-    are removed wherever they are, a dependency's own conftest.py included."""
-    venv = ".venv/lib/python3.11/site-packages"
-    box.write_file(".venv/.gitignore", "*\n")
-    kept = [f"{venv}/_virtualenv.pth", f"{venv}/_toposort.pth", f"{venv}/dep/tests/test_dep.py", f"{venv}/dep/core.py"]
-    for path in kept:
-        box.write_file(path, "x = 1\n")
-    box.write_file(f"{venv}/dep/conftest.py", "x = 1\n")
-    assert neutralize_tests(box, task) == [f"{venv}/dep/conftest.py"]
-    for path in kept:
-        assert box.run(f"test -e '{path}'").exit_code == 0, path

@@ -22,11 +22,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, git
+from conftest import BACKENDS, ROOT, git
 
 from harness.config import Limits, Settings
 from harness.envs import prepare_tree
-from harness.grader import grade
+from harness.grader import gold_pattern, grade
 from harness.records import Status, Task
 from harness.sandbox import IO_DIR, Backend, Sandbox
 
@@ -258,14 +258,9 @@ def test_writes_outside_workdir_and_tmp(
     for path in ("/usr/evil", "/etc/evil", "/var/evil", "/usr/lib/python3/dist-packages/evil.pth", "/etc/passwd"):
         result = sandbox.run(f"echo x >> {path}")
         assert result.exit_code != 0, f"wrote {path} in {limited_backend.name}"
-    root_write = sandbox.run("echo x > /evil && cat /evil")
-    if limited_backend.name == "bwrap":
-        # / is a private tmpfs: the write succeeds, lives only for this command, and never reaches the host
-        assert root_write.exit_code == 0
-        assert sandbox.run("test -e /evil").exit_code == 1
-        assert not Path("/evil").exists()
-    else:
-        assert root_write.exit_code != 0
+    for path in ("/evil", "/dev/evil", "/home/evil"):
+        assert sandbox.run(f"echo x > {path}").exit_code != 0, path
+    assert not Path("/evil").exists()
     # the workdir and /tmp are writable and persist between the commands of one sandbox ...
     assert sandbox.run("echo kept > planted.txt && echo kept > /tmp/planted.txt").exit_code == 0
     assert sandbox.run("cat planted.txt /tmp/planted.txt").output.split() == ["kept", "kept"]
@@ -375,16 +370,58 @@ def test_allocating_4gb_fails(sandbox: Sandbox) -> None:
 
 
 def test_tmp_is_size_capped(sandbox: Sandbox) -> None:
-    """Docker's /tmp is a sized tmpfs; bwrap's is a host folder that a watcher bounds (see harness/bwrap.py)."""
+    """/tmp is a tmpfs of Limits.tmp_mb on both backends (bwrap: mounted by the host, so it outlives
+    each command)."""
     assert sandbox.limits.tmp_mb == 512
     files = " ".join(f"/tmp/fill{i}" for i in range(6))  # 6 x 100 MiB, each under the per-file limit
     result = sandbox.run(f"for f in {files}; do head -c 104857600 /dev/zero > $f || exit 1; done")
-    assert result.exit_code != 0, "600 MiB written to /tmp"
-    if sandbox.backend == "bwrap":
-        assert "/tmp grew past its 512 MiB limit" in result.output
-    # still over the limit after the kill, but cleaning up is not growth: it runs, and /tmp works again
+    assert result.exit_code != 0 and "No space left on device" in result.output, "600 MiB written to /tmp"
+    # a full /tmp can be cleaned up, and works again
     assert sandbox.run(f"rm -f {files}").exit_code == 0
     assert sandbox.run("head -c 1048576 /dev/zero > /tmp/small && echo ok").output.strip() == "ok"
+
+
+# Small limits, so that filling each writable place takes a second: 8 files of 16 MiB (each under the
+# per-file limit) are more than any of them may hold.
+SMALL = Limits(timeout_s=60, tmp_mb=48, tree_mb=48, shm_mb=16, memory_mb=512)
+FILL = "mkdir -p {d} && for i in 1 2 3 4 5 6 7 8; do head -c 16777216 /dev/zero > {d}/fill$i || exit 1; done"
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+@pytest.mark.parametrize("place", [".", "deep/inside/the/tree", "/tmp", "/var/tmp", "/run/lock", "/dev/shm", "/", "/dev"])
+def test_every_writable_place_is_bounded(
+    name: str, place: str, backend_factory: Callable[..., Backend], toposort: Task
+) -> None:
+    """Wherever a command can write (the tree, /tmp, /var/tmp, /run/lock, /dev/shm), the kernel holds
+    it to a size: 128 MiB written there fails with ENOSPC; elsewhere the file system is read-only or
+    not the sandbox user's."""
+    box = backend_factory(name, SMALL).open(toposort)
+    try:
+        result = box.run(FILL.format(d=place))
+        assert result.exit_code != 0, f"128 MiB written to {place} on {name}"
+        assert any(why in result.output for why in ("No space left", "Read-only file system", "Permission denied")), result.output
+        # what was written still counts, and can be removed again
+        assert box.run(f"rm -f {place}/fill*; echo ok").output.strip().endswith("ok")
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_memory_is_bounded_for_the_sandbox_as_a_whole(
+    name: str, backend_factory: Callable[..., Backend], toposort: Task
+) -> None:
+    """Two processes of 320 MiB each fit under a per-process limit of 512 MiB, but not together: the
+    sandbox's control group (bwrap) or the container's (docker) bounds their sum."""
+    box = backend_factory(name, SMALL).open(toposort)
+    hold = "python -c \"import time; b = [b'x' * (32 * 1024 ** 2) for _ in range(10)]; time.sleep(3); print('held')\""
+    try:
+        alone = box.run(hold)
+        assert alone.exit_code == 0 and "held" in alone.output, alone.output
+        both = box.run(f"({hold}) & ({hold}) & wait -n; a=$?; wait -n; b=$?; echo codes $a $b")
+        codes = both.output.split("codes")[-1].split()
+        assert codes != ["0", "0"] and both.output.splitlines().count("held") < 2, both.output
+    finally:
+        box.close()
 
 
 def test_fork_bomb_ends_with_a_recorded_outcome(
@@ -472,12 +509,9 @@ import atexit, os
 atexit.register(lambda: [os.write(1, b"y" * 65536) for _ in range(16_000)])
 """
 )
-# a plain print() of 1 GiB inside a test only reaches pytest's capture file (in /tmp). On bwrap the
-# file-size limit (512 MiB) cuts it: the test errors, pytest cannot load the capture back (MemoryError)
-# and the run ends normally with that test failing. On docker /tmp is a tmpfs of Limits.tmp_mb, which
-# fills first: pytest itself fails and no statuses are reported. Either way: reward 0, recorded.
+# a plain print() of 1 GiB inside a test only reaches pytest's capture file (in /tmp), a tmpfs of
+# Limits.tmp_mb, which fills first: pytest itself fails and no statuses are reported. Reward 0, recorded.
 FLOOD_CAPTURED = _in_add_dependency("for _ in range(16_000):\n    print('y' * 65535)")
-CAPTURED_REASON = {"bwrap": "pattern_mismatch", "docker": "tests_errored"}
 
 
 @pytest.mark.parametrize(
@@ -490,18 +524,24 @@ CAPTURED_REASON = {"bwrap": "pattern_mismatch", "docker": "tests_errored"}
             ("print-1gb-to-real-stdout", FLOOD_REAL_STDOUT, "output_limit", 6),
             ("print-1gb-at-exit", FLOOD_AT_EXIT, "output_limit", 6),
             # writes 512 MiB to the capture file first: seconds on a loaded machine
-            ("print-1gb-captured", FLOOD_CAPTURED, CAPTURED_REASON[name], 60),
+            ("print-1gb-captured", FLOOD_CAPTURED, "tests_errored", 60),
         )
     ],
     indirect=["grader_backend"],
 )
 def test_grader_records_runaway_tests(
-    grader_backend: Backend, toposort: Task, make_patch: Callable, edit: Callable[[str], str], reason: str
+    grader_backend: Backend,
+    backend_factory: Callable[..., Backend],
+    toposort: Task,
+    make_patch: Callable,
+    edit: Callable[[str], str],
+    reason: str,
 ) -> None:
     patch = make_patch(toposort, {"toposort/graph.py": edit})
     assert "add_dependency" in patch
+    expected = gold_pattern(toposort, backend_factory(grader_backend.name))  # under the default limits
     started = time.monotonic()
-    result = grade(toposort, patch, grader_backend)
+    result = grade(toposort, patch, grader_backend, expected=expected)
     assert result.reward == 0 and result.reason == reason, result
     assert time.monotonic() - started < 90
     if reason == "pattern_mismatch":  # every test calling add_dependency failed; the run itself ended normally
@@ -514,13 +554,11 @@ def test_grader_records_runaway_tests(
 
 @pytest.mark.bwrap
 def test_regression_bwrap_root_tmpfs_cannot_eat_host_memory(bwrap_backend: Backend, toposort: Task) -> None:
-    # the sandbox's / was an unbounded tmpfs: 2.9 GB written there sat in host RAM
+    # the sandbox's / was an unbounded tmpfs: 2.9 GB written there sat in host RAM; it is read-only now
     box = bwrap_backend.open(toposort)
     try:
-        cap_mb = bwrap_backend.config.limits.tmp_mb
-        files = " ".join(f"/fill{i}" for i in range(cap_mb // 100 + 2))
-        result = box.run(f"for f in {files}; do head -c 104857600 /dev/zero > $f || exit 1; done")
-        assert result.exit_code != 0 and "No space left" in result.output, result.output
+        result = box.run("head -c 104857600 /dev/zero > /fill0")
+        assert result.exit_code != 0 and "Read-only file system" in result.output, result.output
     finally:
         box.close()
 

@@ -1,0 +1,305 @@
+"""The grader's trusted path: what a candidate changed, and what must go, decided without running it.
+
+Nothing the candidate wrote executes before the test command. The harness lists the tree itself (GNU
+``find`` from the environment, never an interpreter or git reading the tree's config) right before
+and right after the patch is applied, and decides on the host, with pure functions, which of the
+candidate's files are deleted and which test-infrastructure files are written back. The contents it
+writes come from ``TaskFacts``: the pristine tree's protected files, the hidden tests applied to the
+pristine tree, and what the environment's Python can import. They are gathered once per task in a
+sandbox the candidate never touched, and cached.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import shlex
+import tarfile
+import time
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.config import Settings
+from harness.envs import tree_key
+from harness.patching import apply_patch, is_protected
+from harness.records import Task, content_hash
+from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox
+
+# Bump when anything that decides a grade changes: it keys the facts and gold-pattern caches.
+GRADER_VERSION = 2
+# One record per entry, NUL-terminated so any file name survives: type, mode, size, mtime, path.
+LISTING = "find . -path ./.git -prune -o -printf '%y %m %s %T@ %P\\0'"
+# Where bytecode may be read from: a fresh folder per grade, so no .pyc in the tree is ever loaded.
+PYCACHE_PREFIX = "/tmp/.swedeck-pycache"
+# Names whose presence anywhere makes the environment's Python or pytest load the candidate's code.
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link")
+_MODULE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so")
+# Run by the environment's Python in a pristine sandbox (so it may be any version from 3.6 on): the
+# sys.path entries inside the tree, the top-level names importable from outside it, the pytest
+# plugins installed by entry point.
+ENV_PROBE = r"""
+import json, os, pkgutil, sys
+here = os.path.realpath(os.getcwd())
+def rel(p):
+    r = os.path.realpath(p or ".")
+    return os.path.relpath(r, here) if r == here or r.startswith(here + os.sep) else None
+inside = sorted({r for r in map(rel, sys.path) if r is not None})
+outside = [p for p in sys.path if rel(p) is None]
+names = set(sys.builtin_module_names) | set(getattr(sys, "stdlib_module_names", ()))
+names |= {m.name for m in pkgutil.iter_modules(outside)}
+plugins = []
+try:
+    from importlib import metadata
+    eps = metadata.entry_points()
+    group = eps.select(group="pytest11") if hasattr(eps, "select") else eps.get("pytest11", [])
+    plugins = sorted({ep.name for ep in group})
+except Exception:
+    pass
+print(json.dumps({"tree_path": ["" if p == "." else p for p in inside], "modules": sorted(names), "plugins": plugins}))
+"""
+
+
+@dataclass(frozen=True)
+class Entry:
+    kind: str  # find's %y: f file, d directory, l symlink, ...
+    mode: int
+    size: int
+    mtime: str
+
+
+def parse_listing(raw: bytes) -> dict[str, Entry]:
+    entries = {}
+    for record in raw.split(b"\0"):
+        fields = record.decode("utf-8", "surrogateescape").split(" ", 4)
+        if len(fields) == 5 and fields[4]:
+            kind, mode, size, mtime, path = fields
+            entries[path] = Entry(kind, int(mode, 8), int(size), mtime)
+    return entries
+
+
+@dataclass
+class Changes:
+    added: set[str] = field(default_factory=set)
+    modified: set[str] = field(default_factory=set)  # entries whose type, mode, size or mtime changed
+    deleted: set[str] = field(default_factory=set)
+
+    @property
+    def touched(self) -> set[str]:
+        return self.added | self.modified | self.deleted
+
+
+def tree_changes(before: dict[str, Entry], after: dict[str, Entry]) -> Changes:
+    """Patch tools give every file they write a fresh mtime and cannot set an old one, so an entry
+    whose stat is unchanged has unchanged content."""
+    changes = Changes(added=set(after) - set(before), deleted=set(before) - set(after))
+    for path in set(before) & set(after):
+        old, new = before[path], after[path]
+        if old.kind != new.kind or (new.kind != "d" and old != new):
+            changes.modified.add(path)
+    return changes
+
+
+class TaskFacts(BaseModel):
+    """What the grader knows of a task without trusting the candidate, gathered in a pristine sandbox.
+    Contents are base64 with the file's mode (test data may be binary, scripts executable); a ``None``
+    in ``hidden`` is a file the hidden tests delete."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    protected: dict[str, tuple[int, str]]  # protected files of the pristine tree
+    hidden: dict[str, tuple[int, str] | None]  # the hidden tests' files, as applied to the pristine tree
+    hidden_error: str = ""  # why the hidden tests do not apply to the pristine tree
+    tree_path: list[str]  # sys.path entries inside the tree, relative to the workdir ("" is the workdir)
+    modules: list[str]  # top-level modules the environment can import from outside the tree
+    plugins: list[str]  # pytest plugins the environment installs by entry point
+
+
+@dataclass
+class File:
+    mode: int
+    data: bytes
+
+
+def decode(stored: tuple[int, str]) -> File:
+    return File(stored[0], base64.b64decode(stored[1]))
+
+
+@dataclass
+class Plan:
+    delete: list[str]  # removed (rm -rf) before anything is written
+    write: dict[str, File]  # written by the host, from the task record
+    neutralized: list[str]  # the candidate's paths undone: restored or deleted
+
+
+def plan(
+    before: dict[str, Entry], after: dict[str, Entry], task: Task, facts: TaskFacts, hidden: dict[str, File | None]
+) -> Plan:
+    """What to delete and write so the tests run against the candidate's code and nothing else of
+    its: the hidden tests (``hidden``, canaries included) as the task has them; every protected path
+    it touched as the pristine tree had it; and nothing it added that Python or pytest would load
+    before or instead of the code under test (bytecode, package metadata with entry points, modules
+    that shadow one the environment has)."""
+    changes = tree_changes(before, after)
+    write = {p: f for p, f in hidden.items() if f is not None}
+    delete = {p for p, f in hidden.items() if f is None and p in after}
+    undone = set()
+    for path in changes.touched:
+        if not is_protected(path, task):
+            continue
+        if path in facts.protected and path not in hidden:
+            write[path] = decode(facts.protected[path])
+        elif path in after and path not in hidden:
+            delete.add(path)
+        if (after.get(path) or before[path]).kind != "d":
+            undone.add(path)
+    shadow_dirs = set(facts.tree_path) | {_parent(p) for p in [*facts.hidden, *task.test_paths]}
+    modules = set(facts.modules)
+    for path in changes.added:
+        if _loads_first(path, after, shadow_dirs, modules):
+            delete.add(path)
+            undone.add(path)
+    # a written file must not lead through a link or a file the candidate put in its way
+    for target in write:
+        for ancestor in map(str, PurePosixPath(target).parents):
+            if ancestor != "." and after.get(ancestor, Entry("d", 0, 0, "")).kind != "d":
+                delete.add(ancestor)
+        if target in after:
+            delete.add(target)
+    return Plan(sorted(_outermost(delete)), write, sorted(_outermost(undone)))
+
+
+def _loads_first(path: str, after: dict[str, Entry], shadow_dirs: set[str], modules: set[str]) -> bool:
+    parts = PurePosixPath(path).parts
+    if any(part.endswith(_METADATA_SUFFIXES) for part in parts) or "__pycache__" in parts:
+        return True
+    name = parts[-1]
+    if name.endswith((".pyc", ".pyo")):
+        return True
+    if _parent(path) not in shadow_dirs:
+        return False
+    if after[path].kind == "d":  # a regular package; a namespace folder never shadows a module
+        return name in modules and any(f"{path}/__init__{s}" in after for s in _MODULE_SUFFIXES)
+    return name.endswith(_MODULE_SUFFIXES) and name.split(".")[0] in modules
+
+
+def _parent(path: str) -> str:
+    parent = str(PurePosixPath(path).parent)
+    return "" if parent == "." else parent
+
+
+def _outermost(paths: set[str]) -> set[str]:
+    return {p for p in paths if not any(str(a) in paths for a in PurePosixPath(p).parents)}
+
+
+def install_command(delete: list[str], archive_path: str | None) -> str:
+    """One command: remove what must go, then unpack what the host wrote (tar replaces a file; it
+    does not write through it)."""
+    steps = ["rm -rf -- " + shlex.join(delete)] if delete else []
+    if archive_path:
+        steps.append(f"tar -x --no-same-owner --no-overwrite-dir -f {shlex.quote(archive_path)}")
+    return " && ".join(steps) or "true"
+
+
+def archive(files: dict[str, File]) -> bytes:
+    buf = io.BytesIO()
+    now = time.time()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for path, file in sorted(files.items()):
+            info = tarfile.TarInfo(path)
+            info.size, info.mode, info.mtime = len(file.data), file.mode & 0o7777, now
+            tar.addfile(info, io.BytesIO(file.data))
+    return buf.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ task facts
+
+_FACTS: dict[str, TaskFacts] = {}
+
+
+def facts_key(task: Task, backend: Backend) -> str:
+    tree = tree_key(task) if task.repo_source.kind != "image" else ""
+    return content_hash([task.task_hash(), tree, backend.name, GRADER_VERSION])
+
+
+def task_facts(task: Task, backend: Backend, settings: Settings | None = None) -> TaskFacts:
+    """Gathered once per task and backend (memory, then disk), in a sandbox nothing else has run in."""
+    key = facts_key(task, backend)
+    if key in _FACTS:
+        return _FACTS[key]
+    cache = (settings or Settings.from_env()).cache_dir / "facts" / f"{key}.json"
+    if cache.exists():
+        facts = TaskFacts.model_validate_json(cache.read_text())
+    else:
+        sandbox = backend.open(task)
+        try:
+            facts = gather(sandbox, task)
+        finally:
+            sandbox.close()
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        part = cache.with_suffix(f".{key[:8]}.part")
+        part.write_text(facts.model_dump_json())
+        part.replace(cache)
+    _FACTS[key] = facts
+    return facts
+
+
+def gather(sandbox: Sandbox, task: Task) -> TaskFacts:
+    before = parse_listing(_listing(sandbox, "facts-before"))
+    probe = sandbox.run(f"python -c {shlex.quote(ENV_PROBE)}", timeout=120)
+    try:
+        env = json.loads(probe.output.strip().splitlines()[-1])
+    except (ValueError, IndexError) as err:
+        raise EnvError(f"{task.instance_id}: the environment's Python could not describe itself", probe.output) from err
+    protected = [p for p, e in before.items() if e.kind == "f" and is_protected(p, task)]
+    protected_files = _read_many(sandbox, protected, "facts-protected")
+    hidden: dict[str, tuple[int, str] | None] = {}
+    strategy, why = apply_patch(sandbox, task.answer.hidden_tests.patch, "facts-hidden")
+    if strategy:
+        for path, content in task.answer.hidden_tests.files.items():
+            sandbox.write_file(path, content)
+        after = parse_listing(_listing(sandbox, "facts-after"))
+        changed = tree_changes(before, after)
+        written = sorted(p for p in changed.added | changed.modified if after[p].kind == "f")
+        hidden = {p: (after[p].mode, _b64(b)) for p, b in _read_many(sandbox, written, "facts-hidden").items()}
+        hidden |= {p: None for p in changed.deleted}
+    return TaskFacts(
+        protected={p: (before[p].mode, _b64(b)) for p, b in protected_files.items()},
+        hidden=hidden,
+        hidden_error="" if strategy else why,
+        tree_path=env["tree_path"],
+        modules=env["modules"],
+        plugins=env["plugins"],
+    )
+
+
+def _b64(blob: bytes) -> str:
+    return base64.b64encode(blob).decode()
+
+
+def _listing(sandbox: Sandbox, name: str) -> bytes:
+    out = f"{IO_DIR}/{name}.listing"
+    done = sandbox.run(f"mkdir -p {IO_DIR} && {LISTING} > {out}", timeout=120)
+    if done.exit_code != 0:
+        raise EnvError(f"could not list the tree: {done.output[-400:]}")
+    return sandbox.read_file(out)
+
+
+def _read_many(sandbox: Sandbox, paths: list[str], name: str) -> dict[str, bytes]:
+    """Several files in one round trip: tarred into the IO folder by the sandbox, read on the host."""
+    if not paths:
+        return {}
+    out, names = f"{IO_DIR}/{name}.tar", f"{IO_DIR}/{name}.names"
+    sandbox.write_file(names, b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths))
+    done = sandbox.run(f"tar -c --null -T {names} -f {out}", timeout=120)
+    if done.exit_code != 0:
+        raise EnvError(f"could not read the task's files: {done.output[-400:]}")
+    blobs = {}
+    with tarfile.open(fileobj=io.BytesIO(sandbox.read_file(out))) as tar:
+        for member in tar.getmembers():
+            extracted = tar.extractfile(member)
+            if extracted is not None:
+                blobs[member.name] = extracted.read()
+    return blobs

@@ -1,0 +1,210 @@
+"""The grader's trusted path as pure functions: the harness's own listing of a tree, what a candidate
+changed, what is deleted and written before the tests run, and the canaries planted among them."""
+
+from __future__ import annotations
+
+import ast
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import canaries
+from harness.records import Status, Task
+from harness.trusted import LISTING, Entry, File, TaskFacts, parse_listing, plan, tree_changes
+
+# ------------------------------------------------------------------------------------------ listing
+
+
+def _list(root: Path) -> dict[str, Entry]:
+    return parse_listing(subprocess.run(["bash", "-c", LISTING], cwd=root, capture_output=True, check=True).stdout)
+
+
+def test_listing_sees_what_git_would_not(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "config").write_text("[core]\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text("x = 1\n")
+    (tmp_path / "same.py").write_text("a\n")
+    (tmp_path / "gone.py").write_text("b\n")
+    before = _list(tmp_path)
+    assert set(before) == {"pkg", "pkg/mod.py", "same.py", "gone.py"}  # .git is never listed
+    os.utime(tmp_path / "pkg" / "mod.py", (1, 1))  # what a fresh copy of the tree looks like
+    before = _list(tmp_path)
+    (tmp_path / "pkg" / "mod.py").write_text("x = 2\n")  # same size, new mtime
+    (tmp_path / ".gitignore").write_text("*\n")
+    (tmp_path / "name with\nnewline.py").write_text("")
+    (tmp_path / "gone.py").unlink()
+    (tmp_path / "same.py").chmod(0o755)
+    (tmp_path / "pkg" / "link").symlink_to("/etc")
+    changes = tree_changes(before, _list(tmp_path))
+    assert changes.added == {".gitignore", "name with\nnewline.py", "pkg/link"}
+    assert changes.modified == {"pkg/mod.py", "same.py"}
+    assert changes.deleted == {"gone.py"}
+
+
+# ------------------------------------------------------------------------------------------ plan
+
+FILE = Entry("f", 0o644, 10, "1.0")
+DIR = Entry("d", 0o755, 4096, "1.0")
+NEW = Entry("f", 0o644, 10, "2.0")
+LINK = Entry("l", 0o777, 4, "2.0")
+
+
+@pytest.fixture
+def task(sample_tasks: dict[str, Task]) -> Task:
+    return sample_tasks["sample__toposort-1"]
+
+
+def _facts(**fields: object) -> TaskFacts:
+    base = {"protected": {}, "hidden": {}, "tree_path": [""], "modules": ["json", "pytest", "argparse", "toposort"], "plugins": []}
+    return TaskFacts(**(base | fields))
+
+
+def test_plan_restores_protected_files_and_keeps_the_fix(task: Task) -> None:
+    before = {"tests": DIR, "tests/test_sort.py": FILE, "conftest.py": FILE, "toposort": DIR, "toposort/graph.py": FILE}
+    after = {
+        "tests": DIR, "tests/test_sort.py": NEW, "toposort": DIR, "toposort/graph.py": NEW,  # conftest.py deleted
+        "tests/test_planted.py": NEW, "toposort/conftest.py": NEW, "pyproject.toml": NEW, "toposort/evil.pth": NEW,
+    }  # fmt: skip
+    facts = _facts(protected={"tests/test_sort.py": (0o644, "b2xk"), "conftest.py": (0o644, "YmFzZQ==")})
+    todo = plan(before, after, task, facts, {})
+    assert set(todo.write) == {"tests/test_sort.py", "conftest.py"}
+    assert todo.write["conftest.py"] == File(0o644, b"base")
+    assert todo.delete == ["pyproject.toml", "tests/test_planted.py", "tests/test_sort.py", "toposort/conftest.py", "toposort/evil.pth"]
+    assert "toposort/graph.py" not in todo.neutralized + todo.delete
+    assert todo.neutralized == [
+        "conftest.py", "pyproject.toml", "tests/test_planted.py", "tests/test_sort.py", "toposort/conftest.py", "toposort/evil.pth",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("added", "deleted"),
+    [
+        ({"json.py": NEW}, "json.py"),  # shadows the standard library from the workdir
+        ({"argparse.pyc": NEW}, "argparse.pyc"),  # bytecode, with or without source
+        ({"toposort/__pycache__": DIR, "toposort/__pycache__/graph.cpython-311.pyc": NEW}, "toposort/__pycache__"),
+        ({"evil-1.0.dist-info": DIR, "evil-1.0.dist-info/entry_points.txt": NEW}, "evil-1.0.dist-info"),
+        ({"deep/x.egg-info": DIR, "deep/x.egg-info/entry_points.txt": NEW}, "deep/x.egg-info"),
+        ({"pytest": DIR, "pytest/__init__.py": NEW}, "pytest"),  # a regular package shadows
+    ],
+)
+def test_plan_deletes_what_would_load_before_the_code_under_test(task: Task, added: dict, deleted: str) -> None:
+    before = {"toposort": DIR}
+    todo = plan(before, before | added, task, _facts(), {})
+    assert todo.delete == [deleted] and todo.neutralized == [deleted]
+
+
+@pytest.mark.parametrize(
+    "added",
+    [
+        {"toposort_extra.py": NEW},  # a new module of the candidate's own
+        {"toposort/json.py": NEW},  # inside a package: imported as toposort.json, shadows nothing
+        {"json": DIR, "json/helpers.py": NEW},  # a namespace folder never wins over a module
+    ],
+)
+def test_plan_keeps_the_candidates_own_modules(task: Task, added: dict) -> None:
+    before = {"toposort": DIR}
+    assert plan(before, before | added, task, _facts(), {}).delete == []
+
+
+def test_plan_never_writes_through_what_the_candidate_put_in_the_way(task: Task) -> None:
+    """A hidden test file is written where a link or a plain file now stands in its folder's place."""
+    before = {"tests": DIR, "tests/test_sort.py": FILE}
+    after = {"tests": LINK}
+    hidden = {"tests/test_sort.py": File(0o644, b"def test(): pass\n")}
+    todo = plan(before, after, task, _facts(), hidden)
+    assert todo.delete == ["tests"] and todo.write == hidden
+
+
+# ------------------------------------------------------------------------------------------ canaries
+
+PYTEST_STYLE = b'''import pytest
+
+from toposort import sort
+
+
+def test_sorts_a_chain():
+    assert sort({"b": ["a"]}) == ["a", "b"]
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_sizes(n):
+    assert n
+
+
+class TestHelpers:
+    def test_nothing(self):
+        pass
+'''
+
+UNITTEST_STYLE = b'''import unittest
+
+
+class ParserTests(unittest.TestCase):
+    def setUp(self):
+        self.x = 1
+
+    def test_reads_sections(self):
+        self.assertEqual(self.x, 1)
+
+    @unittest.skip("later")
+    def test_later(self):
+        pass
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+
+@pytest.mark.parametrize(("path", "source"), [("tests/test_sort.py", PYTEST_STYLE), ("tests/test_parser.py", UNITTEST_STYLE)])
+def test_canaries_are_planted_in_the_files_own_style(path: str, source: bytes) -> None:
+    planted, found = canaries.plant({path: source, "tests/data.json": b"{}"}, random.Random(7))
+    assert len(found) == 4 and [c.must_fail for c in found].count(True) == 2
+    assert planted["tests/data.json"] == b"{}"
+    module = ast.parse(planted[path])
+    names = {c.name for c in found}
+    assert len(names) == 4 and all(name.startswith("test_") for name in names)
+    if source is UNITTEST_STYLE:  # methods of the TestCase, nothing at module level
+        methods = {f.name for f in ast.walk(module.body[1]) if isinstance(f, ast.FunctionDef)}
+        assert names <= methods
+    else:
+        assert names <= {f.name for f in module.body if isinstance(f, ast.FunctionDef)}
+    # the real tests are all still there, and a different grade plants different names
+    assert all(line in planted[path] for line in source.splitlines())
+    assert not names & {c.name for c in canaries.plant({path: source}, random.Random(8))[1]}
+
+
+def test_canary_check() -> None:
+    fail, ok = canaries.Canary("test_a_b_c", "tests/test_x.py", True), canaries.Canary("test_d_e_f", "tests/test_x.py", False)
+    honest = {"tests/test_x.py::test_real": Status.PASSED, "tests/test_x.py::test_a_b_c": Status.FAILED, "tests/test_x.py::test_d_e_f": Status.PASSED}
+    assert canaries.check([fail, ok], honest, complete=True) == ({"tests/test_x.py::test_real": Status.PASSED}, [])
+    forged = honest | {"tests/test_x.py::test_a_b_c": Status.PASSED}
+    assert "must fail" in canaries.check([fail, ok], forged, complete=True)[1][0]
+    dropped = {"tests/test_x.py::test_real": Status.PASSED}
+    assert len(canaries.check([fail, ok], dropped, complete=True)[1]) == 2
+    assert canaries.check([fail, ok], dropped, complete=False)[1] == []  # --maxfail may stop early
+    assert canaries.check([fail, ok], {}, complete=True)[1] == []  # the file never ran at all
+    unittest_ids = {"test_a_b_c (tests.test_x.T)": Status.FAILED, "test_real (tests.test_x.T)": Status.PASSED}
+    assert canaries.check([fail], unittest_ids, complete=True) == ({"test_real (tests.test_x.T)": Status.PASSED}, [])
+
+
+@pytest.mark.parametrize(
+    ("command", "usable"),
+    [
+        ("python -m pytest tests/test_a.py tests/test_b.py", True),
+        ("pytest -rA -n 4 tests", True),
+        ("./tests/runtests.py --verbosity 2 basic", True),
+        ("python -m pytest tests/test_a.py::test_one", False),  # node ids: a planted test never runs
+        ("pytest -k 'not slow' tests", False),
+        ("python -m pytest -m unit tests", False),
+        ("pytest -x tests", False),  # a must-fail canary would stop the run
+        ("pytest --maxfail=2 tests", False),
+        ("python -O -m pytest tests", False),  # asserts vanish
+    ],
+)
+def test_canaries_only_where_every_test_of_a_file_runs(command: str, usable: bool) -> None:
+    assert canaries.usable([command]) is usable
