@@ -16,6 +16,9 @@ internal_error       swedeck itself raised while processing the task            
 patch_does_not_apply the gold patch or the hidden tests do not apply to the buggy tree     no
 timeout              a test run hit the wall-time limit                                  no
 output_limit         a test run printed more than the output cap                         no
+ungradeable          a gold run's output looks forged to the grader (its text summary,   no
+                     JUnit report, exit code or recorded calls disagree): every reward
+                     on this task would be 0
 needs_network        gold fails with network errors (confirmed by a networked rerun)     no
 only_flaky           no stable FAIL_TO_PASS test, but some tests change outcome run to run no
 gold_fails           a hidden test fails on every gold run                               no
@@ -220,8 +223,12 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
             if trial.outcome in ("patch_apply_failed", "hidden_tests_apply_failed"):
                 what = "gold patch" if trial.outcome == "patch_apply_failed" else "hidden tests"
                 return finish("patch_does_not_apply", "patch", f"{what} did not apply on the {tree} tree:\n{trial.detail}")
+            if trial.outcome == "grader_error":
+                return finish("internal_error", "grader", trial.detail)
             if trial.outcome != "ok":
                 return finish(trial.outcome, "sandbox" if trial.outcome == "sandbox_error" else "tests", trial.detail)
+            if tree == "gold" and trial.spoof_evidence:
+                return finish("ungradeable", "tests", "the grader calls the gold run forged:\n" + "\n".join(trial.spoof_evidence))
 
     d = derive(
         [t.statuses for t in trials["buggy"]], [t.statuses for t in trials["gold"]], task.test_paths

@@ -192,7 +192,12 @@ def rollout(
     finally:
         engine.end_session(rollout_id)
         sandbox.close()
-    grader_reward = grader(task, patch) if termination == "submitted" else None
+    grader_reward = None
+    if termination == "submitted":
+        try:
+            grader_reward = grader(task, patch)
+        except (EnvError, SandboxError) as err:  # the grader answers for the patch; these are the machine's
+            termination, detail = "env_error", f"grading: {type(err).__name__}: {err}"
     return _record(stamp, rollout_id, group_id, version, prompt_ids, turns, termination, patch, grader_reward, detail)
 
 

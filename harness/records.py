@@ -285,6 +285,7 @@ P1Reason = Literal[
     "patch_does_not_apply",
     "timeout",
     "output_limit",
+    "ungradeable",
     "needs_network",
     "only_flaky",
     "gold_fails",

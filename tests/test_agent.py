@@ -15,7 +15,7 @@ from harness.agent import AgentConfig, rollout, shown, str_replace
 from harness.engine import ByteTokenizer, EngineError, ScriptedEngine
 from harness.grader import grade
 from harness.records import Task, TrajectoryRecord
-from harness.sandbox import Backend
+from harness.sandbox import Backend, EnvError
 from harness.turns import render_turn
 
 TASK = "sample__toposort-1"
@@ -163,3 +163,15 @@ def test_engine_failure_ends_with_env_error(toposort: Task, backend: Backend) ->
     grader: Callable[[Task, str], float] = lambda t, p: 1.0
     record = rollout(toposort, Down(), backend, grader, config=AgentConfig(), stamp=STAMP, rollout_id="r", group_id="g")
     assert record.termination == "env_error" and "connection refused" in record.detail and record.reward == 0.0
+
+
+def test_regression_a_grader_failing_for_the_machine_ends_with_env_error(toposort: Task, backend: Backend) -> None:
+    """The loop called the grader outside its error handling: an environment that failed while
+    grading (a gold run with no usable pattern) crashed the rollout instead of recording it."""
+
+    def broken(task: Task, patch: str) -> float:
+        raise EnvError(f"{task.instance_id}: the gold run gave no usable pattern (no test passed)")
+
+    engine = ScriptedEngine([turn("submit")])
+    record = rollout(toposort, engine, backend, broken, config=AgentConfig(), stamp=STAMP, rollout_id="r", group_id="g")
+    assert record.termination == "env_error" and "no usable pattern" in record.detail and record.reward == 0.0
