@@ -32,6 +32,7 @@ from harness.envs import (
     script,
     tree_key,
 )
+from harness.leftovers import container_labels, sandbox_prefix
 from harness.records import ExecResult, Task
 from harness.sandbox import (
     IO_DIR,
@@ -121,7 +122,8 @@ class DockerBackend:
         failed.parent.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if k.startswith(BUILD_ENV_PREFIXES)}
         container = self.client.containers.run(
-            self.settings.base_image, ["sleep", "infinity"], detach=True, environment=env, working_dir="/"
+            self.settings.base_image, ["sleep", "infinity"], detach=True, environment=env, working_dir="/",
+            labels=container_labels(self.settings),
         )
         try:
             container.exec_run(["mkdir", "-p", ENV_MOUNT])
@@ -197,8 +199,9 @@ class DockerBackend:
         with self._lock:
             self._drained = True
             spares, self._spares = list(self._spares.values()), {}
-        for spare in spares:
+        for spare in spares:  # not close(): its removal thread may not run once the interpreter exits
             spare.container.remove(force=True)
+            shutil.rmtree(spare.root, ignore_errors=True)
 
 
 class _DockerSandbox:
@@ -213,7 +216,8 @@ class _DockerSandbox:
         self.own_repo = task.repo_source.kind == "image"
         self.user = "root" if self.own_repo else f"{UID}:{UID}"
         image = owner.image(task)
-        self.root = Path(tempfile.mkdtemp(prefix="docker-", dir=_mkdir(owner.settings.cache_dir / "sandboxes")))
+        # owner-marked names and labels: the next run sweeps what a killed one left (harness.leftovers)
+        self.root = Path(tempfile.mkdtemp(prefix=sandbox_prefix("docker"), dir=_mkdir(owner.settings.cache_dir / "sandboxes")))
         self.io = _mkdir(self.root / "io")
         self.owner = 0 if self.own_repo else UID
         os.chown(self.io, self.owner, self.owner)
@@ -242,6 +246,7 @@ class _DockerSandbox:
             read_only=tar is not None,
             tmpfs=tmpfs,
             volumes={str(self.io): {"bind": IO_DIR, "mode": "rw"}},
+            labels=container_labels(owner.settings),
         )
         self._runs = 0
         try:

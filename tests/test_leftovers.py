@@ -116,3 +116,25 @@ def test_the_run_folder_loses_partial_folders_and_orphaned_logs_only(tmp_path: P
     assert {p.name for p in removed} == {".task-a.x1y2z3", ".load_errors.q9", "catalog.duckdb.tmp", "after.log", "x.log"}
     assert (logs / "before.log").exists() and (out / "p1" / "task-a" / "result.parquet").exists()
     assert not list(out.rglob(".*"))
+
+
+@pytest.mark.docker
+def test_a_docker_sandbox_carries_its_owner_and_a_dead_owners_one_is_swept(
+    swedeck_env: Settings, sample_tasks, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    import docker.errors
+    from conftest import make_backend
+
+    dead = dead_token()
+    monkeypatch.setenv(leftovers.RUN_ENV, dead)  # as if a run that has died since had opened it
+    backend = make_backend("docker", swedeck_env)  # its own backend: the session's spares stay out of this
+    try:
+        box = backend.open(sample_tasks["sample__semverlite-1"])
+        assert box.container.labels == {"swedeck.cache": leftovers.cache_key(swedeck_env), "swedeck.owner": dead}
+        assert box.root.name.startswith(f"docker-{dead}-")
+        swept = leftovers.sweep(swedeck_env)
+        assert box.container.short_id in swept.containers and box.root in swept.folders and not box.root.exists()
+        with pytest.raises(docker.errors.NotFound):
+            box.container.reload()
+    finally:
+        backend.drain()
