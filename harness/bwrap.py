@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from harness import cgroups, leftovers
 from harness.cgroups import Cgroup
 from harness.config import SandboxConfig, Settings
 from harness.envs import BUILD_ENV_PREFIXES, ENV_MOUNT, needs_env_build, prepare_tree, recipe_key, run_env
@@ -119,10 +120,9 @@ class _BwrapSandbox:
         self.env_dir = env_dir
         parent = owner.settings.cache_dir / "sandboxes"
         parent.mkdir(parents=True, exist_ok=True)
-        self.root = Path(tempfile.mkdtemp(prefix="bwrap-", dir=parent))
+        self.root = Path(tempfile.mkdtemp(prefix=leftovers.sandbox_prefix("bwrap"), dir=parent))
         self.root.chmod(0o755)
         self.uid = random.randint(200_000, 2_000_000_000)
-        self.mounts: list[Path] = []
         self.cgroup: Cgroup | None = None
         try:
             self._mount(self.root / "tmp", self.limits.tmp_mb * MIB)
@@ -147,7 +147,6 @@ class _BwrapSandbox:
         )
         if done.returncode:
             raise EnvError(f"could not mount the sandbox's tmpfs (bwrap sandboxes need root): {done.stderr.strip()}")
-        self.mounts.append(path)
 
     # ------------------------------------------------------------------ paths
 
@@ -246,11 +245,17 @@ class _BwrapSandbox:
         in it dies with the namespace's first process."""
 
     def close(self) -> None:
-        if self.cgroup is not None:
-            self.cgroup.remove()
-        for mount in reversed(self.mounts):
-            subprocess.run(["umount", "--lazy", str(mount)], capture_output=True)
-        shutil.rmtree(self.root, ignore_errors=True)
+        release(self.root)
+
+
+def release(root: Path) -> None:
+    """Remove a sandbox folder with all it holds: its control group (and any process still in it),
+    its tmpfs mounts, its files. Also what sweeps call for a sandbox a dead process left behind."""
+    cgroups.remove_named(root.name)
+    for mount in ("tree", "tmp"):
+        if os.path.ismount(root / mount):
+            subprocess.run(["umount", "--lazy", str(root / mount)], capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @functools.cache

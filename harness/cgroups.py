@@ -28,28 +28,31 @@ def _own(controller: str) -> Path | None:
     return None
 
 
+def _places(name: str) -> tuple[bool, list[Path]]:
+    """Whether cgroup v2 is used, and the folders a sandbox's group ``name`` has (or would have)."""
+    v2 = ROOT / "cgroup.controllers"
+    if v2.exists() and {"memory", "pids"} <= set(v2.read_text().split()):
+        return True, [ROOT / (_own("") or "") / name]
+    memory, pids = _own("memory"), _own("pids")
+    if memory is None or pids is None or not (ROOT / "memory").is_dir():
+        raise EnvError("no cgroup memory controller: a sandbox's total memory could not be bounded")
+    return False, [ROOT / "memory" / memory / name, ROOT / "pids" / pids / name]
+
+
 class Cgroup:
     def __init__(self, name: str, memory_bytes: int, processes: int) -> None:
-        self.dirs: list[Path] = []
-        v2 = ROOT / "cgroup.controllers"
-        if v2.exists() and {"memory", "pids"} <= set(v2.read_text().split()):
-            parent = ROOT / (_own("") or "")
-            self._make(parent / name, {"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes})
-            return
-        memory, pids = _own("memory"), _own("pids")
-        if memory is None or pids is None or not (ROOT / "memory").is_dir():
-            raise EnvError("no cgroup memory controller: a sandbox's total memory could not be bounded")
-        limits = {"memory.limit_in_bytes": memory_bytes}
-        if (ROOT / "memory" / memory / "memory.memsw.limit_in_bytes").exists():
-            limits["memory.memsw.limit_in_bytes"] = memory_bytes
-        self._make(ROOT / "memory" / memory / name, limits)
-        self._make(ROOT / "pids" / pids / name, {"pids.max": processes})
-
-    def _make(self, path: Path, limits: dict[str, int]) -> None:
-        path.mkdir()
-        self.dirs.append(path)
-        for key, value in limits.items():
-            (path / key).write_text(str(value))
+        v2, self.dirs = _places(name)
+        if v2:
+            limits = [{"memory.max": memory_bytes, "memory.swap.max": 0, "pids.max": processes}]
+        else:
+            memory = {"memory.limit_in_bytes": memory_bytes}
+            if (self.dirs[0].parent / "memory.memsw.limit_in_bytes").exists():
+                memory["memory.memsw.limit_in_bytes"] = memory_bytes
+            limits = [memory, {"pids.max": processes}]
+        for path, values in zip(self.dirs, limits, strict=True):
+            path.mkdir()
+            for key, value in values.items():
+                (path / key).write_text(str(value))
 
     def join(self) -> None:
         """Called in the child between fork and exec: it and all it starts belong to the group."""
@@ -57,18 +60,27 @@ class Cgroup:
             (path / "cgroup.procs").write_text("0")
 
     def remove(self) -> None:
-        for path in self.dirs:
-            for _ in range(50):
-                pids = [int(p) for p in (path / "cgroup.procs").read_text().split()] if path.exists() else []
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
+        remove(self.dirs)
+
+
+def remove_named(name: str) -> None:
+    """Remove a sandbox's group left behind by a process that died (its processes are killed)."""
+    remove(_places(name)[1])
+
+
+def remove(dirs: list[Path]) -> None:
+    for path in dirs:
+        for _ in range(50):
+            if not path.exists():
+                break
+            for pid in (path / "cgroup.procs").read_text().split():
                 try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.02)
+                    os.kill(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            try:
+                path.rmdir()
+            except FileNotFoundError:
+                break
+            except OSError:  # its last processes are still exiting
+                time.sleep(0.02)
