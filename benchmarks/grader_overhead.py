@@ -2,9 +2,11 @@
 
 For each valid sample task and each available backend, three timings, each the median of --repeat runs:
 
-  grade   ``grade(task, gold)``: fresh sandbox, candidate patch cascade, neutralization, hidden tests,
-          the test command with JUnit, parsing, close (the gold pattern is computed beforehand, so it
-          is not counted)
+  grade   ``grade(task, gold)``: fresh sandbox, the harness's listing of the tree around the candidate
+          patch cascade, the host's plan (restore, delete), hidden tests with four canaries written
+          from the task record, the test command with JUnit, pinned plugins and the outcomes record,
+          process reaping (docker), parsing and the canary check, close (the gold pattern and the
+          task's facts are computed beforehand, so they are not counted)
   run     the bare test command through ``sandbox.run`` in a sandbox already holding gold + tests
           (applied with plain ``git apply``): the sandbox's own wrapper (timeout, ulimits, capture)
   plain   the same command with plain ``bwrap`` / ``docker exec``: no wrapper, output to a file

@@ -17,7 +17,8 @@ from conftest import LABELS, VALID_IDS, git
 
 from harness.config import Settings
 from harness.envs import prepare_tree
-from harness.grader import compare, gold_pattern, grade, run_tests
+from harness.grader import _statuses, compare, gold_pattern, grade, run_tests
+from harness.parsers import parse_junit, resolve_parser
 from harness.records import Grade, HiddenTests, Status, Task, TestRun
 from harness.sandbox import Backend, Sandbox
 from harness.trusted import facts_key, task_facts
@@ -555,18 +556,7 @@ def _run(**fields: object) -> TestRun:
     ],
 )
 def test_compare_reasons(run: TestRun, reason: str) -> None:
-    task = Task.model_validate(
-        {
-            "instance_id": "t",
-            "source": "local",
-            "repo": "r",
-            "problem_statement": "p",
-            "environment": {"recipe": {}},
-            "test_cmd": ["true"],
-            "answer": {"gold_patch": "", "hidden_tests": HiddenTests().model_dump()},
-        }
-    )
-    result = compare(run, {"a": Status.PASSED}, task)
+    result = compare(run, {"a": Status.PASSED}, _task_stub())
     assert result.reason == reason
     assert result.reward == (1.0 if reason == "ok" else 0.0)
 
@@ -576,3 +566,51 @@ def test_run_tests_without_expectation(backend: Backend, task: Task) -> None:
     assert run.outcome == "ok" and run.backend == backend.name
     assert all(run.statuses[t] in BAD for t in f2p(task))
     assert set(run.durations) == {"open", "apply", "tests"}
+
+
+# ------------------------------------------------------------------------------------------ honest real runs
+
+LOGS = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "logs"
+
+
+def _real_cases(runner: str) -> list[str]:
+    return sorted(p.name for p in (LOGS / runner).iterdir() if p.is_dir())
+
+
+def _honest_exit_code(statuses: dict[str, Status], unittest_style: bool) -> int:
+    """What the runner exits with: 1 when a test failed (unittest also on an unexpected success)."""
+    bad = BAD | ({Status.XPASS} if unittest_style else set())
+    return int(any(s in bad for s in statuses.values()))
+
+
+@pytest.mark.parametrize("case", _real_cases("pytest"))
+def test_honest_real_pytest_runs_show_no_spoof_evidence(case: str) -> None:
+    """Real runs of pytest 6.2, 7.4 (with pytest-subtests), 8 and 9, each with tests that run pytest
+    in-process (pytester, pytest.main), xfail/xpass with and without reasons and unittest subtests:
+    the cross-check of text summary, JUnit report and exit code finds nothing, so gold earns 1."""
+    folder = LOGS / "pytest" / case
+    junit = parse_junit((folder / "report.xml").read_text())
+    text = resolve_parser("pytest")((folder / "log.txt").read_text())
+    statuses, evidence = _statuses(text, junit, _honest_exit_code(junit, False), 0, True)
+    assert evidence == [] and statuses == junit
+    run = TestRun(instance_id="t", backend="bwrap", outcome="ok", statuses=statuses)
+    assert compare(run, junit, _task_stub()).reward == 1.0
+
+
+@pytest.mark.parametrize(("runner", "case"), [(r, c) for r in ("unittest", "django") for c in _real_cases(r)])
+def test_honest_real_unittest_runs_show_no_spoof_evidence(runner: str, case: str) -> None:
+    """unittest on Python 3.8-3.13 and Django's runner: text only, an unexpected success explains the
+    exit code 1 as well as a failure does."""
+    folder = LOGS / runner / case
+    parsed = resolve_parser("parse_log_django" if runner == "django" else "unittest")((folder / "log.txt").read_text())
+    _, evidence = _statuses(parsed, None, _honest_exit_code(parsed, True), 0, False)
+    assert evidence == []
+
+
+def _task_stub() -> Task:
+    return Task.model_validate(
+        {
+            "instance_id": "t", "source": "local", "repo": "r", "problem_statement": "p", "environment": {"recipe": {}},
+            "test_cmd": ["true"], "answer": {"gold_patch": "", "hidden_tests": HiddenTests().model_dump()},
+        }
+    )  # fmt: skip
