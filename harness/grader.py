@@ -9,8 +9,8 @@ two listings the host decides (``harness.trusted``) what goes: every protected p
 touched is put back as the pristine tree had it; what it added that Python or pytest would load first
 (bytecode, package metadata, modules shadowing the environment's) is deleted; the hidden tests, with
 a few canary tests planted among them, are written from the task record. pytest then runs with plugin
-autoloading off and exactly the environment's plugins enabled, bytecode read from a fresh folder, and
-no process of the sandbox surviving a command. Statuses come from JUnit XML where the runner is
+autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
+surviving a command. Statuses come from JUnit XML where the runner is
 pytest, cross-checked against the text summary, the exit code, what each call raised and the
 canaries. Reward 1 only when the statuses equal the expected pattern exactly and nothing suggests the
 output was forged; anything that goes wrong is a reason with reward 0, never an exception.
@@ -35,7 +35,6 @@ from harness.records import Grade, Status, Task, TestRun, content_hash
 from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, tail
 from harness.trusted import (
     LISTING,
-    PYCACHE_PREFIX,
     File,
     TaskFacts,
     archive,
@@ -153,7 +152,8 @@ def _run_in(
     must_fail = sum(c.must_fail for c in planted)
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
-            env, junit, outcomes = {"PYTHONPYCACHEPREFIX": f"{PYCACHE_PREFIX}-{token}"}, "", ""
+            env: dict[str, str] = {}
+            junit, outcomes = "", ""
             if wants_junit:
                 junit = f"{IO_DIR}/junit-{token}-{i}.xml"
                 outcomes = env["SWEDECK_OUTCOME_LOG"] = f"{IO_DIR}/outcomes-{token}-{i}.jsonl"

@@ -32,8 +32,6 @@ from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox
 GRADER_VERSION = 2
 # One record per entry, NUL-terminated so any file name survives: type, mode, size, mtime, path.
 LISTING = "find . -path ./.git -prune -o -printf '%y %m %s %T@ %P\\0'"
-# Where bytecode may be read from: a fresh folder per grade, so no .pyc in the tree is ever loaded.
-PYCACHE_PREFIX = "/tmp/.swedeck-pycache"
 # Names whose presence anywhere makes the environment's Python or pytest load the candidate's code.
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link")
 _MODULE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so")
@@ -157,8 +155,8 @@ def plan(
             undone.add(path)
     shadow_dirs = set(facts.tree_path) | {_parent(p) for p in [*facts.hidden, *task.test_paths]}
     modules = set(facts.modules)
-    for path in changes.added:
-        if _loads_first(path, after, shadow_dirs, modules):
+    for path in changes.added | changes.modified:
+        if _loads_first(path, after, shadow_dirs, modules, added=path in changes.added):
             delete.add(path)
             undone.add(path)
     # a written file must not lead through a link or a file the candidate put in its way
@@ -171,14 +169,19 @@ def plan(
     return Plan(sorted(_outermost(delete)), write, sorted(_outermost(undone)))
 
 
-def _loads_first(path: str, after: dict[str, Entry], shadow_dirs: set[str], modules: set[str]) -> bool:
+def _loads_first(path: str, after: dict[str, Entry], shadow_dirs: set[str], modules: set[str], *, added: bool) -> bool:
+    """Bytecode (Python and pytest's assertion rewriter load a .pyc the tree holds), package metadata
+    (entry points announce plugins), and an added module named like one the environment has, directly
+    in a folder on sys.path. Bytecode is deleted rather than ignored with a fresh
+    PYTHONPYCACHEPREFIX: that would make every import of the standard library and pytest compile
+    from source, more than doubling a grade."""
     parts = PurePosixPath(path).parts
     if any(part.endswith(_METADATA_SUFFIXES) for part in parts) or "__pycache__" in parts:
         return True
     name = parts[-1]
     if name.endswith((".pyc", ".pyo")):
         return True
-    if _parent(path) not in shadow_dirs:
+    if not added or _parent(path) not in shadow_dirs:
         return False
     if after[path].kind == "d":  # a regular package; a namespace folder never shadows a module
         return name in modules and any(f"{path}/__init__{s}" in after for s in _MODULE_SUFFIXES)
