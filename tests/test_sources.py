@@ -36,6 +36,7 @@ LEAKY = {
         "modified_files", "relevant_files", "modified_entity_summaries",
     },
     "swe_rebench_v2": {"patch", "test_patch", "pr_description", "interface", "meta"},
+    "swe_rebench_v1": {"patch", "test_patch", "hints_text", "meta"},
     "scale_swe": {"patch", "pr_commit", "f2p_patch", "f2p_script", "github_url"},
     "swe_bench": {"patch", "test_patch", "hints_text"},
     "swe_gym": {"patch", "test_patch", "hints_text"},
@@ -47,6 +48,8 @@ FILES = {
     "scale_swe.parquet": "scale_swe",
     "swe_bench.jsonl": "swe_bench",
     "swe_gym.jsonl": "swe_gym",
+    "swe_bench_5.jsonl": "swe_bench",
+    "swe_rebench_v1.jsonl": "swe_rebench_v1",
 }
 
 
@@ -121,6 +124,14 @@ def test_fixture_column_layouts():
     }  # fmt: skip
     assert set(raw_rows("swe_bench.jsonl")[0]) == swe_bench | {"environment_setup_commit"}
     assert set(raw_rows("swe_gym.jsonl")[0]) == swe_bench
+    # swebench>=5 make_test_spec's columns; the ids are lists
+    assert set(raw_rows("swe_bench_5.jsonl")[0]) == swe_bench | {"image", "log_parser", "eval_type", "eval_script"}
+    assert isinstance(raw_rows("swe_bench_5.jsonl")[0]["FAIL_TO_PASS"], list)
+    assert set(raw_rows("swe_rebench_v1.jsonl")[0]) == {
+        "instance_id", "base_commit", "created_at", "environment_setup_commit", "hints_text", "patch",
+        "problem_statement", "repo", "test_patch", "meta", "version", "install_config", "requirements",
+        "environment", "FAIL_TO_PASS", "FAIL_TO_FAIL", "PASS_TO_PASS", "PASS_TO_FAIL", "license_name", "docker_image",
+    }  # fmt: skip
     assert isinstance(raw_rows("swe_bench.jsonl")[0]["FAIL_TO_PASS"], str)
     assert isinstance(raw_rows("swe_gym.jsonl")[0]["FAIL_TO_PASS"], list)
     r2e_types = pq.read_schema(FIXTURES / "r2e_gym.parquet")
@@ -182,7 +193,7 @@ def test_leaky_columns_helper():
 def test_r2e_gym_valid_rows():
     rows = raw_rows("r2e_gym.parquet")
     tasks = load("r2e_gym.parquet").tasks
-    assert [t.instance_id for t in tasks] == [f"minicalc-{rows[i]['commit_hash'][:12]}" for i in (0, 1)]
+    assert [t.instance_id for t in tasks][:2] == [f"minicalc-{rows[i]['commit_hash'][:12]}" for i in (0, 1)]
     t = tasks[0]
     commit = json.loads(rows[0]["parsed_commit_content"])
     assert t.source == "r2e_gym" and t.repo == "minicalc"
@@ -203,6 +214,40 @@ def test_r2e_gym_valid_rows():
         "TestParse.test_empty": Status.PASSED,
     }
     assert t.answer.fail_to_pass == [] and t.answer.pass_to_pass == []
+
+
+def test_r2e_gym_runs_the_runner_script_its_row_ships():
+    """R2E runs tornado rows (and unittest-based pillow rows) through the runner script it adds to the
+    test files, not through pytest; before, every row got `pytest -rA r2e_tests`."""
+    tornado = by_id(load("r2e_gym.parquet"))[f"tornado-{raw_rows('r2e_gym.parquet')[6]['commit_hash'][:12]}"]
+    assert tornado.test_cmd == [".venv/bin/python -W ignore r2e_tests/tornado_unittest_runner.py"]
+    assert "r2e_tests/tornado_unittest_runner.py" in tornado.answer.hidden_tests.files
+    assert tornado.log_parser == "r2e" and tornado.answer.expected_status == {
+        "FmtTest.test_fmt": Status.PASSED, "FmtTest.test_fmt_sep": Status.PASSED
+    }
+    row = raw_rows("r2e_gym.parquet")[6]
+    execution = json.loads(row["execution_result_content"])
+    execution["test_file_names"][1] = "unittest_custom_runner.py"
+    pillow = load_rows("r2e_gym", [dict(row, repo_name="pillow", execution_result_content=json.dumps(execution))], "m")
+    assert pillow.tasks[0].test_cmd == [".venv/bin/python -W ignore r2e_tests/unittest_custom_runner.py"]
+
+
+@pytest.mark.skipif(shutil.which("python3") is None, reason="needs python3")
+def test_r2e_runner_standin_output_parses_to_the_expected_map(tmp_path):
+    """The fixture's runner script prints what R2E's parser reads: its keys are the row's expectations."""
+    from harness.parsers import parse_r2e
+
+    tornado = load("r2e_gym.parquet").tasks[2]
+    for path, code in tornado.answer.hidden_tests.files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(code)
+    (tmp_path / "minicalc").mkdir()
+    (tmp_path / "minicalc" / "__init__.py").write_text("")
+    (tmp_path / "minicalc" / "fmt.py").write_text('def fmt(n, sep=""):\n    return f"{n:,}".replace(",", sep) if sep else str(n)\n')
+    out = subprocess.run(
+        ["python3", "-W", "ignore", "r2e_tests/tornado_unittest_runner.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert parse_r2e(out.stdout) == tornado.answer.expected_status
 
 
 def test_r2e_gym_gold_keeps_non_python_changes_and_tests_are_split_out():
@@ -364,9 +409,11 @@ def test_scale_swe_valid_rows():
     assert t.answer.hidden_tests.files == {"test_fail_to_pass.py": rows["acme_widgets_pr42"]["f2p_script"]}
     assert bare.answer.hidden_tests.patch == "" and bare.answer.pass_to_pass == []
     assert t.test_paths == ["tests/test_color.py", "test_fail_to_pass.py"]
-    assert t.log_parser == "junit"
+    # the log holds pytest's text: parser "pytest" (the grader adds and prefers its own JUnit report),
+    # no report path of the command's own (it overrode the grader's, and parse_junit read text)
+    assert t.log_parser == "pytest"
     (cmd,) = t.test_cmd
-    assert cmd.startswith("python -m pytest ") and f"--junitxml={scale_swe.JUNIT_XML}" in cmd
+    assert cmd.startswith("python -m pytest ") and "--junitxml" not in cmd
     assert cmd.endswith(
         "-- tests/test_color.py::test_hex_range test_fail_to_pass.py::test_repro_negative_channel "
         "tests/test_color.py::test_hex"
@@ -444,9 +491,69 @@ def test_swe_bench_valid_rows():
     ]
     assert dj.log_parser == "parse_log_django" and dj.answer.pass_to_pass == []
     v5 = tasks["toyorg__calclib-102"]
-    assert v5.environment.image == "swebench/sweb.eval.x86_64.toyorg_1776_calclib-102:v5"  # the row's image
+    assert v5.environment.image == rows["toyorg__calclib-102"]["image"]  # the row's image
     assert v5.log_parser == "parse_log_pytest_v2"  # the row's parser
     assert "eval_script" in v5.answer.leaky_columns
+
+
+def test_swe_bench_5_rows_run_their_eval_script():
+    """A swebench>=5 row with list ids was taken for SWE-Gym and its eval_script ignored; now its test
+    command, workdir and environment come from the script, for any language."""
+    result = load("swe_bench_5.jsonl")
+    tasks = by_id(result)
+    py, go = tasks["toyorg__calclib-201"], tasks["gopherco__ringbuf-202"]
+    assert py.source == go.source == "swe_bench"
+    assert py.test_cmd == ["pytest -rA tests/test_ops.py"] and go.test_cmd == ["go test -v ./..."]
+    assert py.environment.activation == "source /opt/miniconda3/bin/activate\nconda activate testbed"
+    assert go.environment.activation == "" and go.environment.workdir == "/testbed"  # no conda in a Go image
+    assert py.log_parser == "parse_log_pytest" and go.log_parser == "parse_log_gotest"
+    assert py.answer.fail_to_pass == ["tests/test_ops.py::test_divide_by_zero_message"]
+    assert [(d.corpus, d.version, d.rows) for d in result.detected] == [("swe_bench", "SWE-bench 5", 4)]
+    errors = errors_by_row(result)
+    assert errors[2][0] == "eval_script" and "Start Test Output" in errors[2][1]
+    assert errors[3] == ("eval_type", "'sometimes' is none of pass_and_fail, fail_only")
+
+
+def test_read_eval_script_skips_heredocs_and_informational_commands():
+    from curation.sources.swe_bench import read_eval_script
+
+    script = (
+        "#!/bin/bash\nset -uxo pipefail\nexport LANG=C.UTF-8\ncd /work/repo\ngit status\n"
+        "git apply -v - <<'EOF_1'\ncd /elsewhere\n: '>>>>> Start Test Output'\nEOF_1\n"
+        ": '>>>>> Start Test Output'\n\nPYTHONWARNINGS=ignore bin/test -C --verbose sympy/x.py\n"
+        ": '>>>>> End Test Output'\ncd /after\n"
+    )
+    parsed = read_eval_script(script)
+    assert parsed.workdir == "/work/repo" and parsed.activation == "export LANG=C.UTF-8"
+    assert parsed.test_cmd == ["PYTHONWARNINGS=ignore bin/test -C --verbose sympy/x.py"]
+    with pytest.raises(RowError, match="no command"):
+        read_eval_script(": '>>>>> Start Test Output'\n: '>>>>> End Test Output'\n")
+
+
+# ------------------------------------------------------------------------------------------ SWE-rebench v1
+
+
+def test_swe_rebench_v1_rows():
+    """v1 rows (install_config without test_cmd, docker_image, FAIL_TO_FAIL, PASS_TO_FAIL) were taken
+    for V2 and skipped with 'install_config has no test_cmd'."""
+    result = load("swe_rebench_v1.jsonl")
+    rows = {r["instance_id"]: r for r in raw_rows("swe_rebench_v1.jsonl")}
+    tasks = by_id(result)
+    plain, own = tasks["toyorg__tidyjson-30"], tasks["toyorg__tidyjson-31"]
+    assert plain.source == own.source == "swe_rebench_v1"
+    assert plain.environment.image == rows["toyorg__tidyjson-30"]["docker_image"]
+    assert own.environment.image == "swerebench/sweb.eval.x86_64.toyorg_1776_tidyjson-31:latest"
+    assert plain.environment.workdir == "/testbed" and "activate testbed" in plain.environment.activation
+    assert plain.test_cmd == ["pytest -rA tests/test_dump.py"] and plain.log_parser == "parse_log_pytest"
+    assert own.test_cmd == ["pytest --no-header -rA --tb=line -p no:cacheprovider tests/test_dump.py"]
+    assert own.log_parser == "parse_log_pytest_v2"
+    assert plain.answer.fail_to_pass == ["tests/test_dump.py::test_dump_sorted"]
+    assert plain.answer.pass_to_pass == ["tests/test_dump.py::test_dump"]
+    (found,) = result.detected
+    assert (found.corpus, found.version, found.rows) == ("swe_rebench_v1", "SWE-rebench v1", 4)
+    assert "without image_name" in found.reason and "FAIL_TO_FAIL" in found.reason
+    errors = errors_by_row(result)
+    assert errors[2][0] == "FAIL_TO_FAIL" and errors[3] == ("install_config", "expected a JSON object, got list")
 
 
 def test_swe_bench_malformed_rows():
@@ -500,6 +607,38 @@ def test_detect_corpus_from_fixture_columns(name):
 def test_detect_corpus_unknown_layout():
     with pytest.raises(ValueError, match="no corpus"):
         detect_corpus({"question", "answer"})
+
+
+def test_an_unknown_shape_is_one_load_error(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"question": "q", "answer": "a"}\n{"question": "r", "answer": "b"}\n')
+    result = load_corpus_file(str(path))
+    assert result.tasks == [] and result.detected == []
+    (error,) = result.errors
+    assert error.stage == "corpus_file" and "no corpus has this column layout" in error.message
+    assert "install_config" in error.message  # says what each corpus needs
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "why"),
+    [
+        ("r2e_gym.parquet", "R2E-Gym", "parsed_commit_content"),
+        ("swe_rebench_v2.jsonl", "SWE-rebench V2", "image_name"),
+        ("swe_rebench_v1.jsonl", "SWE-rebench v1", "without image_name"),
+        ("scale_swe.parquet", "Scale-SWE", "image_url"),
+        ("swe_gym.jsonl", "SWE-Gym", "without environment_setup_commit"),
+        ("swe_bench_5.jsonl", "SWE-bench 5", "eval_script"),
+    ],
+)
+def test_load_result_says_which_corpus_and_version_and_why(name, version, why):
+    detected = load(name).detected
+    assert [(d.location, d.corpus, d.version) for d in detected] == [(str(FIXTURES / name), FILES[name], version)]
+    assert why in detected[0].reason and detected[0].rows == len(raw_rows(name))
+
+
+def test_a_mixed_swe_bench_file_counts_each_version():
+    detected = {d.version: d.rows for d in load("swe_bench.jsonl").detected}
+    assert detected == {"SWE-bench <=4": 5, "SWE-bench 5": 1}
 
 
 def test_string_ids_without_setup_commit_load_as_swe_bench(tmp_path):
@@ -625,3 +764,24 @@ def test_file_diff_applies_with_git(tmp_path):
     assert (tmp_path / "a.txt").read_text() == "one\n2\nthree"
     assert not (tmp_path / "gone.txt").exists()
     assert (tmp_path / "new/b.txt").read_text() == "hi\n"
+
+
+@pytest.mark.docker
+def test_swe_rebench_v2_workdir_is_the_images_own(docker_backend, tmp_path):
+    """V2's workdir was hard-coded as /<repo-name>; the image's WORKDIR is the truth when the image is here."""
+    import docker
+
+    from harness.config import Settings
+
+    row = raw_rows("swe_rebench_v2.jsonl")[1]
+    image = "swedeck-test/ringbuf-workdir:7"
+    client = docker.from_env()
+    (tmp_path / "Dockerfile").write_text(f"FROM {Settings.from_env().base_image}\nWORKDIR /src/ringbuf\n")
+    client.images.build(path=str(tmp_path), tag=image, rm=True)
+    try:
+        result = load_rows("swe_rebench_v2", [dict(row, image_name=image), row], "m")
+    finally:
+        client.images.remove(image, force=True)
+    here, absent = result.tasks
+    assert here.environment.workdir == "/src/ringbuf" and absent.environment.workdir == "/ringbuf"
+    assert "workdir from the image for 1 of 2 rows" in result.detected[0].reason

@@ -26,11 +26,34 @@ from harness.records import LoadError, Task
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], Task]] = {
     "r2e_gym": r2e_gym.to_task,
     "swe_rebench_v2": swe_rebench.to_task,
+    "swe_rebench_v1": swe_rebench.v1_task,
     "scale_swe": scale_swe.to_task,
     "swe_bench": swe_bench.swe_bench_task,
     "swe_gym": swe_bench.swe_gym_task,
 }
+# The schema version a row follows, where a corpus has had more than one
+_VERSIONS: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
+    "swe_bench": swe_bench.version,
+    "swe_gym": lambda row: ("SWE-Gym", "list ids, image from the instance id"),
+    "swe_rebench_v2": lambda row: ("SWE-rebench V2", "image_name, install_config.test_cmd and log_parser"),
+    "swe_rebench_v1": lambda row: ("SWE-rebench v1", "docker_image, SWE-bench install spec"),
+    "r2e_gym": lambda row: ("R2E-Gym", "patches rebuilt from parsed_commit_content"),
+    "scale_swe": lambda row: ("Scale-SWE", "image_url, f2p_patch/f2p_script"),
+}
 _SWE_BENCH_COLUMNS = {"instance_id", "repo", "base_commit", "patch", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS"}
+_V1_MARKS = ("docker_image", "FAIL_TO_FAIL", "PASS_TO_FAIL", "environment_setup_commit", "version")
+
+
+class Detection(BaseModel):
+    """Which adapter read a source's rows, which schema version they follow, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    location: str
+    corpus: str
+    version: str
+    rows: int
+    reason: str
 
 
 class LoadResult(BaseModel):
@@ -38,24 +61,43 @@ class LoadResult(BaseModel):
 
     tasks: list[Task]
     errors: list[LoadError]
+    detected: list[Detection] = []
 
 
-def detect_corpus(columns: set[str]) -> str:
-    """The corpus whose column layout this is; ValueError when none matches.
+def detect(columns: set[str]) -> tuple[str, str]:
+    """``(corpus, why)`` for a column layout; ValueError naming what each corpus needs when none matches.
 
-    SWE-bench and SWE-Gym share columns; without ``environment_setup_commit`` the rows are SWE-Gym's
-    (``load_corpus_file`` also checks that the id columns are list-typed).
+    SWE-bench and SWE-Gym share columns; without ``environment_setup_commit`` or ``eval_script`` the
+    rows are SWE-Gym's (``load_corpus_file`` also checks that the id columns are list-typed).
     """
     columns = set(columns)
     if "parsed_commit_content" in columns or {"docker_image", "commit_hash", "expected_output_json"} <= columns:
-        return "r2e_gym"
-    if "install_config" in columns or {"image_name", "test_patch"} <= columns:
-        return "swe_rebench_v2"
+        return "r2e_gym", "R2E-Gym columns (parsed_commit_content, expected_output_json)"
+    if "image_name" in columns and ({"install_config", "test_patch"} & columns):
+        return "swe_rebench_v2", "install_config with image_name (SWE-rebench V2)"
+    if "install_config" in columns:
+        marks = [c for c in _V1_MARKS if c in columns]
+        if marks:
+            return "swe_rebench_v1", f"install_config without image_name, with {', '.join(marks)} (SWE-rebench v1)"
+        return "swe_rebench_v2", "install_config without v1 columns (SWE-rebench V2)"
     if "image_url" in columns or {"f2p_patch", "f2p_script", "parent_commit"} & columns:
-        return "scale_swe"
+        return "scale_swe", "Scale-SWE columns (image_url, f2p_patch, f2p_script, parent_commit)"
     if columns >= _SWE_BENCH_COLUMNS:
-        return "swe_bench" if "environment_setup_commit" in columns else "swe_gym"
-    raise ValueError(f"no corpus has this column layout: {sorted(columns)}")
+        if "eval_script" in columns:
+            return "swe_bench", "SWE-bench columns, eval_script in some rows"
+        if "environment_setup_commit" in columns:
+            return "swe_bench", "SWE-bench columns with environment_setup_commit"
+        return "swe_gym", "SWE-bench columns without environment_setup_commit (SWE-Gym)"
+    raise ValueError(
+        f"no corpus has this column layout: {sorted(columns)}; expected R2E-Gym's parsed_commit_content, "
+        "SWE-rebench's install_config, Scale-SWE's image_url or SWE-bench's "
+        f"{', '.join(sorted(_SWE_BENCH_COLUMNS))}"
+    )
+
+
+def detect_corpus(columns: set[str]) -> str:
+    """The corpus whose column layout this is; ValueError when none matches."""
+    return detect(columns)[0]
 
 
 Located = tuple[str, Any]  # (file#row or file#line, the decoded row, or why it could not be decoded)
@@ -63,10 +105,10 @@ Located = tuple[str, Any]  # (file#row or file#line, the decoded row, or why it 
 
 def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str) -> LoadResult:
     """Every row through ``corpus``'s adapter; failures become LoadErrors at ``{location}#row{i}``."""
-    return _adapt(corpus, ((f"{location}#row{i}", row) for i, row in enumerate(rows)))
+    return _adapt(corpus, [(f"{location}#row{i}", row) for i, row in enumerate(rows)], location, "given")
 
 
-def _adapt(corpus: str, rows: Iterable[Located]) -> LoadResult:
+def _adapt(corpus: str, rows: list[Located], location: str, reason: str) -> LoadResult:
     """Each row through the adapter, in order; a row that could not be decoded arrives as the reason
     why (a string) and is recorded like any other bad row."""
     try:
@@ -75,7 +117,11 @@ def _adapt(corpus: str, rows: Iterable[Located]) -> LoadResult:
         raise ValueError(f"unknown corpus {corpus!r}; known: {', '.join(ADAPTERS)}") from None
     tasks: list[Task] = []
     errors: list[LoadError] = []
+    versions: dict[tuple[str, str], int] = {}
     for where, row in rows:
+        if not isinstance(row, str):
+            version = _VERSIONS[corpus](row)
+            versions[version] = versions.get(version, 0) + 1
         try:
             if isinstance(row, str):
                 raise RowError("json", row)
@@ -105,7 +151,14 @@ def _adapt(corpus: str, rows: Iterable[Located]) -> LoadResult:
                     source=corpus, location=where, field="", message=f"{type(err).__name__}: {err}", stage="our_code"
                 )
             )
-    return LoadResult(tasks=tasks, errors=errors)
+    if corpus == "swe_rebench_v2":
+        tasks, asked = swe_rebench.with_image_workdirs(tasks)
+        reason += f"; workdir from the image for {asked} of {len(tasks)} rows, else /<repo-name>"
+    detected = [
+        Detection(location=location, corpus=corpus, version=version, rows=n, reason=f"{reason}; {why}")
+        for (version, why), n in versions.items()
+    ]
+    return LoadResult(tasks=tasks, errors=errors, detected=detected)
 
 
 def load_corpus_file(path: str, corpus: str | None = None) -> LoadResult:
@@ -123,15 +176,16 @@ def load_corpus_file(path: str, corpus: str | None = None) -> LoadResult:
     else:
         rows = _hub_rows(path)
     decoded = [row for _, row in rows if not isinstance(row, str)]
+    reason = "given by the caller"
     if corpus is None:
         try:
-            corpus = _refine(detect_corpus({column for row in decoded for column in row}), decoded)
+            corpus, reason = _refine(*detect({column for row in decoded for column in row}), decoded)
         except ValueError as err:
             if decoded:
                 error = LoadError(source="", location=path, field="columns", message=str(err), stage="corpus_file")
                 return LoadResult(tasks=[], errors=[error])
             corpus = "unknown"  # nothing decoded: every row is an error of its own below
-    return _adapt(corpus, rows) if corpus in ADAPTERS else _undecoded(corpus, rows)
+    return _adapt(corpus, rows, path, reason) if corpus in ADAPTERS else _undecoded(corpus, rows)
 
 
 def _undecoded(corpus: str, rows: list[Located]) -> LoadResult:
@@ -213,12 +267,14 @@ def _hub_rows(name: str) -> list[Located]:
     return [(f"{name}#row{i}", row) for i, row in enumerate(dataset)]
 
 
-def _refine(corpus: str, rows: list[Mapping[str, Any]]) -> str:
+def _refine(corpus: str, reason: str, rows: list[Mapping[str, Any]]) -> tuple[str, str]:
     """SWE-bench family: list ids mean SWE-Gym, JSON-encoded string ids mean SWE-bench."""
     if corpus != "swe_gym":
-        return corpus
+        return corpus, reason
     first = next((row["FAIL_TO_PASS"] for row in rows if row.get("FAIL_TO_PASS") is not None), None)
-    return "swe_bench" if isinstance(first, str) else corpus
+    if isinstance(first, str):
+        return "swe_bench", "SWE-bench columns with JSON-string FAIL_TO_PASS, no environment_setup_commit"
+    return corpus, reason
 
 
 def load_source(path: str | Path) -> LoadResult:
@@ -227,13 +283,19 @@ def load_source(path: str | Path) -> LoadResult:
 
     if Path(path).is_dir():
         tasks, errors = load_folders(Path(path))
-        return LoadResult(tasks=tasks, errors=errors)
+        found = [Detection(location=str(path), corpus="local", version="task folder", rows=len(tasks) + len(errors),
+                           reason="a folder of task folders (task.toml)")] if tasks or errors else []  # fmt: skip
+        return LoadResult(tasks=tasks, errors=errors, detected=found)
     return load_corpus_file(str(path))
 
 
 def load_sources(paths: Iterable[str | Path]) -> LoadResult:
     results = [load_source(p) for p in paths]
-    return LoadResult(tasks=[t for r in results for t in r.tasks], errors=[e for r in results for e in r.errors])
+    return LoadResult(
+        tasks=[t for r in results for t in r.tasks],
+        errors=[e for r in results for e in r.errors],
+        detected=[d for r in results for d in r.detected],
+    )
 
 
 def find_task(instance_id: str, paths: Iterable[str | Path]) -> Task:
@@ -250,6 +312,6 @@ def find_task(instance_id: str, paths: Iterable[str | Path]) -> Task:
 
 
 __all__ = [
-    "ADAPTERS", "LoadResult", "RowError", "detect_corpus", "find_task", "load_corpus_file", "load_rows",
+    "ADAPTERS", "Detection", "LoadResult", "RowError", "detect", "detect_corpus", "find_task", "load_corpus_file", "load_rows",
     "load_source", "load_sources",
 ]  # fmt: skip

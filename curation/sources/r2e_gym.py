@@ -6,6 +6,11 @@ Unlike R2E's own ``get_patch`` (Python files only), non-.py changes (.pyx, .cfg,
 dropping them silently would leave a gold patch that may not build or pass. The graded tests are the
 ``/r2e_tests`` copies in ``execution_result_content``, written to ``r2e_tests/<name>`` in the workdir,
 and the reward contract is R2E's: the whole ``expected_output_json`` status map must reproduce.
+
+The command is R2E's own: tornado rows, and pillow rows whose tests are unittest-based, ship one of
+R2E's runner scripts among the hidden test files (``tornado_unittest_runner.py``,
+``unittest_custom_runner.py``; R2E's ``repo_testextract.py`` adds them) and run it instead of pytest.
+The scripts print a pytest-style short test summary, which the ``r2e`` parser reads.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ _PYTEST = (
     f"PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' .venv/bin/python -W ignore -m pytest -rA {TESTS_DIR}"
 )
 _REPO_TEST_CMD = {"orange3": f"QT_QPA_PLATFORM=minimal xvfb-run --auto-servernum {_PYTEST}"}
+RUNNERS = ("tornado_unittest_runner.py", "unittest_custom_runner.py")
 _ISSUE = re.compile(r"\[ISSUE\](.*?)\[/ISSUE\]", re.DOTALL)
 
 
@@ -76,7 +82,7 @@ def to_task(row: Mapping[str, Any]) -> Task:
         base_commit=base_commit.strip(),
         problem_statement=_problem_statement(row),
         environment=Environment(image=image, workdir=WORKDIR, activation=ACTIVATION),
-        test_cmd=[_REPO_TEST_CMD.get(repo, _PYTEST)],
+        test_cmd=[_test_cmd(repo, hidden_files)],
         log_parser="r2e",
         test_paths=unique([*patch_paths(hidden_diffs), *hidden_files]),
         answer=Answer(
@@ -86,6 +92,13 @@ def to_task(row: Mapping[str, Any]) -> Task:
             leaky_columns=leaky_columns(row, LEAKY),
         ),
     )
+
+
+def _test_cmd(repo: str, hidden_files: Mapping[str, str]) -> str:
+    runner = next((name for name in RUNNERS if f"{TESTS_DIR}/{name}" in hidden_files), None)
+    if runner is not None:
+        return f".venv/bin/python -W ignore {TESTS_DIR}/{runner}"
+    return _REPO_TEST_CMD.get(repo, _PYTEST)
 
 
 def _problem_statement(row: Mapping[str, Any]) -> str:

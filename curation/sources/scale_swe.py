@@ -2,8 +2,10 @@
 
 Hidden tests are the developer test patch (``f2p_patch``, may be empty) and the synthetic reproduction
 test (``f2p_script``, written as ``test_fail_to_pass.py`` in the workdir); at least one must be present.
-Tests run as AweAgent runs them: one pytest over the FAIL_TO_PASS + PASS_TO_PASS node ids with JUnit
-XML output, which is what the ``junit`` parser reads.
+Tests run as AweAgent runs them: one pytest over the FAIL_TO_PASS + PASS_TO_PASS node ids. AweAgent
+reads a JUnit report; here the log is pytest's text, so the parser is ``pytest``, for which the grader
+asks pytest for its own JUnit report and prefers it (a report path in the command would override the
+grader's and leave it nothing to read).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from harness.records import Answer, Environment, HiddenTests, Task
 SOURCE = "scale_swe"
 DEFAULT_WORKDIR = "/testbed"
 F2P_SCRIPT = "test_fail_to_pass.py"
-JUNIT_XML = "/tmp/swedeck-junit.xml"  # where test_cmd leaves the report for the "junit" parser
 LEAKY = ("patch", "pr_commit", "f2p_patch", "f2p_script", "github_url")
 # the testbed env lives under /opt/miniconda3 or /opt/conda depending on the image
 CONDA = conda_activation("/opt/miniconda3", "/opt/conda")
@@ -61,10 +62,9 @@ def to_task(row: Mapping[str, Any]) -> Task:
             activation=_activation(optional_str(row, "pre_commands")),
         ),
         test_cmd=[
-            "python -m pytest -rA -vv -o addopts= -o junit_family=xunit1 --rootdir=. "
-            f"--junitxml={JUNIT_XML} -- {shlex.join(unique([*f2p, *p2p]))}"
+            f"python -m pytest -rA -vv -o addopts= --rootdir=. -- {shlex.join(unique([*f2p, *p2p]))}"
         ],
-        log_parser="junit",
+        log_parser="pytest",
         test_paths=unique([*patch_paths(hidden), *files]),
         answer=Answer(
             gold_patch=gold,

@@ -7,16 +7,23 @@ image namespace and in how ``__`` (forbidden in image names) is spelled: ``_1776
 The test command is SWE-bench's: the repo's runner plus the files named in the ``diff --git`` headers of
 the test patch (minus data-file extensions). Plain pytest repos use ``pytest -rA``; the few repos whose
 spec runs something else (Django's runtests.py, SymPy's bin/test, ...) get that runner and parser, since
-``pytest`` cannot run their suites. A swebench>=5 row's own ``image`` and ``log_parser`` win.
+``pytest`` cannot run their suites.
+
+SWE-bench 5 rows (``make_test_spec`` in swebench>=5) carry their own ``image``, ``log_parser``,
+``eval_type`` and ``eval_script``; the ids may be lists. There the script is the truth: the test command
+is what it runs between its ``>>>>> Start Test Output`` and ``>>>>> End Test Output`` markers, and the
+workdir and activation are its own ``cd`` and environment lines (a Go or JavaScript image has no conda).
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from curation.sources.base import (
+    RowError,
     conda_activation,
     id_list,
     is_test_directive,
@@ -25,6 +32,7 @@ from curation.sources.base import (
     parse_patch,
     patch_paths,
     require_str,
+    unique,
 )
 from harness.records import Answer, Environment, HiddenTests, Task
 
@@ -47,12 +55,69 @@ _REPO_RUNNER = {
     "mwaskom/seaborn": ("pytest --no-header -rA", "parse_log_seaborn"),
 }
 _DJANGO_1_9 = "./tests/runtests.py --verbosity 2"
+# the columns swebench>=5's make_test_spec reads beyond the 4.x schema
+V5_COLUMNS = ("image", "log_parser", "eval_type", "eval_script")
+EVAL_TYPES = ("pass_and_fail", "fail_only")
+_START, _END = ">>>>> Start Test Output", ">>>>> End Test Output"
+_HEREDOC = re.compile(r"<<-?\s*'?\"?(\w+)'?\"?")
+_ENV_LINE = re.compile(r"^(?:source |conda activate |export |\. )")
+
+
+def is_v5(row: Mapping[str, Any]) -> bool:
+    return isinstance(row.get("eval_script"), str) and bool(row["eval_script"].strip())
 
 
 def detect_source(row: Mapping[str, Any]) -> str:
-    """SWE-Gym rows carry list-typed ids and no environment_setup_commit; anything else is SWE-bench."""
+    """SWE-Gym rows carry list-typed ids, no environment_setup_commit and no eval_script; anything
+    else is SWE-bench (5.x rows may have list ids too)."""
     lists = isinstance(row.get("FAIL_TO_PASS"), (list, tuple)) and isinstance(row.get("PASS_TO_PASS"), (list, tuple))
-    return "swe_gym" if lists and row.get("environment_setup_commit") is None else "swe_bench"
+    gym = lists and row.get("environment_setup_commit") is None and not is_v5(row)
+    return "swe_gym" if gym else "swe_bench"
+
+
+def version(row: Mapping[str, Any]) -> tuple[str, str]:
+    """The schema a SWE-bench row follows and why, for the load result's detection note."""
+    if is_v5(row):
+        return "SWE-bench 5", "eval_script, image and log_parser given by the row"
+    return "SWE-bench <=4", "no eval_script: runner and parser from the repository"
+
+
+class EvalScript(NamedTuple):
+    workdir: str
+    activation: str
+    test_cmd: list[str]
+
+
+def read_eval_script(script: str) -> EvalScript:
+    """What a swebench>=5 eval script does around its tests: the last ``cd`` before the start marker,
+    the environment lines (``source``, ``conda activate``, ``export``), and the commands between the
+    markers. Heredoc bodies (the test patch) are skipped."""
+    if _START not in script:
+        raise RowError("eval_script", f"has no {_START!r} marker: the test command cannot be found")
+    workdir, env, tests = WORKDIR, [], []
+    heredoc: str | None = None
+    state = "before"
+    for line in script.splitlines():
+        if heredoc is not None:
+            heredoc = None if line.strip() == heredoc else heredoc
+            continue
+        stripped = line.strip()
+        if _START in stripped:
+            state = "tests"
+        elif _END in stripped:
+            state = "after"
+        elif state == "tests" and stripped and not stripped.startswith("#"):
+            tests.append(stripped)
+        elif state == "before" and stripped.startswith("cd "):
+            workdir = stripped.removeprefix("cd ").strip()
+        elif state == "before" and _ENV_LINE.match(stripped):
+            env.append(stripped)
+        match = _HEREDOC.search(stripped)
+        if match and heredoc is None and not (_START in stripped or _END in stripped):
+            heredoc = match.group(1)
+    if not tests:
+        raise RowError("eval_script", "runs no command between its test output markers")
+    return EvalScript(workdir=workdir, activation="\n".join(unique(env)), test_cmd=tests)
 
 
 def image_name(instance_id: str, source: str) -> str:
@@ -77,6 +142,12 @@ def to_task(row: Mapping[str, Any], source: str | None = None) -> Task:
     directives = [p for p in (f.new_path for f in hidden) if p and is_test_directive(p)]
     if repo == "django/django":
         directives = [_django_label(p) for p in directives]
+    script = EvalScript(WORKDIR, ACTIVATION, [f"{runner} {shlex.join(directives)}".rstrip()])
+    if is_v5(row):
+        script = read_eval_script(row["eval_script"])
+        eval_type = optional_str(row, "eval_type", "pass_and_fail").strip()
+        if eval_type not in EVAL_TYPES:
+            raise RowError("eval_type", f"{eval_type!r} is none of {', '.join(EVAL_TYPES)}")
     return Task(
         instance_id=instance_id,
         source=source,
@@ -85,10 +156,10 @@ def to_task(row: Mapping[str, Any], source: str | None = None) -> Task:
         problem_statement=require_str(row, "problem_statement"),
         environment=Environment(
             image=optional_str(row, "image").strip() or image_name(instance_id, source),
-            workdir=WORKDIR,
-            activation=ACTIVATION,
+            workdir=script.workdir,
+            activation=script.activation,
         ),
-        test_cmd=[f"{runner} {shlex.join(directives)}".rstrip()],
+        test_cmd=script.test_cmd,
         log_parser=optional_str(row, "log_parser").strip() or parser,
         test_paths=patch_paths(hidden),
         answer=Answer(
