@@ -113,9 +113,19 @@ def _family(test_id: str) -> str:
 
 
 def _owned(test_id: str, owned: Sequence[str]) -> bool:
+    """Whether a test comes from a file the task owns. A pytest node id names its file; R2E-Gym's keys
+    (``TestX.test_y``) name none, but only its ``r2e_tests`` files run; a dotted unittest/Django id
+    (``forms_tests.test_x.T.test_y``, or ``test_y (forms_tests.test_x.T)`` before Python 3.11) starts
+    with the file's module, counted from any folder (Django's labels drop ``tests/``)."""
     if not owned:
         return True
-    return any(test_id.startswith(p) or test_id.startswith(p.removesuffix(".py").replace("/", ".")) for p in owned)
+    if "::" in test_id or "/" in test_id:
+        return any(test_id.startswith(p) for p in owned)
+    if any(p.startswith("r2e_tests/") for p in owned):
+        return True
+    dotted = test_id[test_id.rfind(" (") + 2 : -1] + "." if test_id.endswith(")") and " (" in test_id else test_id
+    parts = [p.removesuffix(".py").split("/") for p in owned]
+    return any(dotted.startswith(".".join(module[i:]) + ".") for module in parts for i in range(len(module)))
 
 
 def decide(d: Derived, *, network: bool, binding: list[str] | None) -> str:
