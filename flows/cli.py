@@ -51,9 +51,12 @@ def _print_errors(errors) -> None:
 @tasks_app.command("list")
 def tasks_list(paths: Annotated[list[Path] | None, typer.Argument(help="sources")] = None, as_json: JsonOpt = False) -> None:
     """List the tasks in one or more sources (default: the bundled sample corpus)."""
-    from curation.sources import load_sources
+    from curation.sources import SourceError, load_sources
 
-    result = load_sources(_sources(paths))
+    try:
+        result = load_sources(_sources(paths))
+    except SourceError as err:
+        _source_error(err)
     if as_json:
         rows = [
             {"instance_id": t.instance_id, "source": t.source, "repo": t.repo, "base_commit": t.base_commit,
@@ -94,11 +97,21 @@ def tasks_show(task_id: str, source: SourceOpt = None, as_json: JsonOpt = False)
 
 
 def _find(task_id: str, source: list[Path] | None, find_task):
+    from curation.sources import SourceError
+
     try:
         return find_task(task_id, _sources(source))
     except KeyError as err:
         _console().print(f"[red]{err.args[0]}[/]")
         raise typer.Exit(2) from None
+    except SourceError as err:
+        _source_error(err)
+
+
+def _source_error(err: Exception):  # noqa: ANN202 - never returns
+    """A source that cannot be read at all: one line, exit 2 as for any other load failure."""
+    _console().print(f"[red]error:[/] {err}", soft_wrap=True, highlight=False)
+    raise typer.Exit(2) from None
 
 
 @app.command()

@@ -44,6 +44,10 @@ _SWE_BENCH_COLUMNS = {"instance_id", "repo", "base_commit", "patch", "test_patch
 _V1_MARKS = ("docker_image", "FAIL_TO_FAIL", "PASS_TO_FAIL", "environment_setup_commit", "version")
 
 
+class SourceError(ValueError):
+    """A source that cannot be read at all (no such file, a hub dataset out of reach): one line to show."""
+
+
 class Detection(BaseModel):
     """Which adapter read a source's rows, which schema version they follow, and why."""
 
@@ -172,7 +176,7 @@ def load_corpus_file(path: str, corpus: str | None = None) -> LoadResult:
     if os.path.isfile(path):
         rows = _file_rows(path)
     elif path.endswith(tuple(_READERS)):
-        raise ValueError(f"{path}: no such file")
+        raise SourceError(f"{path}: no such file")
     else:
         rows = _hub_rows(path)
     decoded = [row for _, row in rows if not isinstance(row, str)]
@@ -196,7 +200,7 @@ def _undecoded(corpus: str, rows: list[Located]) -> LoadResult:
 def _file_rows(path: str) -> list[Located]:
     ext = os.path.splitext(path)[1].lower()
     if ext not in _READERS:
-        raise ValueError(f"{path}: unsupported file type {ext!r} (expected one of {', '.join(_READERS)})")
+        raise SourceError(f"{path}: unsupported file type {ext!r} (expected one of {', '.join(_READERS)})")
     return _READERS[ext](path)
 
 
@@ -259,12 +263,40 @@ _READERS: dict[str, Callable[[str], list[Located]]] = {
 
 
 def _hub_rows(name: str) -> list[Located]:
-    from datasets import load_dataset
-
+    """A hub dataset's train split, cached under the swedeck cache. Offline (``HF_HUB_OFFLINE`` or
+    ``HF_DATASETS_OFFLINE``) without a cached copy fails at once, before ``datasets`` is imported: it
+    would otherwise retry for tens of seconds."""
     from harness.config import Settings
 
-    dataset = load_dataset(name, split="train", cache_dir=str(Settings.from_env().cache_dir / "huggingface"))
+    cache = Settings.from_env().cache_dir / "huggingface"
+    if _hub_offline() and not _hub_cached(cache, name):
+        raise SourceError(
+            f"{name}: not a local file or folder, and the Hugging Face hub is offline (HF_HUB_OFFLINE) "
+            f"with no copy cached under {cache}"
+        )
+    from datasets import load_dataset
+
+    try:
+        dataset = load_dataset(name, split="train", cache_dir=str(cache))
+    except (OSError, ValueError) as err:  # connection, not found, gated, no such split: all unreadable here
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
+        raise SourceError(f"{name}: the Hugging Face hub dataset cannot be loaded: {type(err).__name__}: {reason}") from None
     return [(f"{name}#row{i}", row) for i, row in enumerate(dataset)]
+
+
+def _hub_offline() -> bool:
+    return any(os.environ.get(v, "").upper() in ("1", "ON", "YES", "TRUE") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def _hub_cached(cache: Path, name: str) -> bool:
+    """Whether ``datasets`` has a copy of ``name`` in ``cache`` (its folder ``namespace___name``, with
+    the dataset part in whatever case and separators the datasets version chose)."""
+
+    def key(text: str) -> str:
+        return text.lower().replace("-", "").replace("_", "")
+
+    wanted = key(name.replace("/", "___"))
+    return cache.is_dir() and any(key(child.name) == wanted for child in cache.iterdir())
 
 
 def _refine(corpus: str, reason: str, rows: list[Mapping[str, Any]]) -> tuple[str, str]:
@@ -312,6 +344,6 @@ def find_task(instance_id: str, paths: Iterable[str | Path]) -> Task:
 
 
 __all__ = [
-    "ADAPTERS", "Detection", "LoadResult", "RowError", "detect", "detect_corpus", "find_task", "load_corpus_file", "load_rows",
+    "ADAPTERS", "Detection", "LoadResult", "RowError", "SourceError", "detect", "detect_corpus", "find_task", "load_corpus_file", "load_rows",
     "load_source", "load_sources",
 ]  # fmt: skip
