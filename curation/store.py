@@ -43,6 +43,7 @@ from harness.records import (
     ProbeCounts,
     ProbeResult,
     RunRecord,
+    Strengthening,
     TaskRow,
     VerdictRecord,
 )
@@ -169,6 +170,7 @@ RUN_TABLES: dict[str, PerTask | RunFile] = {
     "probes": PerTask("p2", "probes", ProbeResult),
     "probe_counts": PerTask("p2", "counts", ProbeCounts),
     "verdicts": PerTask("p2", "verdict", VerdictRecord),
+    "strengthening": PerTask("strengthen", "strengthening", Strengthening),
 }
 PER_TASK = {view: t for view, t in RUN_TABLES.items() if isinstance(t, PerTask)}
 STAGES = sorted({t.stage for t in PER_TASK.values()})

@@ -1,7 +1,7 @@
 """What a killed run leaves in its run folder, removed when the next run on that folder starts.
 
 - partial folders: ``commit_folder`` writes a task's results into a dot-named folder and renames it
-  into place, so a dot-named folder (in ``p1/``, ``p2/`` or the run folder itself) is always an
+  into place, so a dot-named folder (in ``p1/``, ``p2/``, ``strengthen/`` or the run folder itself) is always an
   unfinished write, as is a catalog's ``.tmp``;
 - orphaned logs: a log or transcript written after a task's last committed result belongs to an
   attempt that never committed (the rerun writes its own), so it goes. Logs of committed results,
@@ -13,7 +13,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-STAGE_FOLDERS = ("p1", "p2")
+STAGE_FOLDERS = ("p1", "p2", "strengthen")
 
 
 def sweep_run_folder(out: Path) -> list[Path]:

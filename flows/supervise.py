@@ -36,7 +36,7 @@ from harness import leftovers
 from flows.hygiene import sweep_run_folder
 from harness.config import Settings
 
-Stage = Literal["pipeline1", "pipeline2"]
+Stage = Literal["pipeline1", "pipeline2", "strengthen"]
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
@@ -53,6 +53,7 @@ class Job(BaseModel):
     workers: int
     sources: list[str] = []
     judge: bool | None = None  # Pipeline 2's judge: True scripted, False none, None from the environment
+    strengthen_all: bool = False  # strengthening also on tasks with a confirmed survivor that the judge did not call too loose
 
 
 class Interrupted(Exception):

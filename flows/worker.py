@@ -44,6 +44,10 @@ def main() -> None:
                 from flows.pipeline1 import run_pipeline1
 
                 summary = run_pipeline1([Path(s) for s in job.sources], out, cfg, job.workers)
+            elif stage == "strengthen":
+                from flows.strengthen import run_strengthen
+
+                summary = run_strengthen(out, cfg, job.workers, job.strengthen_all)
             else:
                 from flows.pipeline2 import run_pipeline2
 

@@ -41,7 +41,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from curation.store import commit_folder, read_records
 from harness.grader import grade
+from harness.names import under
 from harness.records import (
     AddedTest,
     DistinguishingInput,
@@ -53,6 +55,7 @@ from harness.records import (
     Strengthening,
     Task,
     ValidationCheck,
+    VerdictRecord,
     content_hash,
 )
 from harness.sandbox import Backend
@@ -436,3 +439,50 @@ def strengthen(
         reason += f"; {unreviewed} model-free test(s) unreviewed (relevance not confirmed by a judge)"
     return done(status, reason, tests, killed=final_killed, tests_patch=hidden.patch, hidden_files=hidden.files,
                 expected_status=expected, fail_to_pass=[*p1.fail_to_pass, *new_ids])  # fmt: skip
+
+
+# ============================================================================================ the run stage
+
+
+def result_path(out: Path, instance_id: str) -> Path:
+    return under(out / "strengthen", instance_id)
+
+
+def eligible(verdict: VerdictRecord | None, probes: Sequence[ProbeResult], every: bool) -> bool:
+    """A task is strengthened when the judge called it too loose; with ``every`` also when it has a
+    confirmed survivor whatever its verdict (accepted tasks, or tasks no judge saw)."""
+    if verdict is not None and verdict.verdict == "too_loose":
+        return True
+    return every and bool(confirmed_survivors(probes))
+
+
+def finished(out: Path, task: Task, config_hash: str) -> bool:
+    path = result_path(out, task.instance_id) / "strengthening.parquet"
+    if not path.exists():
+        return False
+    return {(r.config_hash, r.task_hash) for r in read_records(path, Strengthening)} == {(config_hash, task.task_hash())}
+
+
+def process_task(
+    task: Task,
+    p1: Pipeline1Result,
+    probes: Sequence[ProbeResult],
+    backend: Backend,
+    config_hash: str,
+    tree: Path,
+    out: Path,
+) -> Strengthening:
+    """Strengthen one task of a run and commit its record atomically under ``OUT/strengthen/<id>/``."""
+    stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    record = strengthen(task, p1, probes, backend, stamp, tree, log_dir=under(out / "logs", task.instance_id))
+    commit_folder(result_path(out, task.instance_id), [("strengthening", Strengthening, [record])])
+    return record
+
+
+def records(out: Path) -> dict[str, Strengthening]:
+    """Every stored strengthening record of the run directory ``out``, by instance id."""
+    found = {}
+    for path in sorted((out / "strengthen").glob("*/strengthening.parquet")):
+        for record in read_records(path, Strengthening):
+            found[record.instance_id] = record
+    return found

@@ -16,7 +16,7 @@ from curation.pipeline1 import Pipeline1Config, process_task
 from data import SAMPLE
 from harness.envs import prepare_tree
 from harness.grader import grade
-from harness.records import Behaviour, DistinguishingInput, Status, Task
+from harness.records import Behaviour, DistinguishingInput, ProbeResult, Status, Task
 from judge.rules import added_test_leaks, touched_files
 from judge.strengthen import Candidate, Context, confirmed_survivors, insert_test, model_free_body, strengthen, validate
 from probes.runner import probe_task
@@ -145,3 +145,53 @@ def test_each_planted_bad_test_is_rejected_at_its_step(name: str, repaired, samp
     record = validate(ctx, Candidate(file=planted["file"], cls=None, name=fn, code=code, source="model_free", found_by="planted"))
     assert record.rejected_at == planted["rejected_at"], [(c.step, c.passed, c.detail) for c in record.checks]
     assert not record.checks[-1].passed and all(c.passed for c in record.checks[:-1])
+
+
+# ================================================================================ the run stage
+
+
+def test_only_too_loose_tasks_are_strengthened_unless_all_asks_for_every_confirmed_survivor(sample_tasks) -> None:  # noqa: ANN001
+    from judge.strengthen import eligible
+    from test_decks import verdict
+
+    task = sample_tasks["sample__moneyfmt-1"]
+    d = distinguishing()
+    stamp = {"config_hash": "c", "task_hash": "t", "instance_id": task.instance_id}
+    confirmed = ProbeResult(**stamp, probe_id="p", kind="plausible_wrong", origin="model_free", operator="op", description="",
+                            patch="", reward=1.0, reason="", selected_reward=None, executions=1, differing=[], log_path="",
+                            distinguishing=d)  # fmt: skip
+    killed = confirmed.model_copy(update={"reward": 0.0})
+    assert eligible(verdict(task, "too_loose"), [], every=False)
+    assert not eligible(verdict(task, "accept"), [confirmed], every=False)
+    assert eligible(verdict(task, "accept"), [confirmed], every=True) and eligible(None, [confirmed], every=True)
+    assert not eligible(verdict(task, "accept"), [killed], every=True)
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+@pytest.mark.prefect
+def test_the_strengthen_stage_commits_a_record_per_too_loose_task_and_resumes(prefect_api, bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+    import shutil
+
+    from conftest import catalog_rows
+    from flows.config import load_config
+    from flows.pipeline1 import run_pipeline1
+    from flows.pipeline2 import run_pipeline2
+    from flows.strengthen import run_strengthen
+    from judge.config import JudgeSettings
+    from judge.scripted import ScriptedJudge
+
+    for name in ("sample__moneyfmt-1", "sample__semverlite-1"):
+        shutil.copytree(SAMPLE / name, tmp_path / "src" / name)
+    out = tmp_path / "run"
+    cfg = load_config(overrides=["pipeline1.runs=1"])
+    run_pipeline1([tmp_path / "src"], out, cfg, workers=2)
+    with ScriptedJudge("labelled") as url:
+        run_pipeline2(out, cfg, 2, JudgeSettings(base_url=url, model="scripted"))
+    summary = run_strengthen(out, cfg, 2, every=False)
+    assert summary["statuses"] == {"repaired": 1} and list(summary["per_task"]) == ["sample__moneyfmt-1"]
+    assert catalog_rows(out / "catalog.duckdb", "select instance_id, status from strengthening") == [("sample__moneyfmt-1", "repaired")]
+    record = out / "strengthen" / "sample__moneyfmt-1" / "strengthening.parquet"
+    stamp = record.stat().st_mtime_ns
+    again = run_strengthen(out, cfg, 2, every=True)  # semverlite has no confirmed survivor: still one task
+    assert again["per_task"].keys() == summary["per_task"].keys() and record.stat().st_mtime_ns == stamp

@@ -1,0 +1,81 @@
+"""Test strengthening as a Prefect flow over a run directory's Pipeline 2 results: every task the judge
+called too loose (with ``every``, every task with a confirmed survivor) gets its hidden tests repaired
+by ``judge.strengthen``; each task's record is committed atomically under ``OUT/strengthen/<id>/``."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+from prefect import flow, task
+from prefect.cache_policies import NO_CACHE
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from curation.pipeline1 import kept_tasks
+from curation.store import CATALOG, read_records, refresh_catalog
+from flows.config import SwedeckConfig
+from harness.config import Settings
+from harness.envs import prepare_tree
+from harness.records import Pipeline1Result, ProbeResult, Strengthening, Task
+from harness.sandbox import get_backend
+from judge.pipeline2 import result_path as p2_path
+from judge.pipeline2 import verdicts
+from judge.strengthen import eligible, finished, process_task, result_path
+
+
+def stored_probes(out: Path, instance_id: str) -> list[ProbeResult]:
+    path = p2_path(out, instance_id) / "probes.parquet"
+    return read_records(path, ProbeResult) if path.exists() else []  # type: ignore[return-value]
+
+
+@task(name="strengthen-task", cache_policy=NO_CACHE)
+def run_one(task_json: str, p1_json: str, out: str, config_json: str) -> dict[str, str | int]:
+    work = Task.model_validate_json(task_json)
+    p1 = Pipeline1Result.model_validate_json(p1_json)
+    config = SwedeckConfig.model_validate_json(config_json)
+    out_dir = Path(out)
+    if not finished(out_dir, work, config.hash()):
+        backend = get_backend(config.sandbox)
+        tree = prepare_tree(work, getattr(backend, "settings", None) or Settings.from_env())
+        process_task(work, p1, stored_probes(out_dir, work.instance_id), backend, config.hash(), tree, out_dir)
+    record = read_records(result_path(out_dir, work.instance_id) / "strengthening.parquet", Strengthening)[0]
+    assert isinstance(record, Strengthening)
+    kept = [t for t in record.tests if not t.rejected_at]
+    return {
+        "instance_id": work.instance_id, "status": record.status, "reason": record.reason,
+        "survivors": len(record.survivors), "killed": len(record.killed), "tests_tried": len(record.tests),
+        "tests_kept": len(kept), "executions": record.executions, "seconds": record.duration_s,
+    }  # fmt: skip
+
+
+@flow(name="strengthen")
+def strengthen_flow(out: str, config: dict, every: bool = False) -> dict:
+    """Strengthen the eligible tasks of the run directory ``out`` (see the module docstring)."""
+    started = time.monotonic()
+    cfg = SwedeckConfig.model_validate(config)
+    out_dir = Path(out)
+    judged = verdicts(out_dir)
+    todo = [(t, r) for t, r in kept_tasks(out_dir)
+            if eligible(judged.get(t.instance_id), stored_probes(out_dir, t.instance_id), every)]  # fmt: skip
+    config_json = cfg.model_dump_json()
+    futures = [run_one.submit(t.model_dump_json(), r.model_dump_json(), out, config_json) for t, r in todo]
+    outcomes = []
+    for (t, _), future in zip(todo, futures):
+        outcome = future.result(raise_on_failure=False)
+        if isinstance(outcome, BaseException):  # nothing committed; the next run retries it
+            outcome = {"instance_id": t.instance_id, "status": "failed", "reason": str(outcome)}
+        outcomes.append(outcome)
+    refresh_catalog(out_dir)
+    return {
+        "tasks": len(todo),
+        "statuses": dict(sorted(Counter(str(o["status"]) for o in outcomes).items())),
+        "per_task": {str(o["instance_id"]): {k: v for k, v in o.items() if k != "instance_id"} for o in outcomes},
+        "seconds": round(time.monotonic() - started, 1),
+        "catalog": str(out_dir / CATALOG),
+    }
+
+
+def run_strengthen(out: Path, cfg: SwedeckConfig, workers: int, every: bool) -> dict:
+    runner = ThreadPoolTaskRunner(max_workers=workers)
+    return strengthen_flow.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), every)
