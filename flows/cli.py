@@ -136,8 +136,12 @@ def grade(
         text = Path(patch).read_text()
     try:
         result = grade_patch(task, text, get_backend(cfg.sandbox))
-    except EnvError as err:
-        _console().print(f"[red]environment error:[/] {err}\n{err.log[-2000:]}")
+    except EnvError as err:  # the environment, or a gold run that gave no pattern to grade against
+        if as_json:
+            print(json.dumps({"instance_id": task.instance_id, "error": "env_error", "message": str(err),
+                              "log_tail": err.log[-2000:]}, indent=2))  # fmt: skip
+        else:
+            _console().print(f"[red]cannot grade:[/] {err}" + (f"\n{err.log[-2000:]}" if err.log else ""), highlight=False)
         raise typer.Exit(3) from None
     if as_json:
         print(result.model_dump_json(indent=2))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from curation.pipeline1 import derive
 from harness.records import Status
 
@@ -48,3 +50,41 @@ def test_hub_id_offline_is_one_line_and_exit_2(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "flows.cli", "tasks", "list", str(tmp_path / "no.jsonl")],
                              env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert missing.returncode == 2 and missing.stderr.strip().endswith("no.jsonl: no such file")
+
+
+def _task_folder(root, name: str, test_body: str):  # noqa: ANN001, ANN202
+    """A plain-files task folder whose hidden test file holds ``test_body``."""
+    from curation.sources.base import file_diff
+
+    folder = root / name
+    (folder / "repo" / "pkg").mkdir(parents=True)
+    (folder / "repo" / "pkg" / "__init__.py").write_text("def f():\n    return 1\n")
+    (folder / "task.toml").write_text(
+        f'instance_id = "{name}"\ntest_cmd = ["python -m pytest tests/test_f.py"]\n\n'
+        '[environment]\nworkdir = "/testbed"\n\n[environment.recipe]\ninstall = []\n'
+    )
+    (folder / "issue.md").write_text("f() should return 2.\n")
+    (folder / "gold.patch").write_text(file_diff("pkg/__init__.py", "def f():\n    return 1\n", "def f():\n    return 2\n"))
+    (folder / "tests.patch").write_text(file_diff("tests/test_f.py", None, test_body))
+    return folder
+
+
+@pytest.mark.bwrap
+def test_grade_without_a_gold_pattern_says_why(bwrap_backend, tmp_path):  # noqa: ANN001
+    """`swedeck grade` on a task whose gold run gave no usable pattern printed an empty detail, and
+    nothing at all with --json."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    folder = _task_folder(tmp_path, "local__nopattern-1", "def test_never():\n    assert False\n")
+    cmd = [sys.executable, "-m", "flows.cli", "grade", str(folder), "--backend", "bwrap"]
+    env = dict(os.environ, COLUMNS="200")
+    as_json = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=300, env=env)
+    assert as_json.returncode == 3
+    error = json.loads(as_json.stdout)
+    assert error["error"] == "env_error" and error["instance_id"] == "local__nopattern-1"
+    assert "no usable pattern (no test passed)" in error["message"]
+    text = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert text.returncode == 3 and "cannot grade:" in text.stderr and "no test passed" in text.stderr
