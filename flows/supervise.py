@@ -25,21 +25,21 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from queue import Empty, Queue
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harness import leftovers
 from flows.hygiene import sweep_run_folder
+from harness import leftovers
 from harness.config import Settings
 
 Stage = Literal["pipeline1", "pipeline2", "strengthen"]
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
+PIPE_GRACE_S = 5.0
 
 
 class Job(BaseModel):
@@ -76,7 +76,7 @@ def die_with_parent() -> None:
         os._exit(1)
 
 
-@contextmanager
+@contextlib.contextmanager
 def _signals() -> Iterator[list[int]]:
     """Record SIGINT/SIGTERM instead of raising; the second one ends the process on the spot, after
     one SIGKILL to everything below it (the sweep of the next run finds anything that escaped)."""
@@ -196,14 +196,18 @@ def _start(job: Job, token: str, scratch: Path) -> tuple[subprocess.Popen[bytes]
 
 
 def _watch(proc: subprocess.Popen[bytes], events: Queue[dict | None], received: list[int]) -> Iterator[dict]:
-    """The worker's events until it ends (or a signal comes); the pipe may outlive the worker when a
-    process it started inherited the pipe's end, so the worker's exit decides."""
+    """The worker's events until the pipe closes or a signal comes. A process the worker started may
+    hold the pipe's end after the worker ended, so then the events still in the pipe get a grace
+    period and no more."""
+    grace = None
     while not received:
         try:
             event = events.get(timeout=POLL_S)
         except Empty:
             if proc.poll() is not None:
-                return
+                grace = grace or time.monotonic() + PIPE_GRACE_S
+                if time.monotonic() > grace:
+                    return
             yield {"tick": time.monotonic()}
             continue
         if event is None:
