@@ -123,8 +123,14 @@ def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) ->
         shutil.copytree(SAMPLE / name, src / name)
     out = tmp_path / "out"
     swedeck("p1", str(src), "--out", str(out), "--set", "pipeline1.runs=1")
+    # regression: a half-committed task folder left by a killed writer crashed the judge (no task.json);
+    # the run's start sweeps it, as it does a half-committed Pipeline 2 folder
+    for stage, table in (("p1", "result.parquet"), ("p2", "verdict.parquet")):
+        (out / stage / ".sample__toposort-1.x1y2").mkdir(parents=True)
+        shutil.copy(out / "p1" / "sample__toposort-1" / "result.parquet", out / stage / ".sample__toposort-1.x1y2" / table)
     summary = json.loads(swedeck("judge", str(out), "--scripted", "--json", "--set", "pipeline1.runs=1").stdout)
     assert summary["verdicts"] == {"too_loose": 1, "accept": 1}
+    assert not list(out.glob("p*/.*"))
     assert swedeck("judge", str(tmp_path / "nowhere"), check=False).returncode == 2
     # the run becomes a deck: both tasks in the raw arm, only the accepted one in the curated arm
     swedeck("deck", str(out), "--out", str(tmp_path / "deck"))
