@@ -72,9 +72,14 @@ def run_tests(
     paths (relative to the workdir) and returns its records. ``maxfail`` stops pytest after that many
     failed tests (``--maxfail``; other runners ignore it)."""
     started = time.monotonic()
-    facts = task_facts(task, backend)
     durations: dict[str, float] = {}
-    sandbox = backend.open(task, network=network)
+    try:
+        facts = task_facts(task, backend)
+        sandbox = backend.open(task, network=network)
+    except EnvError:
+        raise
+    except Exception as err:  # an engine that does not answer: the machine's fault, recorded as such
+        return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=f"{type(err).__name__}: {err}")
     durations["open"] = time.monotonic() - started
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"

@@ -614,3 +614,20 @@ def _task_stub() -> Task:
             "test_cmd": ["true"], "answer": {"gold_patch": "", "hidden_tests": HiddenTests().model_dump()},
         }
     )  # fmt: skip
+
+
+def test_regression_an_engine_that_does_not_answer_is_a_sandbox_error(task: Task) -> None:
+    """The Docker engine timed out (a read timeout of the SDK) while a sandbox opened, and the
+    exception left grade(): now it is a grade with reason sandbox_error, an infrastructure fault."""
+
+    class Stalled:
+        name = "stalled"
+
+        def prepare(self, task: Task) -> None:
+            pass
+
+        def open(self, task: Task, *, network: bool = False) -> Sandbox:
+            raise TimeoutError("UnixHTTPConnectionPool(host='localhost'): Read timed out. (read timeout=60)")
+
+    result = grade(task, "", Stalled(), expected={"t": Status.PASSED})
+    assert (result.reward, result.reason) == (0.0, "sandbox_error") and "Read timed out" in result.detail
