@@ -2,10 +2,34 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from curation.pipeline1 import derive
 from harness.records import Status
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "data" / "fixtures"
+CORPUS_FILES = [
+    "r2e_gym.parquet", "swe_rebench_v2.jsonl", "swe_rebench_v2.arrow", "swe_rebench_v1.jsonl", "scale_swe.parquet",
+    "swe_bench.jsonl", "swe_bench_5.jsonl", "swe_gym.jsonl",
+]  # fmt: skip
+
+
+def swedeck(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="200"), timeout=timeout)  # fmt: skip
+
+
+def query(run: Path, sql: str) -> list[dict]:
+    done = swedeck("query", "--db", str(run), "--json", sql)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 PASSED, FAILED, ERROR = Status.PASSED, Status.FAILED, Status.ERROR
 
@@ -88,3 +112,36 @@ def test_grade_without_a_gold_pattern_says_why(bwrap_backend, tmp_path):  # noqa
     assert "no usable pattern (no test passed)" in error["message"]
     text = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert text.returncode == 3 and "cannot grade:" in text.stderr and "no test passed" in text.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_p1_over_every_corpus_ends_each_row_with_a_reason(bwrap_backend, tmp_path):  # noqa: ANN001
+    """Every fixture row of every corpus and version, a row naming a parser nothing implements, and a
+    task that runs here: each row is run or recorded with its reason, never an internal_error."""
+    from curation.sources import load_corpus_file, load_sources
+
+    v2 = json.loads((FIXTURES / "swe_rebench_v2.jsonl").read_text().splitlines()[0])
+    v2["instance_id"] = "toyorg__tidyjson-90"
+    v2["install_config"]["log_parser"] = "parse_log_phpunit"
+    (tmp_path / "unsupported.jsonl").write_text(json.dumps(v2) + "\n")
+    local = _task_folder(tmp_path / "local", "local__runs-1", "from pkg import f\n\n\ndef test_f():\n    assert f() == 2\n")
+    sources = [*(str(FIXTURES / name) for name in CORPUS_FILES), str(tmp_path / "unsupported.jsonl"), str(local)]
+    loaded = load_sources(sources)
+    rows = sum(len(load_corpus_file(s).tasks) + len(load_corpus_file(s).errors) for s in sources[:-1]) + 1
+
+    done = swedeck("p1", *sources, "--out", str(tmp_path / "run"), "--backend", "bwrap", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = query(tmp_path / "run", "select instance_id, reason, detail from p1_results")
+    errors = query(tmp_path / "run", "select location, stage, field from load_errors")
+    assert len(results) + len(errors) == rows == len(loaded.tasks) + len(loaded.errors)
+    assert {r["instance_id"] for r in results} == {t.instance_id for t in loaded.tasks}
+    reasons = {r["instance_id"]: r["reason"] for r in results}
+    assert "internal_error" not in reasons.values()
+    assert reasons["local__runs-1"] == ""  # run and kept
+    for r in results:  # a task whose image this backend cannot run says so, naming the image
+        if r["instance_id"] != "local__runs-1":
+            assert r["reason"] == "env_error" and "image" in r["detail"], r
+    stages = {e["stage"] for e in errors}
+    assert stages == {"corpus_row", "unsupported_parser"}
+    assert [e["field"] for e in errors if e["stage"] == "unsupported_parser"] == ["log_parser"]
