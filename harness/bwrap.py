@@ -27,7 +27,18 @@ from pathlib import Path
 from harness import cgroups, leftovers
 from harness.cgroups import Cgroup
 from harness.config import SandboxConfig, Settings
-from harness.envs import BUILD_ENV_PREFIXES, ENV_MOUNT, needs_env_build, prepare_tree, recipe_key, run_env
+from harness.envs import (
+    ENV_MOUNT,
+    build_commands,
+    build_failed,
+    build_settings,
+    cached_failure,
+    env_key,
+    needs_env_build,
+    prepare_tree,
+    publish_env,
+    run_env,
+)
 from harness.records import ExecResult, Task
 from harness.sandbox import EnvError, capture, exec_result, host_path, shell_command
 
@@ -63,27 +74,32 @@ class BwrapBackend:
         return prepare_tree(task, self.settings), env_dir
 
     def env_dir(self, task: Task) -> Path | None:
-        """Build (once) the recipe's /opt/swedeck-env on the host; None when the recipe installs nothing."""
+        """Build (once) the recipe's /opt/swedeck-env on the host; None when the recipe installs nothing.
+        The build sees a copy of the task's tree at its workdir, the network and this machine's
+        index, proxy and CA settings."""
         recipe = task.environment.recipe
         if not needs_env_build(recipe):
             return None
-        dest = self.settings.cache_dir / "envs" / recipe_key(recipe)
+        key = env_key(task)
+        dest = self.settings.cache_dir / "envs" / key
         if (dest / ".swedeck-ok").exists():
             return dest
-        failed = dest.with_suffix(".failed")
-        if failed.exists():  # a deterministic build failure is cached too: rebuilding would fail the same way
-            raise EnvError(f"{task.instance_id}: environment build failed", failed.read_text())
+        cached_failure(task, self.settings, key)
+        tree = prepare_tree(task, self.settings)
         dest.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=dest.parent))
-        box = _BwrapSandbox(self, task, tree=None, env_dir=work, network=True, building=True)
+        env, files = build_settings()
+        box = _BwrapSandbox(self, task, tree=tree, env_dir=work, network=True, building=True)
         try:
-            for command in recipe.install:
-                result = box.run(command, timeout=self.config.build_timeout_s)
+            for inside, original in files.items():
+                box.write_file(inside, original.read_bytes())
+            for command in build_commands(recipe):
+                result = box.run(command, timeout=self.config.build_timeout_s, env=env)
                 if result.exit_code != 0:
                     log = Path(result.log_path).read_text(errors="replace")
-                    failed.write_text(f"$ {command}\n{log}")
-                    raise EnvError(f"{task.instance_id}: environment build failed at `{command}`", log)
+                    raise build_failed(task, self.settings, key, command, log, timed_out=result.timed_out)
             (work / ".swedeck-ok").touch()
+            publish_env(work)
             try:
                 os.rename(work, dest)
             except OSError:
@@ -113,7 +129,7 @@ class _BwrapSandbox:
     ) -> None:
         self.limits = owner.config.limits
         self.rootfs = owner._rootfs()
-        self.workdir = ENV_MOUNT if building else task.environment.workdir
+        self.workdir = task.environment.workdir
         self.activation = task.environment.activation
         self.network = network
         self.building = building
@@ -186,13 +202,9 @@ class _BwrapSandbox:
             argv += ["--bind", str(self.env_dir), ENV_MOUNT]
             if self.network and Path("/etc/resolv.conf").exists():
                 argv += ["--ro-bind", "/etc/resolv.conf", "/etc/resolv.conf"]
-            for ca in {os.environ.get(k) for k in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")} - {None}:
-                if Path(ca).is_file():
-                    argv += ["--ro-bind", ca, ca]
-        else:
-            if self.env_dir is not None:
-                argv += ["--ro-bind", str(self.env_dir), ENV_MOUNT]
-            argv += ["--bind", str(self.root / "tree"), self.workdir]
+        elif self.env_dir is not None:
+            argv += ["--ro-bind", str(self.env_dir), ENV_MOUNT]
+        argv += ["--bind", str(self.root / "tree"), self.workdir]
         # only the tree, /tmp and /dev/shm take writes: the mount points' tmpfs and /dev do not
         argv += ["--remount-ro", "/dev", "--remount-ro", "/"]
         argv += ["--chdir", self.workdir, "--clearenv"]
@@ -203,8 +215,6 @@ class _BwrapSandbox:
     def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
         timeout = timeout or self.limits.timeout_s
         full_env = run_env(self.env_dir is not None and not self.building)
-        if self.building:
-            full_env.update({k: v for k, v in os.environ.items() if k.startswith(BUILD_ENV_PREFIXES)})
         full_env.update(env or {})
         self._runs += 1
         log_path = self.root / "logs" / f"{self._runs:03d}.log"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import io
 import os
 import secrets
 import shlex
@@ -23,11 +24,14 @@ from pathlib import Path, PurePosixPath
 
 from harness.config import SandboxConfig, Settings
 from harness.envs import (
-    BUILD_ENV_PREFIXES,
-    ENV_MOUNT,
+    BUILD_FILES_DIR,
+    build_commands,
+    build_failed,
+    build_settings,
+    cached_failure,
+    env_key,
     needs_env_build,
     prepare_tree,
-    recipe_key,
     run_env,
     script,
     tree_key,
@@ -112,28 +116,39 @@ class DockerBackend:
         return self._build_env(task)
 
     def _build_env(self, task: Task) -> str:
+        """The base image with the recipe's environment built in (once per environment key): the
+        commands run as root in the task's workdir, on a copy of its tree that is removed before the
+        commit, with the network and this machine's index, proxy and CA settings."""
         recipe = task.environment.recipe
-        tag = f"swedeck-env:{recipe_key(recipe)}"
+        key = env_key(task)
+        tag = f"swedeck-env:{key}"
         if self._has_image(tag):
             return tag
-        failed = self.settings.cache_dir / "envs" / f"{recipe_key(recipe)}.failed"
-        if failed.exists():
-            raise EnvError(f"{task.instance_id}: environment build failed", failed.read_text())
-        failed.parent.mkdir(parents=True, exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if k.startswith(BUILD_ENV_PREFIXES)}
+        cached_failure(task, self.settings, key)
+        tree = self._tree_tar(task)
+        carried, files = build_settings()
+        env = {**run_env(False), **carried}
+        workdir = task.environment.workdir
         container = self.client.containers.run(
-            self.settings.base_image, ["sleep", "infinity"], detach=True, environment=env, working_dir="/",
+            self.settings.base_image, ["sleep", "infinity"], detach=True, working_dir="/",
             labels=container_labels(self.settings),
-        )
+        )  # fmt: skip
         try:
-            container.exec_run(["mkdir", "-p", ENV_MOUNT])
-            for command in recipe.install:
-                code, output = container.exec_run(["bash", "-c", command], workdir=ENV_MOUNT)
+            parent = str(PurePosixPath(workdir).parent)
+            container.exec_run(["mkdir", "-p", parent, BUILD_FILES_DIR])
+            with tree.open("rb") as stream:
+                container.put_archive(parent, stream)
+            container.put_archive(BUILD_FILES_DIR, _tar({PurePosixPath(k).name: v.read_bytes() for k, v in files.items()}))
+            limit = f"{self.config.build_timeout_s:.0f}"
+            for command in build_commands(recipe):
+                code, output = container.exec_run(
+                    ["timeout", "-k", "10", limit, "bash", "-c", command], workdir=workdir, environment=env
+                )
                 if code != 0:
                     log = output.decode(errors="replace")
-                    failed.write_text(f"$ {command}\n{log}")
-                    raise EnvError(f"{task.instance_id}: environment build failed at `{command}`", log)
-            container.commit(repository="swedeck-env", tag=recipe_key(recipe))
+                    raise build_failed(task, self.settings, key, command, log, timed_out=code in (124, 137))
+            container.exec_run(["rm", "-rf", workdir, BUILD_FILES_DIR])
+            container.commit(repository="swedeck-env", tag=key)
         finally:
             container.remove(force=True)
         return tag
@@ -382,6 +397,17 @@ def _tree_bytes(tar: Path) -> int:
     """What a tree's files take in a tmpfs (whole pages each); its tar is named by its content."""
     with tarfile.open(tar) as archive:
         return sum(-(-member.size // 4096) * 4096 + 4096 for member in archive)
+
+
+def _tar(files: Mapping[str, bytes]) -> bytes:
+    """An uncompressed tar of plain files readable by everyone (name -> content)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
 
 
 def _mkdir(path: Path) -> Path:

@@ -1,16 +1,25 @@
 """Materialising what a sandbox starts from: the base root filesystem, recipe environments and the
 sealed buggy tree. Each is built once and cached by content hash; builds may use the network, task
 runs never do.
+
+A recipe environment is a Python virtual environment at ``/opt/swedeck-env`` that sees the base's
+packages. Its build runs the recipe's commands in the task's workdir, on a throwaway copy of the
+sealed buggy tree, with the network on and this machine's package index, proxy and CA settings, so
+``pip install X`` and ``pip install -e .`` both land in it; what they write into the tree is dropped.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
+from collections.abc import Mapping
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from harness.config import Settings
 from harness.records import Recipe, Task, content_hash
@@ -27,8 +36,34 @@ GIT_IDENTITY = {
 }
 ENV_MOUNT = "/opt/swedeck-env"
 BASE_PATH = f"{ENV_MOUNT}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# forwarded into build sandboxes only, so recipe installs use this machine's package index and CA
-BUILD_ENV_PREFIXES = ("PIP_", "UV_", "SSL_CERT", "REQUESTS_CA_BUNDLE", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+# Bump when the way environments are built changes: environments built the old way are not reused.
+ENV_LAYOUT = 2
+# The first build command: the environment's python and pip come first on PATH from then on. The
+# base's pip serves the environment (`pip` runs it with the environment's python): ensurepip would
+# install a copy of it into every environment, and take most of a small build's time.
+MAKE_VENV = (
+    f"python3 -m venv --without-pip --system-site-packages {ENV_MOUNT}"
+    f" && printf '#!/bin/sh\\nexec {ENV_MOUNT}/bin/python -m pip \"$@\"\\n' > {ENV_MOUNT}/bin/pip"
+    f" && chmod 755 {ENV_MOUNT}/bin/pip && ln -s pip {ENV_MOUNT}/bin/pip3"
+)
+# forwarded into build sandboxes only, so recipe installs use this machine's package index, proxy and CA
+BUILD_ENV_PREFIXES = (
+    "PIP_", "UV_", "SSL_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+)  # fmt: skip
+# pip settings from this machine's pip configuration files that a build needs to reach its index
+# (constraints and local find-links stay behind: they are this machine's, not the recipe's)
+PIP_CONFIG_KEYS = ("index-url", "extra-index-url", "trusted-host", "cert", "client-cert", "proxy")
+# host files the carried variables name (CA bundles, client certificates) are copied here in a build
+BUILD_FILES_DIR = "/tmp/.swedeck-build"
+# a build that failed this way failed because of the network, the index or certificates, not the recipe
+INFRA_BUILD_ERRORS = re.compile(
+    r"CERTIFICATE_VERIFY_FAILED|SSLError|SSL: |ProxyError|Tunnel connection failed"
+    r"|Temporary failure in name resolution|Name or service not known|Could not resolve host"
+    r"|NewConnectionError|Failed to establish a new connection|Max retries exceeded|Connection refused"
+    r"|Connection reset|Connection aborted|Connection timed out|ConnectTimeout|ReadTimeout|Read timed out"
+    r"|Network is unreachable|No route to host|IncompleteRead|HTTP error 5\d\d|\b50[234] Server Error"
+)
 
 
 def run_env(with_recipe_env: bool) -> dict[str, str]:
@@ -57,6 +92,110 @@ def recipe_key(recipe: Recipe) -> str:
 
 def needs_env_build(recipe: Recipe | None) -> bool:
     return recipe is not None and bool(recipe.install)
+
+
+def env_key(task: Task) -> str:
+    """A recipe environment's cache key: its commands see the task's tree at its workdir (an
+    editable install records that path), so both belong to it."""
+    return content_hash([ENV_LAYOUT, task.environment.recipe, tree_key(task), task.environment.workdir])
+
+
+def build_commands(recipe: Recipe) -> list[str]:
+    return [MAKE_VENV, *recipe.install]
+
+
+# ------------------------------------------------------------------------------------------ build settings
+
+
+@functools.cache
+def host_pip_config() -> dict[str, str]:
+    """This machine's pip settings from its configuration files (``pip config list``; the
+    environment's PIP_* variables are carried as they are)."""
+    done = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
+    settings: dict[str, str] = {}
+    for line in done.stdout.splitlines():
+        name, _, value = line.partition("=")
+        section, _, key = name.partition(".")
+        if section != ":env:" and key in PIP_CONFIG_KEYS:
+            settings[key] = value.strip().strip("'\"")
+    return settings
+
+
+def carried_env(environ: Mapping[str, str], pip_config: Mapping[str, str]) -> dict[str, str]:
+    """The variables a build sandbox gets from this machine: index, proxy and CA settings, with the
+    pip configuration files' settings as PIP_* variables where no variable sets them. Index URLs
+    that name local folders (``file:``) mean nothing in a sandbox and are left out."""
+    env = {k: v for k, v in environ.items() if k.startswith(BUILD_ENV_PREFIXES)}
+    for key, value in pip_config.items():
+        if key.endswith("index-url"):
+            value = " ".join(url for url in value.split() if not url.startswith("file:"))
+        env.setdefault("PIP_" + key.upper().replace("-", "_"), value)
+    return {k: v for k, v in env.items() if v}
+
+
+def relocate_files(env: Mapping[str, str]) -> tuple[dict[str, str], dict[str, Path]]:
+    """Variables that name a file on this machine (a CA bundle, a client certificate) point at a
+    copy in ``BUILD_FILES_DIR`` instead, which the backend puts there: the sandbox's own file at that
+    path, if any, is the base's, not this machine's. Returns the variables and {copy: original}."""
+    moved, files = dict(env), {}
+    for key, value in env.items():
+        if value.startswith("/") and Path(value).is_file():
+            inside = f"{BUILD_FILES_DIR}/{key}-{PurePosixPath(value).name}"
+            moved[key], files[inside] = inside, Path(value)
+    return moved, files
+
+
+def build_settings() -> tuple[dict[str, str], dict[str, Path]]:
+    return relocate_files(carried_env(os.environ, host_pip_config()))
+
+
+# ------------------------------------------------------------------------------------------ build failures
+
+
+def failure_marker(settings: Settings, key: str) -> Path:
+    return settings.cache_dir / "envs" / f"{key}.failed"
+
+
+def cached_failure(task: Task, settings: Settings, key: str) -> None:
+    """Raise the failure a build of this environment met before, when it was the recipe's own."""
+    marker = failure_marker(settings, key)
+    if marker.exists():
+        raise EnvError(
+            f"{task.instance_id}: environment build failed earlier (cached in {marker}; delete that file to build again)",
+            marker.read_text(errors="replace"),
+        )
+
+
+def is_infrastructure_failure(log: str, timed_out: bool) -> bool:
+    return timed_out or INFRA_BUILD_ERRORS.search(log) is not None
+
+
+def build_failed(task: Task, settings: Settings, key: str, command: str, log: str, *, timed_out: bool = False) -> EnvError:
+    """The error for a failed build command. A failure of the recipe itself is cached (a rebuild
+    would fail the same way) and says how to retry; one of the network, the index or certificates
+    is not, so the next run builds again."""
+    what = f"{task.instance_id}: environment build failed at `{command}`"
+    if is_infrastructure_failure(log, timed_out):
+        cause = "it timed out" if timed_out else "network, package index or certificate error"
+        return EnvError(f"{what} ({cause}; not cached, the next run builds again)", log)
+    marker = failure_marker(settings, key)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(f"$ {command}\n{log}")
+    return EnvError(f"{what} (cached in {marker}; delete that file to build again)", log)
+
+
+def publish_env(folder: Path) -> None:
+    """Make a built environment readable by every sandbox user (sandboxes run as uids of their own)
+    and owned by root, so none of them can change it."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        os.chown(dirpath, 0, 0)
+        os.chmod(dirpath, 0o755)
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            os.lchown(path, 0, 0)
+            if not os.path.islink(path) and name in filenames:
+                mode = os.stat(path).st_mode & 0o777
+                os.chmod(path, (mode | 0o444 | (0o111 if mode & 0o100 else 0)) & 0o755)
 
 
 def _git(args: list[str], cwd: Path) -> str:

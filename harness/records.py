@@ -44,9 +44,9 @@ class Status(StrEnum):
 class Recipe(Record):
     """How to build an environment when the corpus ships no image: a base plus install commands.
 
-    Commands run once, at build time, with the network on, in ``/opt/swedeck-env`` (on PATH and
-    PYTHONPATH later); the repository is not present while they run, so an environment is shared by
-    every task with the same recipe.
+    Commands run once per recipe, tree and workdir (``harness.envs.env_key``), at build time, with
+    the network on, in the task's workdir on a copy of its buggy tree; they install into the virtual
+    environment at ``/opt/swedeck-env`` (``harness.envs``).
     """
 
     base: str = "swedeck-base"
@@ -453,14 +453,16 @@ class Strengthening(Stamped):
 
 
 Arm = Literal["raw", "curated", "strengthened"]
+TestsVersion = Literal["original", "strengthened"]
 
 
 class DeckRow(Stamped):
     """One task in one arm of a deck: the issue text the agent reads there, and why it is in the arm.
 
     ``raw``: every task Pipeline 1 kept, as the corpus states it. ``curated``: the tasks Pipeline 2
-    accepted, with the judge's rewritten issue where it rewrote one. ``strengthened`` is reserved for
-    test-strengthened suites. The task itself (environment, hidden tests) is stored beside the deck.
+    accepted, with the judge's rewritten issue where it rewrote one. ``strengthened``: exactly the raw
+    arm's tasks, graded by the strengthened hidden tests where strengthening added any (``tests``) and
+    by their original tests otherwise. The task itself (environment, hidden tests) is stored beside the deck.
     """
 
     deck_id: str
@@ -469,6 +471,9 @@ class DeckRow(Stamped):
     verdict: str  # Pipeline 2's verdict, "" when the task was not judged
     evidence: list[str] = Field(default_factory=list)
     source_run: str
+    tests: TestsVersion = "original"  # the hidden tests this arm grades the task with
+    strengthening: str = ""  # lineage: the strengthening record (RUN/strengthen/<id>#<record hash>), "" when none ran
+    strengthening_status: str = ""  # that record's status, "" when none ran
 
 
 # ---- trajectories
