@@ -6,6 +6,8 @@ here runs in seconds, against the scripted server's wire faults."""
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from curation.sources import load_source
 from data import SAMPLE
 from harness.records import Pipeline1Result, Task
 from judge import JudgeConfig, JudgeSettings, ScriptedJudge, judge_task
-from judge.loop import EndpointFailed, Transcript, complete
+from judge.loop import EndpointFailed, RequestFailed, Transcript, complete, post_json
 
 MESSAGES = [{"role": "user", "content": "# Task unknown"}]
 QUICK = {"timeout_s": 1.0, "max_retries": 1, "backoff_s": 0.01}
@@ -124,3 +126,24 @@ def test_the_run_budget_bounds_a_task_started_late_in_the_run(tmp_path: Path) ->
     assert record.detail.startswith("the run's judge budget is spent (run_budget_s = 600)"), record.detail
     spent, _ = judge_hanging(tmp_path, run_deadline=time.time() - 1, run_budget_s=600.0)
     assert spent.verdict == "unjudgeable" and "budget is spent" in spent.detail
+
+
+def test_a_reply_that_stalls_after_its_headers_ends_at_the_deadline_not_a_read_timeout_later() -> None:
+    # httpx bounds each read by the time left when the request began: a stall that starts late would
+    # run past the deadline by up to that much, so a timer cuts the socket at the deadline
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        time.sleep(1.0)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(10)
+        conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(RequestFailed, match=r"no complete reply within 2.0 s; 1 bytes came: b'\{'"):
+        post_json(f"http://127.0.0.1:{server.getsockname()[1]}/v1/chat/completions", {}, {}, started + 2.0)
+    assert time.monotonic() - started < 2.6  # a read timeout would end it at about 3 s
+    server.close()
