@@ -145,3 +145,40 @@ def test_p1_over_every_corpus_ends_each_row_with_a_reason(bwrap_backend, tmp_pat
     stages = {e["stage"] for e in errors}
     assert stages == {"corpus_row", "unsupported_parser"}
     assert [e["field"] for e in errors if e["stage"] == "unsupported_parser"] == ["log_parser"]
+
+
+REAL = ROOT / "data" / "real"
+# the upstream fix commit's new tests: what Pipeline 1 must find as FAIL_TO_PASS
+REAL_FAIL_TO_PASS = {
+    "more-itertools__more-itertools-edb3346": ["tests/test_more.py::NumericRangeTests::test_empty_reversed"],
+    "mahmoud__boltons-766b554": ["tests/test_strutils.py::test_bytes2human"],
+    "hukkin__tomli-4e245a4": ["tests/test_error.py::TestError::test_type_error"],
+}
+
+
+def test_real_task_folders_are_small_and_hold_only_the_base():
+    import subprocess as sp
+
+    from curation.sources import load_sources
+
+    loaded = load_sources([REAL])
+    assert loaded.errors == [] and sorted(t.instance_id for t in loaded.tasks) == sorted(REAL_FAIL_TO_PASS)
+    for task in loaded.tasks:
+        bundle = Path(task.repo_source.path)
+        assert bundle.stat().st_size < 2_000_000
+        heads = sp.run(["git", "bundle", "list-heads", str(bundle)], capture_output=True, text=True, check=True)
+        assert heads.stdout.split()[0] == task.repo_source.ref  # one branch, at the base commit
+
+
+@pytest.mark.bwrap
+def test_pipeline1_keeps_a_real_fix_commit(bwrap_backend, tmp_path):  # noqa: ANN001
+    """A real library's real fix commit (boltons: bytes2human stopped one unit short at exact powers of
+    1024): kept, with the upstream commit's new test as its only FAIL_TO_PASS and a binding assertion."""
+    from curation.pipeline1 import Pipeline1Config, process_task
+    from curation.sources import find_task
+
+    task = find_task("mahmoud__boltons-766b554", [REAL])
+    result = process_task(task, bwrap_backend, Pipeline1Config(runs=2), "test", tmp_path)
+    assert (result.decision, result.reason) == ("keep", ""), result.detail
+    assert result.fail_to_pass == REAL_FAIL_TO_PASS[task.instance_id]
+    assert result.binding_assertions and result.gold_failing == [] and result.flaky == []
