@@ -10,7 +10,8 @@ Rejection reasons (checked in this order; the first that applies wins):
 ==================== =================================================================== ==============
 reason               meaning                                                             infrastructure
 ==================== =================================================================== ==============
-env_error            the environment could not be built or found                         yes
+env_error            the environment could not be built or found (stage image_missing:   yes
+                     the task's image is not here and was not pulled)
 sandbox_error        the sandbox failed under the run (engine gone, container died)      yes
 internal_error       swedeck itself raised while processing the task                     yes
 patch_does_not_apply the gold patch or the hidden tests do not apply to the buggy tree     no
@@ -51,6 +52,7 @@ from harness.records import (
     Tree,
 )
 from harness.envs import recipe_key
+from harness.images import ImageMissing
 from harness.sandbox import Backend, EnvError
 
 NETWORK_ERRORS = re.compile(
@@ -203,6 +205,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     runs: list[RunRecord] = []
     records: list[AssertionRecord] = []
     trials: dict[Tree, list[TestRun]] = {"buggy": [], "gold": []}
+    image_digest = ""
 
     def finish(reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None) -> Pipeline1Result:
         d = d or Derived()
@@ -215,12 +218,15 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
             runs=runs,
             records=records,
             seconds=time.monotonic() - started,
+            image_digest=image_digest,
         )  # fmt: skip
 
     try:
         backend.prepare(task)
+        image_digest = backend.image_digest(task)
     except EnvError as err:
-        return finish("env_error", "environment", f"{err}\n{err.log[-4000:]}")
+        stage = "image_missing" if isinstance(err, ImageMissing) else "environment"
+        return finish("env_error", stage, f"{err}\n{err.log[-4000:]}")
 
     log_dir = out / "logs" / task.instance_id
     for tree, patch in (("buggy", ""), ("gold", task.answer.gold_patch)):
@@ -314,6 +320,7 @@ def store(
     runs: list[RunRecord],
     records: list[AssertionRecord],
     seconds: float,
+    image_digest: str = "",
 ) -> Pipeline1Result:
     """Build the task's result and write its folder (task, runs, assertions, result) atomically."""
     result = Pipeline1Result(
@@ -334,6 +341,7 @@ def store(
         runs=len(runs),
         duration_s=round(seconds, 3),
         detail=detail,
+        image_digest=image_digest,
     )
     tables = [
         ("task", TaskRow, [task_row(task, stamp)]),

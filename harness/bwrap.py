@@ -64,6 +64,10 @@ class BwrapBackend:
     def prepare(self, task: Task) -> None:
         self._materialise(task)
 
+    def image_digest(self, task: Task) -> str:
+        """No image: bwrap sandboxes start from the base root filesystem and the recipe's environment."""
+        return ""
+
     def _materialise(self, task: Task) -> tuple[Path, Path | None]:
         """The task's sealed tree and recipe environment, built on first use (cached by hash)."""
         env = task.environment

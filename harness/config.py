@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -35,6 +36,11 @@ class SandboxConfig(BaseModel):
     backend: str = "bwrap"
     limits: Limits = Limits()
     build_timeout_s: float = 1800.0
+    # corpus images (docker): "never" uses only what the engine has, "missing" pulls what it lacks,
+    # "always" pulls each image once per run; what swedeck pulled is kept within image_cache_gb
+    # (least recently used removed first; 0: no limit)
+    pull: Literal["never", "missing", "always"] = "missing"
+    image_cache_gb: float = 0.0
 
 
 class Settings(BaseModel):

@@ -36,6 +36,7 @@ from harness.envs import (
     script,
     tree_key,
 )
+from harness.images import ImageStore
 from harness.leftovers import container_labels, sandbox_prefix
 from harness.records import ExecResult, Task
 from harness.sandbox import (
@@ -86,6 +87,7 @@ class DockerBackend:
         self.config = config
         self.settings = settings
         self.client = _client()
+        self.images = ImageStore(self.client, settings, config.pull, config.image_cache_gb)
         # one pristine spare container per (task, network), started in the background after each
         # open: a task is graded many times (runs, probes, rollouts) and the start is the slow part
         self._spares: dict[tuple[str, bool], _DockerSandbox] = {}
@@ -106,14 +108,16 @@ class DockerBackend:
     def image(self, task: Task) -> str:
         env = task.environment
         if env.image is not None:
-            if not self._has_image(env.image):
-                raise EnvError(f"{task.instance_id}: image {env.image} is not present locally (images are never pulled)")
-            return env.image
+            return self.images.ensure(env.image, task.instance_id)
         if not self._has_image(self.settings.base_image):
             raise EnvError(f"base image {self.settings.base_image} missing; run `swedeck env base`")
         if not needs_env_build(env.recipe):
             return self.settings.base_image
         return self._build_env(task)
+
+    def image_digest(self, task: Task) -> str:
+        """What the task's sandboxes start from: a pulled image's registry digest, else the image id."""
+        return self.images.digest(self.image(task))
 
     def _build_env(self, task: Task) -> str:
         """The base image with the recipe's environment built in (once per environment key): the

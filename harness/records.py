@@ -311,6 +311,7 @@ class Pipeline1Result(Stamped):
     runs: int
     duration_s: float
     detail: str
+    image_digest: str = ""  # docker: the image the runs used (registry digest name@sha256:..., else its id); "" on bwrap
 
 
 # --------------------------------------------------------------------------------------------- pipeline 2
