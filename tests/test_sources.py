@@ -785,3 +785,17 @@ def test_swe_rebench_v2_workdir_is_the_images_own(docker_backend, tmp_path):
     here, absent = result.tasks
     assert here.environment.workdir == "/src/ringbuf" and absent.environment.workdir == "/ringbuf"
     assert "workdir from the image for 1 of 2 rows" in result.detected[0].reason
+
+
+def test_readme_corpus_table_names_tests_that_exist():
+    """Each row of the README's corpus table names the fixture tests behind it; they must exist here."""
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Corpora", 1)[1].split("\n\n")[2]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and not line.startswith(("| corpus", "| ---"))]
+    assert len(rows) == 7
+    mine = globals()
+    for row in rows:
+        named = re.findall(r"`(test_\w+)`", row.rsplit("|", 2)[1])
+        assert named and all(callable(mine.get(name)) for name in named), row
