@@ -1,8 +1,9 @@
 """Decks: the tasks a training run draws from, one row per task and arm, in Parquet with the tasks beside.
 
 A deck is a folder: ``deck.parquet`` (``DeckRow``s), ``tasks/<instance_id>.json`` (named by ``harness.names``; the full tasks the
-rows point at) and ``catalog.duckdb`` with a ``deck`` view. Rows of different arms share instance ids,
-so paired arms train on the same tasks and differ only in what the curation changed.
+rows point at), ``tasks/strengthened/<instance_id>.json`` (the strengthened arm's version of a task whose
+tests were strengthened) and ``catalog.duckdb`` with a ``deck`` view. Rows of different arms share
+instance ids, so paired arms train on the same tasks and differ only in what the curation changed.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from curation.store import build_catalog, commit_folder, read_records
 from harness.names import file_name
-from harness.records import DeckRow, HiddenTests, Pipeline1Result, Status, Strengthening, Task, VerdictRecord
+from harness.records import DeckRow, HiddenTests, Pipeline1Result, Status, Strengthening, Task, VerdictRecord, content_hash
 
 DECK_FILE = "deck.parquet"
 KEEP = ("accept", "issue_rewritten")  # verdicts whose task goes into the curated arm
@@ -24,7 +25,10 @@ def deck_rows(
     *,
     deck_id: str,
     source_run: str,
+    strengthened: Mapping[str, Strengthening] | None = None,
 ) -> list[DeckRow]:
+    """Rows of the three arms. ``strengthened`` holds the run's strengthening records by instance id; the
+    strengthened arm has every raw task, with its strengthened tests where a record added some."""
     rows = []
     for task, p1 in kept:
         stamp = {"config_hash": p1.config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
@@ -34,7 +38,15 @@ def deck_rows(
         if verdict is not None and verdict.verdict in KEEP:
             text = verdict.rewritten_issue if verdict.verdict == "issue_rewritten" else task.problem_statement
             rows.append(DeckRow(**common, arm="curated", problem_statement=text, verdict=verdict.verdict, evidence=verdict.evidence))
+        record = (strengthened or {}).get(task.instance_id)
+        lineage = {"strengthening": record_id(source_run, record), "strengthening_status": record.status} if record else {}
+        rows.append(DeckRow(**common, arm="strengthened", problem_statement=task.problem_statement, verdict=verdict.verdict if verdict else "",
+                            tests="strengthened" if record and record.tests_patch else "original", **lineage))  # fmt: skip
     return rows
+
+
+def record_id(run: str, record: Strengthening) -> str:
+    return f"{run}/strengthen/{file_name(record.instance_id)}#{content_hash(record)}"
 
 
 def strengthened_task(task: Task, record: Strengthening | None) -> Task:
@@ -51,8 +63,19 @@ def strengthened_task(task: Task, record: Strengthening | None) -> Task:
     return task.model_copy(update={"answer": answer})
 
 
-def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task]) -> None:
-    files = {f"tasks/{file_name(t.instance_id)}.json": t.model_dump_json() for t in tasks}
+def task_file(row: DeckRow) -> str:
+    """Where a row's task lives in the deck: the strengthened version apart from the original."""
+    return f"tasks/{'strengthened/' if row.tests == 'strengthened' else ''}{file_name(row.instance_id)}.json"
+
+
+def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthened: Mapping[str, Strengthening] | None = None) -> None:
+    by_id = {t.instance_id: t for t in tasks}
+
+    def version(row: DeckRow) -> Task:
+        task = by_id[row.instance_id]
+        return strengthened_task(task, (strengthened or {}).get(row.instance_id)) if row.tests == "strengthened" else task
+
+    files = {task_file(r): version(r).model_dump_json() for r in rows}
     commit_folder(out, [("deck", DeckRow, rows)], files)
     build_catalog(out / "catalog.duckdb", {"deck": (str(out.resolve() / DECK_FILE), DeckRow)})
     # imported here: it reads the deck back through this module, and ``datasets`` is slow to import
@@ -66,7 +89,7 @@ def arm_tasks(deck: Path, arm: str) -> list[Task]:
     rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == arm]
     tasks = []
     for row in rows:
-        task = Task.model_validate_json((deck / "tasks" / f"{file_name(row.instance_id)}.json").read_text())
+        task = Task.model_validate_json((deck / task_file(row)).read_text())
         tasks.append(task.model_copy(update={"problem_statement": row.problem_statement}))
     return tasks
 

@@ -96,6 +96,19 @@ def tasks_show(task_id: str, source: SourceOpt = None, as_json: JsonOpt = False)
     console.print(f"gold patch: {len(task.answer.gold_patch.splitlines())} lines (private)")
 
 
+def _arm_task(task_id: str, source: list[Path] | None, arm: str):  # noqa: ANN202 - a Task
+    from curation.decks import DECK_FILE, arm_tasks
+
+    if not source or len(source) != 1 or not (source[0] / DECK_FILE).exists():
+        _console().print("[red]--arm needs --source DECK: one deck folder (`swedeck deck`)[/]")
+        raise typer.Exit(2)
+    found = [t for t in arm_tasks(source[0], arm) if t.instance_id == task_id]
+    if not found:
+        _console().print(f"[red]no task {task_id} in arm {arm!r} of {source[0]}[/]")
+        raise typer.Exit(2)
+    return found[0]
+
+
 def _find(task_id: str, source: list[Path] | None, find_task):
     from curation.sources import SourceError
 
@@ -572,17 +585,22 @@ def deck(
     out: Annotated[Path, typer.Option("--out", "-o", help="deck folder")] = Path("decks/sample"),
     deck_id: Annotated[str | None, typer.Option("--id", help="deck id (default: the folder name)")] = None,
 ) -> None:
-    """Build a deck from a curate run: the raw arm (every task Pipeline 1 kept) and the curated arm
-    (tasks Pipeline 2 accepted, with rewritten issues)."""
+    """Build a deck from a curate run: the raw arm (every task Pipeline 1 kept), the curated arm (tasks
+    Pipeline 2 accepted, with rewritten issues) and the strengthened arm (the raw arm's tasks, with the
+    strengthened hidden tests where strengthening added tests)."""
     from curation.decks import deck_rows, write_deck
     from curation.pipeline1 import kept_tasks
     from judge.pipeline2 import verdicts
+    from judge.strengthen import records
 
     kept = kept_tasks(run_dir)
-    rows = deck_rows(kept, verdicts(run_dir), deck_id=deck_id or out.name, source_run=str(run_dir))
-    write_deck(out, rows, [task for task, _ in kept])
-    counts = {arm: sum(r.arm == arm for r in rows) for arm in dict.fromkeys(r.arm for r in rows)}
-    _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items()) + f" · catalog {out / 'catalog.duckdb'}")
+    strengthened = records(run_dir)
+    rows = deck_rows(kept, verdicts(run_dir), deck_id=deck_id or out.name, source_run=str(run_dir), strengthened=strengthened)
+    write_deck(out, rows, [task for task, _ in kept], strengthened)
+    counts = {arm: sum(r.arm == arm for r in rows) for arm in sorted({r.arm for r in rows})}
+    repaired = sum(r.arm == "strengthened" and r.tests == "strengthened" for r in rows)
+    _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items())
+                     + f" ({repaired} with strengthened tests) · catalog {out / 'catalog.duckdb'}")  # fmt: skip
 
 
 @app.command()
@@ -592,8 +610,11 @@ def arms(
     overrides: SetOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="one run folder per arm under it")] = Path("runs/arms"),
     arm: Annotated[list[str] | None, typer.Option("--arm", help="only these arms (default: all)")] = None,
+    held_out: Annotated[int, typer.Option("--held-out", help="tasks every arm trains without, then is scored on")] = 1,
 ) -> None:
-    """Train every arm of a deck with identical settings and seeds (the run config's env must be swe)."""
+    """Train every arm of a deck with identical settings and seeds (the run config's env must be swe),
+    then score each arm's final policy on held-out tasks: as the arm grades them and by the
+    strengthened tests (a gap between the two is reward hacking)."""
     from flows.config import load_model
     from training.run import RunConfig
 
@@ -603,11 +624,17 @@ def arms(
 
     with _progress(cfg.train.updates, "arms") as bar:
         job = bar.add_task("arms", total=cfg.train.updates, info="")
-        results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm,
+        results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm, held_out=held_out,
                             on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
+
+    def num(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.2f}"
+
     for name, summary in results.items():
-        reward = "n/a" if summary["reward"] is None else f"{summary['reward']:.2f}"
-        _console().print(f"{name}: {len(summary['updates'])} updates, last reward {reward} · plot {summary['plot']}")
+        _console().print(f"{name}: {len(summary['updates'])} updates, last training reward {num(summary['reward'])} · plot {summary['plot']}")
+        if summary["held_out"]:
+            _console().print(f"  held out {', '.join(summary['held_out'])}: own reward {num(summary['own_score'])}, "
+                             f"strengthened score {num(summary['strengthened_score'])}")  # fmt: skip
 
 
 @app.command()

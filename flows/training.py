@@ -1,6 +1,12 @@
 """Training as Prefect flows: ``train`` (one run) and ``arms`` (every arm of a deck, one after another,
 with one config and one seed, so the arms differ only in what curation changed).
 
+``arms`` holds a few tasks out of every arm's training and, after training, scores each arm's final
+policy on them twice: as the arm itself grades them (its own reward) and with the strengthened arm's
+hidden tests (its strengthened score). Reward hacking shows as the gap between the two. Held-out tasks
+are drawn first from those whose tests were strengthened (elsewhere the two scores cannot differ),
+then in the order of a hash of their ids, so every arm holds out the same tasks.
+
 A run is one coarse task: its loop already checkpoints and resumes after a kill, so Prefect adds the
 record of what ran, with which config, and how it ended. ``on_update`` receives each update's metrics
 (the CLI draws progress with it).
@@ -8,6 +14,7 @@ record of what ran, with which config, and how it ended. ``on_update`` receives 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,18 +22,23 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from curation.decks import arm_tasks, arms
+from curation.decks import DECK_FILE, arm_tasks, arms
+from curation.store import read_records
 from harness.names import under
+from harness.records import DeckRow
 from training.metrics import plot_metrics
-from training.run import RunConfig, run
+from training.run import RunConfig, run, score
 
 
 @task(name="train-run", cache_policy=NO_CACHE)
-def train_run(config: dict, out: str, deck: str | None = None, arm: str | None = None, on_update: Any = None) -> dict:
-    """Train as configured into ``out`` (resuming from its checkpoint); with ``deck``, on ``arm``'s tasks."""
+def train_run(config: dict, out: str, deck: str | None = None, arm: str | None = None, on_update: Any = None,
+              held_out: list[str] | None = None) -> dict:  # fmt: skip
+    """Train as configured into ``out`` (resuming from its checkpoint); with ``deck``, on ``arm``'s tasks
+    other than ``held_out``."""
     cfg = RunConfig.model_validate(config)
     folder = Path(out)
-    history = run(cfg, folder, tasks=arm_tasks(Path(deck), arm) if deck and arm else None, on_update=on_update)
+    tasks = [t for t in arm_tasks(Path(deck), arm) if t.instance_id not in (held_out or [])] if deck and arm else None
+    history = run(cfg, folder, tasks=tasks, on_update=on_update)
     plot_metrics(folder / "metrics", folder / "metrics.png")
     last = history[-1] if history else None
     return {
@@ -46,15 +58,39 @@ def train_flow(config: dict, out: str, on_update: Any = None) -> dict:
     return train_run(config, out, on_update=on_update)
 
 
+def held_out_ids(deck: Path, n: int) -> list[str]:
+    """The ``n`` tasks every arm holds out of training (see the module docstring)."""
+    rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == "strengthened"]
+    ranked = sorted(rows, key=lambda r: (r.tests != "strengthened", hashlib.sha256(r.instance_id.encode()).hexdigest()))
+    return [r.instance_id for r in ranked[:n]]
+
+
+@task(name="score-arm", cache_policy=NO_CACHE)
+def score_arm(config: dict, out: str, deck: str, arm: str, held_out: list[str]) -> dict[str, float | None]:
+    """The arm's final policy on the held-out tasks: graded as the arm grades them, and by the strengthened tests."""
+    cfg = RunConfig.model_validate(config)
+    own = [t for t in arm_tasks(Path(deck), arm) if t.instance_id in held_out]
+    strong = [t for t in arm_tasks(Path(deck), "strengthened") if t.instance_id in held_out]
+    return {"own_score": score(cfg, Path(out), own) if own else None, "strengthened_score": score(cfg, Path(out), strong)}
+
+
 @flow(name="arms")
-def arms_flow(deck: str, config: dict, out: str, only: list[str] | None = None, on_update: Any = None) -> dict[str, dict]:
-    """Train each arm into ``out/<arm>``; ``on_update(arm, metrics)``."""
+def arms_flow(deck: str, config: dict, out: str, only: list[str] | None = None, on_update: Any = None,
+              held_out: int = 1) -> dict[str, dict]:  # fmt: skip
+    """Train each arm into ``out/<arm>`` without the ``held_out`` tasks, then score every arm's final
+    policy on them; ``on_update(arm, metrics)``."""
     if RunConfig.model_validate(config).env != "swe":
         raise ValueError('arms train on a deck\'s SWE tasks: set env = "swe" in the run config')
-    return {
-        arm: train_run(config, str(under(Path(out), arm)), deck, arm, on_update=_for_arm(on_update, arm))
-        for arm in only or arms(Path(deck))
-    }
+    present = arms(Path(deck))
+    kept_out = held_out_ids(Path(deck), held_out) if "strengthened" in present else []
+    results = {}
+    for arm in only or present:
+        folder = str(under(Path(out), arm))
+        results[arm] = train_run(config, folder, deck, arm, on_update=_for_arm(on_update, arm), held_out=kept_out)
+        results[arm]["held_out"] = kept_out
+        if kept_out:
+            results[arm].update(score_arm(config, folder, deck, arm, kept_out))
+    return results
 
 
 def _for_arm(on_update: Callable[[str, Any], None] | None, arm: str) -> Callable[[Any], None] | None:

@@ -22,8 +22,8 @@ def deck(sample_tasks: dict[str, Task], tmp_path: Path) -> Path:
 
 
 def _check_arms(loaded: datasets.DatasetDict, deck: Path) -> None:
-    assert sorted(loaded) == ["curated", "raw"]
-    assert loaded["raw"]["instance_id"] == list(IDS)
+    assert sorted(loaded) == ["curated", "raw", "strengthened"]
+    assert loaded["raw"]["instance_id"] == loaded["strengthened"]["instance_id"] == list(IDS)
     assert loaded["curated"]["instance_id"] == list(IDS[:2])
     for arm in loaded:
         # each row's task is the task that arm trains and grades on, issue text included
@@ -34,7 +34,7 @@ def _check_arms(loaded: datasets.DatasetDict, deck: Path) -> None:
 
 def test_parquet_splits_load_with_load_dataset(deck: Path, tmp_path: Path) -> None:
     data = deck / "dataset" / "data"
-    files = {arm: str(data / f"{arm}.parquet") for arm in ("raw", "curated")}
+    files = {arm: str(data / f"{arm}.parquet") for arm in ("raw", "curated", "strengthened")}
     _check_arms(datasets.load_dataset("parquet", data_files=files, cache_dir=str(tmp_path / "hf")), deck)
     # the card's header names the splits, so the folder alone loads too
     _check_arms(datasets.load_dataset(str(deck / "dataset"), cache_dir=str(tmp_path / "hf2")), deck)
@@ -46,6 +46,6 @@ def test_saved_dataset_dict_loads_from_disk(deck: Path) -> None:
 
 def test_card_states_arms_counts_schema_and_provenance(deck: Path) -> None:
     card = (deck / "dataset" / "README.md").read_text()
-    assert "| `raw` | 3 |" in card and "| `curated` | 2 |" in card
+    assert "| `raw` | 3 |" in card and "| `curated` | 2 |" in card and "| `strengthened` | 3 |" in card
     assert "| `task` | `string` |" in card and "| `problem_statement` | `string` |" in card
     assert "source runs: `runs/x`" in card and "config hashes: `c`" in card

@@ -9,7 +9,8 @@ import duckdb
 import pytest
 
 from curation.decks import arm_tasks, arms, deck_rows, write_deck
-from harness.records import Pipeline1Result, Task, VerdictRecord
+from curation.store import read_records
+from harness.records import DeckRow, Pipeline1Result, Strengthening, Task, VerdictRecord
 
 IDS = ("sample__toposort-1", "sample__matrixlite-1", "sample__iniparse-1")
 
@@ -32,6 +33,14 @@ def verdict(task: Task, label: str, rewritten: str = "") -> VerdictRecord:
     )  # fmt: skip
 
 
+def strengthening(task: Task, status: str, tests_patch: str) -> Strengthening:
+    return Strengthening(
+        config_hash="s", task_hash=task.task_hash(), instance_id=task.instance_id, status=status, reason="", survivors=["w"],
+        killed=["w"] if tests_patch else [], tests=[], tests_patch=tests_patch, hidden_files={},
+        expected_status={"tests/t.py::test_new": "PASSED"}, fail_to_pass=["tests/t.py::test_new"],
+    )  # fmt: skip
+
+
 @pytest.fixture
 def deck(sample_tasks: dict[str, Task], tmp_path: Path) -> Path:
     tasks = [sample_tasks[i] for i in IDS]
@@ -40,13 +49,30 @@ def deck(sample_tasks: dict[str, Task], tmp_path: Path) -> Path:
         IDS[1]: verdict(tasks[1], "issue_rewritten", "Adding the same dependency twice must be a no-op."),
         IDS[2]: verdict(tasks[2], "too_loose"),
     }
-    rows = deck_rows([(t, p1(t)) for t in tasks], verdicts, deck_id="d1", source_run="runs/x")
-    write_deck(tmp_path / "deck", rows, tasks)
+    records = {IDS[2]: strengthening(tasks[2], "repaired", "diff --git a/tests/t.py b/tests/t.py\n"),
+               IDS[0]: strengthening(tasks[0], "not_repaired", "")}  # fmt: skip
+    rows = deck_rows([(t, p1(t)) for t in tasks], verdicts, deck_id="d1", source_run="runs/x", strengthened=records)
+    write_deck(tmp_path / "deck", rows, tasks, records)
     return tmp_path / "deck"
 
 
+def test_the_strengthened_arm_has_the_raw_ids_and_says_which_tests_each_task_keeps(deck: Path, sample_tasks: dict[str, Task]) -> None:
+    raw, strong = arm_tasks(deck, "raw"), arm_tasks(deck, "strengthened")
+    assert [t.instance_id for t in strong] == [t.instance_id for t in raw] == list(IDS)
+    rows = {r.instance_id: r for r in read_records(deck / "deck.parquet", DeckRow) if r.arm == "strengthened"}
+    assert {i: (r.tests, r.strengthening_status) for i, r in rows.items()} == {
+        IDS[0]: ("original", "not_repaired"), IDS[1]: ("original", ""), IDS[2]: ("strengthened", "repaired")}  # fmt: skip
+    assert rows[IDS[2]].strengthening.startswith("runs/x/strengthen/sample__iniparse-1#") and rows[IDS[1]].strengthening == ""
+    assert all(r.source_run == "runs/x" and r.config_hash == "c" for r in rows.values())
+    # a repaired task is graded by its strengthened tests; the others, and the raw arm, by the original ones
+    assert strong[2].answer.hidden_tests.patch == "diff --git a/tests/t.py b/tests/t.py\n"
+    assert strong[2].answer.fail_to_pass == ["tests/t.py::test_new"]
+    assert raw[2].answer == sample_tasks[IDS[2]].answer
+    assert strong[:2] == raw[:2]
+
+
 def test_arms_hold_what_each_verdict_allows(deck: Path, sample_tasks: dict[str, Task]) -> None:
-    assert arms(deck) == ["curated", "raw"]
+    assert arms(deck) == ["curated", "raw", "strengthened"]
     raw, curated = arm_tasks(deck, "raw"), arm_tasks(deck, "curated")
     assert [t.instance_id for t in raw] == list(IDS)
     assert [t.instance_id for t in curated] == list(IDS[:2])  # the too-loose task is left out
@@ -54,10 +80,11 @@ def test_arms_hold_what_each_verdict_allows(deck: Path, sample_tasks: dict[str, 
     assert curated[1].problem_statement == "Adding the same dependency twice must be a no-op."
     assert curated[1].answer == sample_tasks[IDS[1]].answer  # only the issue text changed
     con = duckdb.connect(str(deck / "catalog.duckdb"), read_only=True)
-    assert con.execute("select arm, count(*) from deck group by arm order by arm").fetchall() == [("curated", 2), ("raw", 3)]
+    assert con.execute("select arm, count(*) from deck group by arm order by arm").fetchall() == [("curated", 2), ("raw", 3), ("strengthened", 3)]
 
 
-def test_paired_arms_train_with_one_config(deck: Path, tmp_path: Path, bwrap_backend) -> None:  # noqa: ANN001
+@pytest.mark.prefect
+def test_paired_arms_train_with_one_config(deck: Path, tmp_path: Path, bwrap_backend, prefect_api) -> None:  # noqa: ANN001
     pytest.importorskip("torch")
     from flows.training import arms_flow
     from training.metrics import read_metrics
@@ -69,10 +96,13 @@ def test_paired_arms_train_with_one_config(deck: Path, tmp_path: Path, bwrap_bac
         "swe": {"agent": {"max_turn_tokens": 16}},
     }).model_dump(mode="json")  # fmt: skip
     results = arms_flow(str(deck), config, str(tmp_path / "runs"))
-    assert set(results) == {"raw", "curated"}
+    assert set(results) == {"raw", "curated", "strengthened"}
     assert len({r["config_hash"] for r in results.values()}) == 1
     for arm, summary in results.items():
         assert summary["updates"] == [0]
+        # the task with strengthened tests is held out of every arm and scores every arm's final policy
+        assert summary["held_out"] == [IDS[2]] and summary["strengthened_score"] in (0.0, 1.0)
+        assert summary["own_score"] is None if arm == "curated" else summary["own_score"] in (0.0, 1.0)
         assert [m.update for m in read_metrics(tmp_path / "runs" / arm / "metrics")] == [0]
         assert (tmp_path / "runs" / arm / "checkpoint.pt").exists() and Path(summary["plot"]).stat().st_size > 0
     with pytest.raises(ValueError, match="swe"):

@@ -70,12 +70,10 @@ def swe_tasks(config: SWEConfig) -> list[Task]:
 
 def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_update=None) -> list:  # noqa: ANN001
     """Train as configured. ``tasks`` overrides the SWE task list (``swedeck arms`` passes an arm's)."""
-    from harness.engine import ByteTokenizer
     from harness.sandbox import get_backend
     from training.engines import VLLMClient
     from training.envs import SWEEnv, ToyEnv
-    from training.models import HFTokenizer
-    from training.policy import TINY_MODELS, check_model
+    from training.policy import check_model
     from training.trainer import train
 
     on_update = on_update or (lambda m: None)
@@ -84,9 +82,41 @@ def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_upd
         env = ToyEnv(config.toy.tasks, seed=config.train.seed, strict=config.toy.strict, skill=config.toy.skill)
         tokenizer, demos = env.tok, (lambda rng: env.demonstration(rng.choice(env.tasks()), rng))
     else:
-        tiny = config.train.model in TINY_MODELS
-        tokenizer, demos = (ByteTokenizer() if tiny else HFTokenizer(config.train.model)), None
+        tokenizer, demos = swe_tokenizer(config), None
         backend = get_backend(config.swe.sandbox)
         env = SWEEnv(tasks if tasks is not None else swe_tasks(config.swe), backend, config.swe.agent, config.hash())
     engines = [VLLMClient(url, config.layout.served_model, tokenizer) for url in config.layout.engine_urls] or None
     return train(config.train, env, tokenizer, out, demos=demos, engines=engines, on_update=on_update)
+
+
+def swe_tokenizer(config: RunConfig):  # noqa: ANN201 - a Tokenizer
+    from harness.engine import ByteTokenizer
+    from training.models import HFTokenizer
+    from training.policy import TINY_MODELS
+
+    return ByteTokenizer() if config.train.model in TINY_MODELS else HFTokenizer(config.train.model)
+
+
+def score(config: RunConfig, out: Path, tasks: list[Task], *, samples: int = 1) -> float:
+    """The mean gated reward of the policy checkpointed in ``out`` on ``tasks`` (``samples`` rollouts
+    each, seeds fixed by the config's seed): a trained arm's policy scored on another version of tasks
+    it never trained on, such as the strengthened tests of held-out tasks."""
+    import torch
+
+    from harness.sandbox import get_backend
+    from training.envs import SWEEnv
+    from training.policy import build_policy
+    from training.trainer import CHECKPOINT, engine_copy
+
+    tokenizer = swe_tokenizer(config)
+    model = build_policy(config.train, tokenizer.vocab_size)
+    saved = torch.load(out / CHECKPOINT, weights_only=False)
+    model.load_state_dict(saved["policy"])
+    engine = engine_copy(model, config.train, tokenizer, saved["update"] + 1)
+    env = SWEEnv(tasks, get_backend(config.swe.sandbox), config.swe.agent, config.hash())
+    rewards = [
+        env.rollout(t.instance_id, engine, seed=config.train.seed * 1000 + i, group_id=f"score-{t.instance_id}",
+                    rollout_id=f"score-{t.instance_id}-{i}").reward
+        for t in tasks for i in range(samples)
+    ]  # fmt: skip
+    return sum(rewards) / len(rewards) if rewards else 0.0
