@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 from collections.abc import Mapping
 from importlib import resources
@@ -225,9 +226,10 @@ def _source_fingerprint(task: Task) -> str:
 
 
 def prepare_tree(task: Task, settings: Settings) -> Path:
-    """The pristine, sealed buggy tree of a task whose repo is shipped as files or a git bundle."""
+    """The pristine, sealed buggy tree of a task on the host: from its files or git bundle, or copied
+    out of the image its repository lives in."""
     if task.repo_source.kind == "image":
-        raise EnvError(f"{task.instance_id}: the repository lives inside image {task.environment.image!r}")
+        return _tree_from_image(task, settings)
     dest = settings.cache_dir / "trees" / tree_key(task)
     if (dest / ".git").is_dir():
         return dest
@@ -262,6 +264,81 @@ def prepare_tree(task: Task, settings: Settings) -> Path:
         shutil.rmtree(work, ignore_errors=True)
         raise
     return dest
+
+
+def _tree_from_image(task: Task, settings: Settings) -> Path:
+    """The workdir of a pristine container of the task's image, copied out once per image id, base
+    commit and workdir, and sealed on the host like any tree. The image's git configuration and hooks
+    are not kept: the host's git must run nothing the image brought."""
+    import docker
+    import docker.errors
+
+    from harness.leftovers import container_labels
+
+    ref, workdir = task.environment.image, task.environment.workdir
+    try:
+        client = docker.from_env()
+        image = client.images.get(ref)
+    except docker.errors.ImageNotFound as err:
+        raise EnvError(f"{task.instance_id}: image {ref} is not on this machine, so its repository cannot be copied out") from err
+    except docker.errors.DockerException as err:
+        raise EnvError(f"{task.instance_id}: the repository lives in image {ref}, and no Docker engine answers: {err}") from err
+    dest = settings.cache_dir / "trees" / content_hash(["image", image.id, task.base_commit, workdir])
+    if (dest / ".git").is_dir():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".build-", dir=dest.parent))
+    try:
+        container = client.containers.create(image.id, ["true"], labels=container_labels(settings))
+        try:
+            stream, _ = container.get_archive(workdir)
+            with (work / "tree.tar").open("wb") as f:
+                for chunk in stream:
+                    f.write(chunk)
+        except docker.errors.NotFound as err:
+            raise EnvError(f"{task.instance_id}: image {ref} has no {workdir}") from err
+        finally:
+            container.remove(force=True)
+        with tarfile.open(work / "tree.tar") as archive:
+            archive.extractall(work / "x", filter=_owned_here)
+        (work / "tree.tar").unlink()
+        root = work / "x" / PurePosixPath(workdir).name
+        if (root / ".git").is_dir():
+            _forget_git_config(root / ".git")
+        else:  # a tree without history: its files are the base
+            _git(["init", "-q", "-b", "main"], root)
+            _git(["add", "-A"], root)
+            _git(["commit", "-q", "--no-verify", "-m", f"{task.repo} at base"], root)
+        seal = subprocess.run(["bash", str(script("seal_git.sh")), task.base_commit or "HEAD"], cwd=root, capture_output=True, text=True)
+        if seal.returncode:
+            raise EnvError(f"{task.instance_id}: could not seal the git history copied out of {ref} at {task.base_commit or 'HEAD'}", seal.stderr)
+        try:
+            os.rename(root, dest)
+        except OSError:  # a concurrent worker copied the same tree first; theirs is identical
+            pass
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return dest
+
+
+def _owned_here(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:
+    """tar's own safety rules (nothing lands outside ``dest``), and files owned by this user: git
+    refuses to work in a repository another user owns."""
+    return tarfile.tar_filter(member, dest).replace(uid=os.getuid(), gid=os.getgid(), uname="", gname="")
+
+
+def _forget_git_config(git_dir: Path) -> None:
+    """Keep only what reading the repository needs (its format and object format) of its config."""
+    config = git_dir / "config"
+    keep = {"core.repositoryformatversion": "0"}
+    for key in ("core.repositoryformatversion", "extensions.objectformat"):
+        found = subprocess.run(["git", "config", "--file", str(config), "--get", key], capture_output=True, text=True)
+        if found.returncode == 0:
+            keep[key] = found.stdout.strip()
+    shutil.rmtree(git_dir / "hooks", ignore_errors=True)
+    config.unlink(missing_ok=True)
+    for key, value in keep.items():
+        subprocess.run(["git", "config", "--file", str(config), key, value], check=True)
 
 
 def tree_commit(tree: Path) -> str:
