@@ -13,7 +13,16 @@ from pathlib import Path
 
 from curation.store import build_catalog, commit_folder, read_records
 from harness.names import file_name
-from harness.records import DeckRow, HiddenTests, Pipeline1Result, Status, Strengthening, Task, VerdictRecord, content_hash
+from harness.records import (
+    DeckRow,
+    HiddenTests,
+    Pipeline1Result,
+    Status,
+    Strengthening,
+    Task,
+    VerdictRecord,
+    content_hash,
+)
 
 DECK_FILE = "deck.parquet"
 KEEP = ("accept", "issue_rewritten")  # verdicts whose task goes into the curated arm

@@ -83,6 +83,8 @@ class Program:
     steps: list[Step]
     how: str = "the test's own literals"
     imports: list[str] = field(default_factory=list)  # `from m import x` lines a name substitution needs
+    base_key: str = ""  # the test's own program this variant came from
+    renamed: tuple[str, str] | None = None  # the string literal this variant replaced, and its new value
 
     def spec(self, names: Sequence[str] = ()) -> dict:
         steps = [{"kind": "exec", "src": line} for line in self.imports]
@@ -341,7 +343,10 @@ def variants(
                                           [f"from {module} import {attr}"]))  # fmt: skip
             else:
                 for value, how in alternatives_for(node.value, values):  # type: ignore[attr-defined]
-                    tries.append(_variant(base, i, step, k, alternatives, ast.Constant(value), f"{node.value!r} -> {value!r} ({how})", []))  # type: ignore[attr-defined]
+                    variant = _variant(base, i, step, k, alternatives, ast.Constant(value), f"{node.value!r} -> {value!r} ({how})", [])  # type: ignore[attr-defined]
+                    if isinstance(node.value, str) and isinstance(value, str):  # type: ignore[attr-defined]
+                        variant.renamed = (node.value, value)  # type: ignore[attr-defined]
+                    tries.append(variant)
             sites.append(tries)
     out: list[Program] = []
     while any(sites) and len(out) < budget:  # round-robin over the literals, best values first
@@ -357,7 +362,45 @@ def _variant(base: Program, i: int, step: Step, k: int, names: Mapping[str, obje
     steps[i] = Step(step.kind, _replace(step.src, k, names, new), step.assertion)
     key = f"{base.test_id}#{i}.{k}:{how}"
     return Program(key=key, test_id=base.test_id, test_file=base.test_file, cls=base.cls, method=base.method,
-                   steps=steps, how=how, imports=[*base.imports, *imports])  # fmt: skip
+                   steps=steps, how=how, imports=[*base.imports, *imports], base_key=base.key)  # fmt: skip
+
+
+# Opaque identifiers. A string the tests use may be a name (a node, a key, a label) whose value gold
+# never looks at: renaming it everywhere in the test renames it in gold's behaviour and changes nothing
+# else. For gold such a string and its replacement are one equivalence class, so an input that differs
+# from the test only in that string is the test's own case under another name, not a case the tests
+# leave out; a patch that behaves differently there tells names apart (it memorised the test's
+# literals), which every finite suite admits and no added test could rule out. So a variant that
+# replaced a string is evidence only when gold is *not* equivariant under the renaming: gold itself
+# treats the new value differently (moneyfmt: 'USD' -> 'KWD', a currency with three decimals), i.e. the
+# input exercises a behaviour the FAIL_TO_PASS tests' subject depends on.
+
+
+def renamed_everywhere(base: Program, old: str, new: str) -> Program:
+    """``base`` with every string literal equal to ``old`` replaced by ``new`` (a consistent renaming)."""
+
+    class Rename(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            return ast.Constant(new) if node.value == old else node
+
+    steps = [Step(s.kind, ast.unparse(Rename().visit(ast.parse(s.src))), s.assertion) for s in base.steps]
+    return Program(key=f"{base.key}#rename:{old!r}->{new!r}", test_id=base.test_id, test_file=base.test_file, cls=base.cls,
+                   method=base.method, steps=steps, how=f"{old!r} -> {new!r} everywhere", imports=list(base.imports))  # fmt: skip
+
+
+def renamed_behaviour(obs: dict, old: str, new: str) -> Behaviour:
+    """What gold's observation would be if ``old`` were only a name: the same, with ``old`` renamed."""
+    b = _behaviour(obs)
+    word = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)")
+    return Behaviour(value=b.value.replace(json.dumps(repr(old))[1:-1], json.dumps(repr(new))[1:-1]), raised=b.raised,
+                     stdout=word.sub(new, b.stdout))  # fmt: skip
+
+
+def equivariant(base: Sequence[dict], renamed: Sequence[dict], old: str, new: str) -> bool:
+    """Gold's behaviour on the renamed program is its behaviour on the test's own, renamed: ``old`` is opaque."""
+    return len(base) == len(renamed) and all(
+        b.get("step") == r.get("step") and renamed_behaviour(b, old, new) == _behaviour(r) for b, r in zip(base, renamed)
+    )
 
 
 # ============================================================================================ running
@@ -450,6 +493,7 @@ class DifferentialSession:
         self._gold: Observed | None = None
         self.programs: list[Program] = []
         self.runs = 0  # sandbox runs of the driver
+        self._opaque: dict[tuple[str, str, str], bool] = {}
 
     def gold(self) -> Observed:
         if self._gold is None:
@@ -477,7 +521,7 @@ class DifferentialSession:
         self.runs += 1
         if other.error:
             return Differential(None, 0, other.error)
-        tried = 0
+        tried, names = 0, 0
         for program in self.programs:
             if program.key not in other.results:
                 continue
@@ -486,8 +530,28 @@ class DifferentialSession:
             at = first_difference(g, o)
             if at is None:
                 continue
+            if self.opaque(program):
+                names += 1
+                continue
             return Differential(_distinguishing(program, g, o, at), tried)
-        return Differential(None, tried, f"none found: {tried} programs over {len(self.base)} FAIL_TO_PASS tests behave alike")
+        renamings = f"; {names} differ only on renamed opaque identifiers" if names else ""
+        return Differential(None, tried, f"none found: {tried} programs over {len(self.base)} FAIL_TO_PASS tests behave alike{renamings}")
+
+    def opaque(self, program: Program) -> bool:
+        """The variant only renamed a string that gold treats as a name (see ``renamed_everywhere``);
+        one extra gold run per renaming, remembered."""
+        if program.renamed is None:
+            return False
+        old, new = program.renamed
+        key = (program.base_key, old, new)
+        if key not in self._opaque:
+            base = self.gold().results.get(program.base_key)
+            renamed = renamed_everywhere(next(p for p in self.base if p.key == program.base_key), old, new)
+            observed = run_programs(self.task, self.backend, self.task.answer.gold_patch, [renamed], self.changed)
+            self.runs += 1
+            got = observed.results.get(renamed.key)
+            self._opaque[key] = base is not None and got is not None and equivariant(base, got, old, new)
+        return self._opaque[key]
 
 
 def _distinguishing(program: Program, gold: Sequence[dict], other: Sequence[dict], at: int) -> DistinguishingInput:

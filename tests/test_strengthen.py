@@ -9,8 +9,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from conftest import TEST_LIMITS
+
 from curation.decks import strengthened_task
 from curation.pipeline1 import Pipeline1Config, process_task
 from data import SAMPLE
@@ -18,9 +18,17 @@ from harness.envs import prepare_tree
 from harness.grader import grade
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Status, Task
 from judge.rules import added_test_leaks, touched_files
-from judge.strengthen import Candidate, Context, confirmed_survivors, insert_test, model_free_body, strengthen, validate
-from probes.runner import probe_task
+from judge.strengthen import (
+    Candidate,
+    Context,
+    confirmed_survivors,
+    insert_test,
+    model_free_body,
+    strengthen,
+    validate,
+)
 from probes import workspace
+from probes.runner import probe_task
 
 PLANTED = tomllib.loads((SAMPLE / "labels.toml").read_text())["planted"]
 TOO_LOOSE = ["sample__cronexpr-1", "sample__moneyfmt-1"]
@@ -151,8 +159,9 @@ def test_each_planted_bad_test_is_rejected_at_its_step(name: str, repaired, samp
 
 
 def test_only_too_loose_tasks_are_strengthened_unless_all_asks_for_every_confirmed_survivor(sample_tasks) -> None:  # noqa: ANN001
-    from judge.strengthen import eligible
     from test_decks import verdict
+
+    from judge.strengthen import eligible
 
     task = sample_tasks["sample__moneyfmt-1"]
     d = distinguishing()
@@ -174,6 +183,7 @@ def test_the_strengthen_stage_commits_a_record_per_too_loose_task_and_resumes(pr
     import shutil
 
     from conftest import catalog_rows
+
     from flows.config import load_config
     from flows.pipeline1 import run_pipeline1
     from flows.pipeline2 import run_pipeline2
