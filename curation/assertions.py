@@ -428,3 +428,32 @@ def binding_keys(records: Sequence[rec.AssertionRecord], fail_to_pass: Iterable[
             common = keys if common is None else common & keys
     by_key = {record_key(r): r for g in gold for r in g}
     return sorted({location(by_key[k]) for k in common or ()})
+
+
+def explain_no_binding(records: Sequence[rec.AssertionRecord], fail_to_pass: Iterable[str], limit: int = 20) -> str:
+    """What a ``no_binding_assertion`` rejection looked at: each FAIL_TO_PASS test with every
+    assertion site recorded in it and its status on each tree (first run of each), or that no
+    assertion ran in it at all."""
+    first = {tree: min((r.attempt for r in records if r.tree == tree), default=0) for tree in ("buggy", "gold")}
+    status: dict[str, dict[tuple[str, int, str], dict[str, str]]] = defaultdict(dict)
+    sources: dict[tuple[str, int, str], str] = {}
+    for r in records:
+        if r.tree in first and r.attempt == first[r.tree]:
+            site = (r.assert_file, r.line, r.source_hash)
+            status[r.test_id].setdefault(site, {})[r.tree] = r.status
+            sources[site] = r.source
+    tests = sorted(set(fail_to_pass))
+    lines = [f"no assertion passes on gold and fails or is not reached on buggy in the {len(tests)} FAIL_TO_PASS test(s):"]
+    for test_id in tests[:limit]:
+        seen = {site: trees for site, trees in status.get(test_id, {}).items() if set(trees.values()) != {"not_reached"}}
+        if not seen:
+            lines.append(f"{test_id}: no assertion ran in it on either tree")
+            continue
+        lines.append(f"{test_id}:")
+        for (file, line, digest), trees in sorted(seen.items()):
+            on = ", ".join(f"{tree} {trees.get(tree, 'not_reached')}" for tree in ("gold", "buggy"))
+            lines.append(f"  {file}:{line} `{sources[(file, line, digest)][:120]}`: {on}")
+    if len(tests) > limit:
+        lines.append(f"... and {len(tests) - limit} more")
+    return "\n".join(lines)
+

@@ -264,6 +264,8 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     if config.instrument and not network:
         binding = assertions.binding_keys(records, d.fail_to_pass)
     reason = decide(d, network=network, binding=binding)
+    if reason == "no_binding_assertion":
+        detail = assertions.explain_no_binding(records, d.fail_to_pass)
     return finish(reason, "tests" if reason else "", detail, d, binding)
 
 

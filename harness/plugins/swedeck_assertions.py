@@ -26,8 +26,11 @@ Where events come from:
 Limitations:
 
 * pytest rewrites asserts only in test modules, ``conftest.py`` files and modules registered with
-  ``pytest.register_assert_rewrite``; a passing assert in any other helper module is invisible (a failing
-  one is still found through the traceback). Register helper modules in a conftest to see them.
+  ``pytest.register_assert_rewrite``. The plugin registers the other modules beside each test file it
+  collects (``from common import assert_equal`` in a tests folder) before the test file imports them,
+  unless they were imported already or the test file sits in the rootdir (there they would be the
+  code under test); a passing assert in any other helper module is invisible (a failing one is still
+  found through the traceback).
 * a failing bare assert whose ``AssertionError`` is caught by the test itself (``pytest.raises
   (AssertionError)``) is not recorded; ``pytest.raises`` blocks themselves are not recorded at all.
 * every process appends to the same file with single ``O_APPEND`` writes (one line each), which keeps
@@ -346,6 +349,44 @@ def pytest_configure(config):
             )
     except Exception:
         pass
+
+
+@pytest.hookimpl
+def pytest_collectstart(collector):
+    """Before a test file is imported: have pytest rewrite the helper modules beside it."""
+    if not _STATE.path:
+        return
+    try:
+        path = str(getattr(collector, "path", None) or getattr(collector, "fspath", ""))
+        folder = os.path.dirname(os.path.abspath(path))
+        if not path.endswith(".py") or not _in_rootdir(path) or _under_root(folder) is None:
+            return
+        names = [n for n in _helper_modules(folder) if n not in sys.modules]
+        if names:
+            pytest.register_assert_rewrite(*names)
+    except Exception:
+        pass
+
+
+def _helper_modules(folder):
+    """Import names of the modules in ``folder`` that are neither test files nor conftest: by their
+    file name, and by their dotted name when the folder is a package."""
+    package = []
+    parent = folder
+    while os.path.isfile(os.path.join(parent, "__init__.py")):
+        package.insert(0, os.path.basename(parent))
+        parent = os.path.dirname(parent)
+    names = []
+    for entry in sorted(os.listdir(folder)):
+        stem = entry[:-3]
+        if not entry.endswith(".py") or entry == "conftest.py" or stem == "__init__":
+            continue
+        if stem.startswith("test_") or stem.endswith("_test"):
+            continue
+        names.append(stem)
+        if package:
+            names.append(".".join(package + [stem]))
+    return names
 
 
 @pytest.hookimpl
