@@ -132,18 +132,20 @@ def grade(
     task_id: Annotated[str, typer.Argument(help="instance id, or a task folder path")],
     patch: Annotated[str, typer.Option("--patch", "-p", help="gold, empty, or a patch file")] = "gold",
     source: SourceOpt = None,
+    arm: Annotated[str | None, typer.Option("--arm", help="grade against this arm's version of the task (--source is a deck)")] = None,
     backend: BackendOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Grade a patch on a task with the one grader."""
+    """Grade a patch on a task with the one grader (with --arm: the reward an RL run on that arm of a
+    deck would give)."""
     from curation.sources import find_task
     from harness.grader import grade as grade_patch
     from harness.sandbox import EnvError, get_backend
 
     cfg = _config(config, overrides, backend)
-    task = _find(task_id, source, find_task)
+    task = _find(task_id, source, find_task) if arm is None else _arm_task(task_id, source, arm)
     text = {"gold": task.answer.gold_patch, "empty": ""}.get(patch)
     if text is None:
         text = Path(patch).read_text()
