@@ -18,7 +18,8 @@ from harness.envs import (
     is_infrastructure_failure,
     relocate_files,
 )
-from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
+from harness.grader import gold_pattern
+from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Status, Task
 from harness.sandbox import Backend, EnvError
 
 SRC_LAYOUT = {
@@ -200,10 +201,14 @@ SCM_LAYOUT = {
 def test_recipe_installs_a_package_from_the_registry(backend: Backend, tmp_path: Path) -> None:
     """A real install with the network on, through this machine's index and CA settings (on docker
     the CA bundle is copied into the build container), used by the task's tests in a sandbox of
-    another user without the network."""
-    task = make_task(tmp_path, f"freezer-{backend.name}", FREEZER, ["pip install freezegun==1.5.5"])
-    code, output = run_in(backend, task, "python -m pytest -q tests")
+    another user without the network: a library and a pytest plugin (`--timeout` was 'unrecognized'
+    when the environment was unreadable)."""
+    install = ["pip install freezegun==1.5.5 pytest-timeout==2.3.1"]
+    task = make_task(tmp_path, f"freezer-{backend.name}", FREEZER, install, "python -m pytest --timeout=60 tests")
+    code, output = run_in(backend, task, "python -m pytest -q --timeout=60 tests")
     assert code == 0 and "1 passed" in output, output
+    # and through the grader (plugins by name, its own PYTHONPATH): the gold pattern it records
+    assert gold_pattern(task, backend) == {"tests/test_clock.py::test_today": Status.PASSED}
 
 
 @pytest.mark.slow
