@@ -19,7 +19,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 from harness.config import Settings
@@ -48,7 +47,7 @@ class PullProgress:
             raise ImageMissing(f"pull failed: {event['error']}")
         layer, status = event.get("id", ""), event.get("status", "")
         detail = event.get("progressDetail") or {}
-        done, total = self.layers.get(layer, (0, 0))
+        _, total = self.layers.get(layer, (0, 0))
         if status == "Downloading" and detail.get("total"):
             self.layers[layer] = (int(detail.get("current", 0)), int(detail["total"]))
         elif status in ("Download complete", "Already exists", "Pull complete") and layer:
@@ -66,7 +65,13 @@ class PullProgress:
 def follow(ref: str, events: Iterable[Mapping[str, Any]]) -> None:
     """Read a pull's events to the end, drawing a progress bar on stderr; raises on an error event."""
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TransferSpeedColumn,
+    )
 
     progress = PullProgress()
     columns = (TextColumn("pulling {task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn())

@@ -4,6 +4,7 @@ The registry is harness.local_registry on localhost (no registry image can be pu
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import secrets
@@ -11,11 +12,20 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
+import docker.errors
 import pytest
 
 from curation.pipeline1 import Pipeline1Config, process_task
 from harness.config import SandboxConfig, Settings
-from harness.images import LEDGER, ImageMissing, ImageStore, PullProgress, Pulled, over_budget
+from harness.images import (
+    LEDGER,
+    ImageMissing,
+    ImageStore,
+    Pulled,
+    PullProgress,
+    over_budget,
+)
 from harness.local_registry import load_saved, serve
 from harness.records import Answer, Environment, HiddenTests, Task
 from harness.sandbox import get_backend
@@ -52,13 +62,11 @@ def test_over_budget_removes_least_recently_used_but_never_the_one_just_pulled()
 
 
 @pytest.fixture(scope="module")
-def client():  # noqa: ANN201
-    import docker
-
+def client():
     return docker.from_env()
 
 
-def tiny_image(client, tmp_path: Path, tag: str) -> Path:  # noqa: ANN001
+def tiny_image(client, tmp_path: Path, tag: str) -> Path:
     """A one-file image made here (``docker import``), saved as ``docker save`` writes it."""
     data = io.BytesIO()
     with tarfile.open(fileobj=data, mode="w") as archive:
@@ -77,7 +85,7 @@ def tiny_image(client, tmp_path: Path, tag: str) -> Path:  # noqa: ANN001
 
 
 @pytest.fixture
-def registry(client, tmp_path: Path) -> Iterator[tuple[int, list[str]]]:  # noqa: ANN001
+def registry(client, tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
     """A local registry serving two tiny images, ``tiny-a:1`` and ``tiny-b:1``; yields the port and
     the references this machine pulls them by (removed afterwards)."""
     names = [f"swedeck-test/tiny-{x}-{secrets.token_hex(3)}" for x in "ab"]
@@ -89,10 +97,8 @@ def registry(client, tmp_path: Path) -> Iterator[tuple[int, list[str]]]:  # noqa
         refs = [f"localhost:{port}/{name}:1" for name in names]
         yield port, refs
     for ref in refs:
-        try:
+        with contextlib.suppress(docker.errors.ImageNotFound):  # not pulled, or evicted by the test
             client.images.remove(ref, force=True)
-        except Exception:  # not pulled, or evicted by the test
-            pass
 
 
 def task_for(image: str) -> Task:
@@ -103,20 +109,20 @@ def task_for(image: str) -> Task:
     )  # fmt: skip
 
 
-def store_for(client, settings: Settings, policy: str, budget_gb: float = 0.0) -> ImageStore:  # noqa: ANN001
+def store_for(client, settings: Settings, policy: str, budget_gb: float = 0.0) -> ImageStore:
     return ImageStore(client, settings, policy, budget_gb)  # type: ignore[arg-type]
 
 
-def test_pull_never_leaves_a_missing_image_missing(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:  # noqa: ANN001
+def test_pull_never_leaves_a_missing_image_missing(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:
     _, (ref, _) = registry
     settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
     with pytest.raises(ImageMissing, match="not on this machine and sandbox.pull is 'never'"):
         store_for(client, settings, "never").ensure(ref, "t")
-    with pytest.raises(Exception):
+    with pytest.raises(docker.errors.ImageNotFound):
         client.images.get(ref)
 
 
-def test_pull_missing_pulls_from_a_registry_and_records_its_digest(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:  # noqa: ANN001
+def test_pull_missing_pulls_from_a_registry_and_records_its_digest(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:
     _, (ref, _) = registry
     settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
     store = store_for(client, settings, "missing")
@@ -128,7 +134,7 @@ def test_pull_missing_pulls_from_a_registry_and_records_its_digest(client, regis
     assert (row["ref"], row["image_id"]) == (ref, image.id)
 
 
-def test_the_image_cache_budget_removes_the_least_recently_used_pulled_image(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:  # noqa: ANN001
+def test_the_image_cache_budget_removes_the_least_recently_used_pulled_image(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:
     _, (first, second) = registry
     settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
     store = store_for(client, settings, "missing", budget_gb=1e-9)  # one byte: only the newest stays
@@ -136,7 +142,7 @@ def test_the_image_cache_budget_removes_the_least_recently_used_pulled_image(cli
     store.ensure(second, "t2")
     assert [row["ref"] for row in json.loads((settings.cache_dir / LEDGER).read_text())] == [second]
     client.images.get(second)
-    with pytest.raises(Exception):
+    with pytest.raises(docker.errors.ImageNotFound):
         client.images.get(first)
 
 
@@ -149,12 +155,12 @@ def test_pull_failure_is_image_missing_in_pipeline_1(tmp_path: Path, swedeck_env
     assert "localhost:9/nowhere/repo:1 could not be pulled" in result.detail and "not on this machine" in result.detail
 
 
-def test_a_local_image_is_known_by_its_id(client, swedeck_env: Settings) -> None:  # noqa: ANN001
+def test_a_local_image_is_known_by_its_id(client, swedeck_env: Settings) -> None:
     backend = get_backend(SandboxConfig(backend="docker", pull="never"), swedeck_env)
     assert backend.image_digest(task_for(swedeck_env.base_image)) == client.images.get(swedeck_env.base_image).id
 
 
-def test_pull_always_asks_the_registry_even_for_an_image_this_machine_has(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:  # noqa: ANN001
+def test_pull_always_asks_the_registry_even_for_an_image_this_machine_has(client, registry, tmp_path: Path, swedeck_env: Settings) -> None:
     port, _ = registry
     ref = f"localhost:{port}/swedeck-test/not-served:1"
     client.images.get(swedeck_env.base_image).tag(ref)

@@ -19,7 +19,15 @@ from harness.envs import (
     relocate_files,
 )
 from harness.grader import gold_pattern
-from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Status, Task
+from harness.records import (
+    Answer,
+    Environment,
+    HiddenTests,
+    Recipe,
+    RepoSource,
+    Status,
+    Task,
+)
 from harness.sandbox import Backend, EnvError
 
 SRC_LAYOUT = {
