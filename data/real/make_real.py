@@ -39,11 +39,12 @@ class RealTask:
 TASKS = [
     RealTask(
         "more-itertools+more-itertools",
-        "edb3346f835ca917efbfda5e2d6664ab952da369",
-        "python -m pytest tests/test_more.py::NumericRangeTests",
-        "`reversed()` of an empty `numeric_range` raises instead of being empty\n\n"
-        "`list(reversed(more_itertools.numeric_range(0)))` raises `IndexError`. An empty range reversed\n"
-        "should simply be an empty iterator, as `reversed(range(0))` is.\n",
+        "d64a7d6971bfd31c5719d02f0001e58de85683d1",
+        "python -m pytest tests/test_recipes.py::TailTests",
+        "`tail` with a negative size quietly returns a wrong result for sized iterables\n\n"
+        "`list(more_itertools.tail(-1, 'ABCDEFG'))` does not fail: it returns part of the input. A\n"
+        "negative size makes no sense and should raise `ValueError`, as it already does for iterables\n"
+        "without a length.\n",
     ),
     RealTask(
         "mahmoud+boltons",
