@@ -65,6 +65,10 @@ class Backend(Protocol):
 
     def open(self, task: Task, *, network: bool = False) -> Sandbox: ...
 
+    def image_digest(self, task: Task) -> str:
+        """What the task's sandboxes start from ('' where no image is involved)."""
+        ...
+
 
 def get_backend(config: SandboxConfig | None = None, settings: Settings | None = None) -> Backend:
     config = config or SandboxConfig()

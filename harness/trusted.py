@@ -223,8 +223,10 @@ _FACTS: dict[str, TaskFacts] = {}
 
 
 def facts_key(task: Task, backend: Backend) -> str:
+    """Task, tree, backend, the image its sandboxes start from, and the grader's version: what the
+    facts and the gold pattern depend on."""
     tree = tree_key(task) if task.repo_source.kind != "image" else ""
-    return content_hash([task.task_hash(), tree, backend.name, GRADER_VERSION])
+    return content_hash([task.task_hash(), tree, backend.name, backend.image_digest(task), GRADER_VERSION])
 
 
 def task_facts(task: Task, backend: Backend, settings: Settings | None = None) -> TaskFacts:

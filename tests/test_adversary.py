@@ -94,6 +94,9 @@ class Unisolated:
     def prepare(self, task: Task) -> None:
         self.inner.prepare(task)
 
+    def image_digest(self, task: Task) -> str:
+        return self.inner.image_digest(task)
+
     def open(self, task: Task, *, network: bool = False) -> Sandbox:
         box = self.inner.open(task, network=True)
         from pathlib import Path

@@ -502,6 +502,9 @@ class CountingBackend:
         self.opened += 1
         return self.inner.open(task, network=network)
 
+    def image_digest(self, task: Task) -> str:
+        return self.inner.image_digest(task)
+
 
 def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, swedeck_env: Settings) -> None:
     settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
@@ -628,6 +631,9 @@ def test_regression_an_engine_that_does_not_answer_is_a_sandbox_error(task: Task
 
         def open(self, task: Task, *, network: bool = False) -> Sandbox:
             raise TimeoutError("UnixHTTPConnectionPool(host='localhost'): Read timed out. (read timeout=60)")
+
+        def image_digest(self, task: Task) -> str:
+            return ""
 
     result = grade(task, "", Stalled(), expected={"t": Status.PASSED})
     assert (result.reward, result.reason) == (0.0, "sandbox_error") and "Read timed out" in result.detail
