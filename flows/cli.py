@@ -156,7 +156,7 @@ def grade(
             print(json.dumps({"instance_id": task.instance_id, "error": "env_error", "message": str(err),
                               "log_tail": err.log[-2000:]}, indent=2))  # fmt: skip
         else:
-            _console().print(f"[red]cannot grade:[/] {err}" + (f"\n{err.log[-2000:]}" if err.log else ""), highlight=False)
+            _console().print(f"[red]cannot grade:[/] {err}" + (f"\n{err.log[-2000:]}" if err.log else ""), soft_wrap=True, highlight=False)
         raise typer.Exit(3) from None
     if as_json:
         print(result.model_dump_json(indent=2))
