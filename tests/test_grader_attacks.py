@@ -30,9 +30,21 @@ STYLES = {"pytest": ("sample__toposort-1", "toposort/__init__.py"), "unittest": 
 BAD = {Status.FAILED, Status.ERROR}
 
 
-@pytest.fixture(params=sorted(STYLES))
+# Every attack runs on both styles; the default tier keeps the unittest-style task for the attacks
+# whose outcome depends on the test style (forging in the process), the rest of it is marked slow.
+STYLE_PARAMS = [pytest.param("pytest"), pytest.param("unittest", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(params=STYLE_PARAMS)
 def target(request: pytest.FixtureRequest, sample_tasks: dict[str, Task]) -> tuple[Task, str]:
     """A task, and the file of its package that every test imports (where library code goes)."""
+    instance_id, package = STYLES[request.param]
+    return sample_tasks[instance_id], package
+
+
+@pytest.fixture(params=sorted(STYLES))
+def any_style(request: pytest.FixtureRequest, sample_tasks: dict[str, Task]) -> tuple[Task, str]:
+    """As ``target``, with both styles in the default tier."""
     instance_id, package = STYLES[request.param]
     return sample_tasks[instance_id], package
 
@@ -319,12 +331,12 @@ if _log:
     ids=["report-rewrite", "exception-named-skipped", "noop-runtest", "unset-outcome-log", "erase-exceptions", "silence-records"],
 )
 def test_forging_inside_the_test_process_is_caught(
-    backend: Backend, target: tuple[Task, str], make_patch: Callable, code: str
+    backend: Backend, any_style: tuple[Task, str], make_patch: Callable, code: str
 ) -> None:
     """Imported by the tests, the candidate's package makes pytest report failures as passes. What a
     call raised is recorded before any report is built, a passed test with no recorded call is
     suspect, and must-fail canaries among the hidden tests pass only in a forged run."""
-    task, package = target
+    task, package = any_style
     result = grade(task, make_patch(task, {package: _append(code)}), backend)
     _zero(result, "spoofing_suspected")
     assert result.spoof_evidence
