@@ -113,6 +113,7 @@ def catalog(db: Path, sql: str = STABLE) -> list[tuple]:
 
 
 @pytest.mark.prefect
+@pytest.mark.timeout(1500)  # two Pipeline 1 runs of three tasks, each starting Prefect's server
 @pytest.mark.parametrize("signum", [signal.SIGINT])
 def test_a_signal_mid_run_stops_it_cleanly_and_the_rerun_completes(
     signum: int, swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
@@ -142,38 +143,51 @@ def test_a_signal_mid_run_stops_it_cleanly_and_the_rerun_completes(
                          "sample__intervals-1": ("keep", "")}  # fmt: skip
 
 
+CURATE = ("curate", "--workers", "1", "--set", "pipeline1.runs=1")
+
+
+@pytest.fixture(scope="module")
+def clean_curate(swedeck_env: Settings, bwrap_backend, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:  # noqa: ANN001
+    """(sources, run folder) of an uninterrupted curate run."""
+    root = tmp_path_factory.mktemp("clean")
+    src = copy_tasks(root / "src", *TASKS)
+    first = start(*CURATE, str(src), "--out", str(root / "out"))
+    assert first.wait(timeout=1500) == 0, first.communicate()
+    return src, root / "out"
+
+
 @pytest.mark.slow
 @pytest.mark.prefect
+@pytest.mark.timeout(3000)
 @pytest.mark.parametrize(("signum", "when"), [(signal.SIGTERM, "start"), (signal.SIGINT, "pipeline2"), (signal.SIGTERM, "pipeline2")])
 def test_signals_at_other_points_of_curate_and_the_rerun_equals_a_clean_run(
-    signum: int, when: str, swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
+    signum: int, when: str, clean_curate: tuple[Path, Path], swedeck_env: Settings, tmp_path: Path
 ) -> None:
-    src = copy_tasks(tmp_path / "src", *TASKS)
-    clean, out = tmp_path / "clean", tmp_path / "out"
-    base = ("curate", str(src), "--workers", "1", "--set", "pipeline1.runs=1")
-    first = start(*base, "--out", str(clean))
-    assert first.wait(timeout=900) == 0, first.communicate()
-
+    src, clean = clean_curate
+    out = tmp_path / "out"
+    base = (*CURATE, str(src))
     proc = start(*base, "--out", str(out))
     token = leftovers.process_token(proc.pid)
     assert token is not None
-    if when == "start":
-        time.sleep(2)  # the worker is starting, Prefect's server with it
+    if when == "start":  # the worker is starting, Prefect's server with it
+        wait_for(lambda: leftovers.scratch_dir(swedeck_env, token).exists(), 300, "the worker's start")
+        time.sleep(1)
     else:
-        wait_for(lambda: committed(out, "p2", "verdict.parquet") >= 1, 900, "the first judged task")
+        wait_for(lambda: committed(out, "p2", "verdict.parquet") >= 1, 1500, "the first judged task")
     code, seconds, err, below = interrupt(proc, signum)
     assert code == 128 + signum and seconds < 10, (code, seconds, err)
     assert "; rerun the same command to resume" in err
     assert_nothing_left(token, below, swedeck_env)
 
     rerun = start(*base, "--out", str(out))
-    assert rerun.wait(timeout=900) == 0, rerun.communicate()
+    assert rerun.wait(timeout=1500) == 0, rerun.communicate()
     assert catalog(out / "catalog.duckdb") == catalog(clean / "catalog.duckdb")
     verdicts = "select instance_id, verdict from verdicts order by all"
     assert catalog(out / "catalog.duckdb", verdicts) == catalog(clean / "catalog.duckdb", verdicts)
 
 
 @pytest.mark.prefect
+@pytest.mark.timeout(1500)
 def test_curate_over_a_hostile_corpus_completes_and_writes_only_into_out(
     swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
 ) -> None:
