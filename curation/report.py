@@ -119,6 +119,11 @@ select instance_id, unnest(flaky) as test_id from p1_results where len(flaky) > 
 
 LOAD_ERRORS = "select source, stage, field, location, message from load_errors order by all"
 
+# what the latest run of a schedule (``swedeck serve``) found new, changed, retried or unchanged
+LATEST_RUN = """\
+select change, count(*) as tasks from increments
+where flow_run = (select flow_run from increments order by started desc limit 1) group by change order by change"""
+
 INFRA_ERRORS = """\
 select instance_id, reason, stage, detail from p1_results where infrastructure order by instance_id"""
 
@@ -262,7 +267,17 @@ def errors(cat: Catalog) -> Section:
     return Section("Load and infrastructure errors", body)
 
 
-SECTIONS: tuple[Callable[[Catalog], Section], ...] = (funnel, reject_reasons, verdicts, probe_survival, slow_and_flaky, errors)
+def latest_run(cat: Catalog) -> Section | None:
+    """Only for run folders a schedule writes to."""
+    if "increments" not in cat.views or not cat.con.execute("select count(*) from increments").fetchone()[0]:
+        return None
+    answer = cat.ask(LATEST_RUN)
+    return Section("The latest scheduled run", bar_chart(answer.column("change"), answer.column("tasks"), "tasks") + table(answer))
+
+
+SECTIONS: tuple[Callable[[Catalog], Section | None], ...] = (
+    latest_run, funnel, reject_reasons, verdicts, probe_survival, slow_and_flaky, errors
+)
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; color: #222; max-width: 1100px; margin: 2em auto; padding: 0 1em; }
@@ -290,7 +305,7 @@ def render(run_dir: Path) -> str:
     db = (run_dir / "catalog.duckdb").resolve()
     cat = Catalog(db)
     try:
-        sections = [build(cat) for build in SECTIONS]
+        sections = [section for build in SECTIONS if (section := build(cat)) is not None]
     finally:
         cat.close()
     parts = [f"<section><h2>{html.escape(s.title)}</h2>{s.body}</section>" for s in sections]

@@ -17,7 +17,7 @@ import pytest
 
 from curation.report import COLOURS, write_report
 from curation.store import commit_folder, refresh_catalog
-from harness.records import LoadError, Pipeline1Result, ProbeResult, RunRecord, TaskRow, VerdictRecord
+from harness.records import LoadError, Pipeline1Result, ProbeResult, RunRecord, Strengthening, TaskRow, VerdictRecord
 
 # instance id -> (source, Pipeline 1 reason ("" = kept), infrastructure, flaky tests, verdict, probes as (kind, reward))
 RUN = {
@@ -63,6 +63,8 @@ def write_run(out: Path) -> None:
                           q3_issue_states_requirements=True, evidence=[p.probe_id for p in probe_rows[:1]],
                           rewritten_issue="", rationale="", judge_model="scripted", transcript_path="", tokens=0, detail="")  # fmt: skip
         commit_folder(out / "p2" / iid, [("probes", ProbeResult, probe_rows), ("verdict", VerdictRecord, [v])])
+    repaired = Strengthening(**_stamp("b"), status="repaired", reason="", survivors=["b0"], killed=["b0"], tests=[], tests_patch="")
+    commit_folder(out / "strengthen" / "b", [("strengthening", Strengthening, [repaired])])
     bad = LoadError(source="r2e_gym", location="rows.jsonl:7", field="patch", message="missing")
     commit_folder(out / "load_errors", [("errors", LoadError, [bad])])
     refresh_catalog(out)
@@ -136,8 +138,9 @@ def test_every_number_is_a_value_of_the_query_it_links_to(report: tuple[Path, Pa
 def test_funnel_and_audit_table_count_what_the_run_did(report: tuple[Path, Page]) -> None:
     _, page = report
     funnel = {row["stage"]: row["tasks"] for row in _query(page.commands["q1"])}
-    # one row did not load; e and f were rejected; every kept task was judged; a and d were accepted
-    assert funnel == {"corpus rows": 7, "loaded": 6, "kept by Pipeline 1": 4, "judged": 4, "accepted": 2}
+    # one row did not load; e and f were rejected; every kept task was judged; a and d were accepted;
+    # the too-loose b was repaired
+    assert funnel == {"corpus rows": 7, "loaded": 6, "kept by Pipeline 1": 4, "judged": 4, "accepted": 2, "strengthened": 1}
     reasons = {(row["source"], row["reason"]): row["infrastructure"] for row in _query(page.commands["q2"])}
     assert reasons == {("local", "gold_fails"): False, ("r2e_gym", "env_error"): True}
     shares = {row["source"]: row for row in _query(page.commands["q3"])}
