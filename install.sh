@@ -22,5 +22,5 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start; see /tmp/swedeck-dockerd.log" >&2; exit 1; }
 fi
 
-python3 -m pip install -q -e '.[test,train]'
+python3 -m pip install -q -e '.[test,train,service]'
 swedeck env base

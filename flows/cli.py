@@ -184,6 +184,18 @@ def env_base() -> None:
     build_base(Settings.from_env())
 
 
+@env_app.command("image")
+def env_image(
+    base: Annotated[str | None, typer.Option("--base", help="base image (default: the one `swedeck env base` builds)")] = None,
+    tag: Annotated[str, typer.Option("--tag", "-t", help="tag of the service image")] = "swedeck:latest",
+) -> None:
+    """Build the service image (the Dockerfile) on the base image; its pip gets this machine's index settings and CA."""
+    from flows.image import build_image
+    from harness.config import Settings
+
+    print(build_image(base or Settings.from_env().base_image, tag))
+
+
 @env_app.command("build")
 def env_build(
     paths: Annotated[list[Path] | None, typer.Argument(help="sources")] = None,
