@@ -20,6 +20,7 @@ app.add_typer(train_app, name="train")
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file")]
 SetOpt = Annotated[list[str] | None, typer.Option("--set", help="override, key.path=value (repeatable)")]
 BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="sandbox backend: bwrap or docker")]
+RunnerOpt = Annotated[str | None, typer.Option("--runner", help="where per-task work runs: local (threads) or ray (runner.address)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 SourceOpt = Annotated[list[Path] | None, typer.Option("--source", "-s", help="task source (default: sample corpus)")]
 
@@ -36,10 +37,10 @@ def _sources(paths: list[Path] | None) -> list[Path]:
     return list(paths) if paths else [SAMPLE]
 
 
-def _config(config: Path | None, overrides: list[str] | None, backend: str | None):
+def _config(config: Path | None, overrides: list[str] | None, backend: str | None, runner: str | None = None):
     from flows.config import load_config
 
-    return load_config(config, overrides, sandbox__backend=backend)
+    return load_config(config, overrides, sandbox__backend=backend, runner__kind=runner)
 
 
 def _print_errors(errors) -> None:
@@ -331,13 +332,14 @@ def p1(
     sources: Annotated[list[Path], typer.Argument(help="task sources: corpus files, hub ids, task folders")],
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/p1"),
     backend: BackendOpt = None,
+    runner: RunnerOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w", help="tasks processed at once")] = 2,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Pipeline 1: two-tree fail-to-pass with binding assertions, into Parquet and a DuckDB catalog."""
-    cfg = _config(config, overrides, backend)
+    cfg = _config(config, overrides, backend, runner)
     _run_pipelines(["pipeline1"], out, cfg, workers, sources=list(sources), as_json=as_json)
 
 
@@ -346,12 +348,13 @@ def curate(
     sources: Annotated[list[Path] | None, typer.Argument(help="sources (default: the sample corpus)")] = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/curate"),
     backend: BackendOpt = None,
+    runner: RunnerOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
 ) -> None:
     """The main job, end to end with embedded defaults: Pipeline 1, then probes and the judge."""
-    cfg = _config(config, overrides, backend)
+    cfg = _config(config, overrides, backend, runner)
     _run_pipelines(["pipeline1", "pipeline2"], out, cfg, workers, sources=_sources(sources))
     from curation.report import write_report
 
@@ -394,6 +397,7 @@ def _print_p2(summary: dict, as_json: bool) -> None:
 def judge(
     run_dir: Annotated[Path, typer.Argument(help="a run directory written by `swedeck p1` or `swedeck curate`")],
     backend: BackendOpt = None,
+    runner: RunnerOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
     scripted: Annotated[bool | None, typer.Option("--scripted/--no-judge", help="scripted judge / probes only")] = None,
     config: ConfigOpt = None,
@@ -401,7 +405,7 @@ def judge(
     as_json: JsonOpt = False,
 ) -> None:
     """Pipeline 2 over a run's kept tasks: model-free probes, then the judge (endpoint from settings)."""
-    cfg = _config(config, overrides, backend)
+    cfg = _config(config, overrides, backend, runner)
     if not (run_dir / "p1").is_dir():
         _console().print(f"[red]{run_dir} has no Pipeline 1 results[/]; run `swedeck p1 SOURCE --out {run_dir}` first")
         raise typer.Exit(2)

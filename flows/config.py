@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from curation.pipeline1 import Pipeline1Config
+from flows.runners import RunnerConfig
 from harness.agent import AgentConfig
 from harness.config import ConfigError, SandboxConfig
 from harness.records import content_hash
@@ -28,9 +29,11 @@ class SwedeckConfig(BaseModel):
     pipeline1: Pipeline1Config = Pipeline1Config()
     pipeline2: Pipeline2Config = Pipeline2Config()
     agent: AgentConfig = AgentConfig()
+    runner: RunnerConfig = RunnerConfig()
 
     def hash(self) -> str:
-        return content_hash(self)
+        # where the work runs never changes a result, so it stays out of the hash records carry
+        return content_hash(self.model_dump(mode="json", exclude={"runner"}))
 
 
 def _parse_value(raw: str) -> Any:

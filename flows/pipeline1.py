@@ -10,12 +10,12 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from curation.pipeline1 import finished, internal_error, process_task, result_path
 from curation.sources import load_sources
 from curation.store import CATALOG, commit_folder, refresh_catalog, sweep_partials
 from flows.config import SwedeckConfig
+from flows.runners import task_runner
 from harness.records import LoadError, Task
 from harness.sandbox import get_backend
 
@@ -89,8 +89,8 @@ def pipeline1(sources: list[str], out: str, config: dict) -> dict:
 
 
 def run_pipeline1(sources: list[str], out: Path, cfg: SwedeckConfig, workers: int) -> dict:
-    runner = ThreadPoolTaskRunner(max_workers=workers)
-    return pipeline1.with_options(task_runner=runner)([str(s) for s in sources], str(out), cfg.model_dump(mode="json"))
+    with task_runner(cfg.runner, cfg.sandbox, workers) as runner:
+        return pipeline1.with_options(task_runner=runner)([str(s) for s in sources], str(out), cfg.model_dump(mode="json"))
 
 
 def done_count(out: Path) -> int:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from curation.pipeline1 import kept_tasks
 from curation.store import CATALOG, read_records, refresh_catalog
 from flows.config import SwedeckConfig
+from flows.runners import task_runner
 from harness.records import Pipeline1Result, ProbeCounts, Task, VerdictRecord
 from harness.sandbox import get_backend
 from judge.config import JudgeSettings
@@ -82,8 +82,8 @@ def pipeline2(out: str, config: dict, settings: dict | None) -> dict:
 
 
 def run_pipeline2(out: Path, cfg: SwedeckConfig, workers: int, settings: JudgeSettings | None) -> dict:
-    runner = ThreadPoolTaskRunner(max_workers=workers)
     # the API key never travels in flow parameters (it would land in Prefect's database): settings
     # serialise without it and each worker reads SWEDECK_JUDGE_API_KEY from its environment
     payload = settings.model_dump(mode="json") if settings else None
-    return pipeline2.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), payload)
+    with task_runner(cfg.runner, cfg.sandbox, workers) as runner:
+        return pipeline2.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), payload)

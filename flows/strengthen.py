@@ -10,11 +10,11 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ThreadPoolTaskRunner
 
 from curation.pipeline1 import kept_tasks
 from curation.store import CATALOG, read_records, refresh_catalog
 from flows.config import SwedeckConfig
+from flows.runners import task_runner
 from harness.config import Settings
 from harness.envs import prepare_tree
 from harness.records import Pipeline1Result, ProbeResult, Strengthening, Task
@@ -77,5 +77,5 @@ def strengthen_flow(out: str, config: dict, every: bool = False) -> dict:
 
 
 def run_strengthen(out: Path, cfg: SwedeckConfig, workers: int, every: bool) -> dict:
-    runner = ThreadPoolTaskRunner(max_workers=workers)
-    return strengthen_flow.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), every)
+    with task_runner(cfg.runner, cfg.sandbox, workers) as runner:
+        return strengthen_flow.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), every)
