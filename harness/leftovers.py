@@ -157,6 +157,17 @@ def sweep(settings: Settings, gone: set[str] | None = None) -> Swept:
     return swept
 
 
+def _remove(path: Path) -> None:
+    if path.name.startswith("bwrap-"):  # its tmpfs mounts and control group go first, or nothing can
+        from harness.bwrap import release
+
+        release(path)
+    elif path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def _idle(folder: Path) -> float:
     """Seconds since anything was made in the folder or its direct subfolders (logs, tmp)."""
     try:
@@ -165,12 +176,6 @@ def _idle(folder: Path) -> float:
         return 0.0
     return time.time() - newest
 
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
 
 
 def kill_processes(dead) -> list[int]:  # noqa: ANN001 - a predicate on owner tokens

@@ -138,3 +138,18 @@ def test_a_docker_sandbox_carries_its_owner_and_a_dead_owners_one_is_swept(
             box.container.reload()
     finally:
         backend.drain()
+
+
+@pytest.mark.bwrap
+def test_a_bwrap_sandbox_of_a_dead_run_is_released_mounts_and_all(
+    swedeck_env: Settings, sample_tasks, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    from conftest import make_backend
+
+    dead = dead_token()
+    monkeypatch.setenv(leftovers.RUN_ENV, dead)
+    box = make_backend("bwrap", swedeck_env).open(sample_tasks["sample__semverlite-1"])
+    assert box.root.name.startswith(f"bwrap-{dead}-")
+    assert str(box.root) in Path("/proc/mounts").read_text()  # its tree and /tmp are tmpfs mounts
+    assert box.root in leftovers.sweep(swedeck_env).folders
+    assert not box.root.exists() and str(box.root) not in Path("/proc/mounts").read_text()
