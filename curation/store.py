@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.records import (
     AssertionRecord,
+    IncrementRecord,
     LoadError,
     Pipeline1Result,
     ProbeCounts,
@@ -171,6 +172,7 @@ RUN_TABLES: dict[str, PerTask | RunFile] = {
     "probe_counts": PerTask("p2", "counts", ProbeCounts),
     "verdicts": PerTask("p2", "verdict", VerdictRecord),
     "strengthening": PerTask("strengthen", "strengthening", Strengthening),
+    "increments": PerTask("increments", "changes", IncrementRecord),  # one folder per scheduled run
 }
 PER_TASK = {view: t for view, t in RUN_TABLES.items() if isinstance(t, PerTask)}
 STAGES = sorted({t.stage for t in PER_TASK.values()})

@@ -377,6 +377,30 @@ def report(
     print(write_report(run_dir, out).resolve())
 
 
+@app.command()
+def serve(
+    config: Annotated[Path, typer.Option("--config", "-c", help="run config with [schedules.NAME] tables")] = Path("swedeck.toml"),
+    overrides: SetOpt = None,
+    runner: RunnerOpt = None,
+) -> None:
+    """Register one Prefect deployment per schedule of the config on the Prefect API (PREFECT_API_URL)
+    and serve them: each runs on its cron, incrementally, and can be triggered from the Prefect UI."""
+    import os
+
+    cfg = _config(config, overrides, None, runner)
+    if not cfg.schedules:
+        _console().print(f"[red]{config} has no \\[schedules.NAME] table[/] (sources, cron, out)")
+        raise typer.Exit(2)
+    if not os.environ.get("PREFECT_API_URL"):
+        _console().print("[red]no Prefect server:[/] start one (`prefect server start`) and set PREFECT_API_URL "
+                         "(e.g. http://127.0.0.1:4200/api); a temporary API would not run the schedules")  # fmt: skip
+        raise typer.Exit(2)
+    _quiet_prefect()
+    from flows.serve import serve as serve_deployments
+
+    serve_deployments(cfg)
+
+
 def _print_p2(summary: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2))

@@ -22,6 +22,19 @@ M = TypeVar("M", bound=BaseModel)
 from judge.pipeline2 import Pipeline2Config
 
 
+class Schedule(BaseModel):
+    """One deployment of ``swedeck serve``: a curate run over ``sources`` into ``out`` on a cron."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sources: list[str]  # corpus files, hub ids, task folders (relative paths: to where `swedeck serve` runs)
+    cron: str
+    timezone: str = "UTC"
+    out: str  # the run folder every run of this schedule adds to
+    workers: int = 2
+    judge: bool | None = None  # True the scripted judge, False none (probes only), None SWEDECK_JUDGE_* from the environment
+
+
 class SwedeckConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -30,10 +43,11 @@ class SwedeckConfig(BaseModel):
     pipeline2: Pipeline2Config = Pipeline2Config()
     agent: AgentConfig = AgentConfig()
     runner: RunnerConfig = RunnerConfig()
+    schedules: dict[str, Schedule] = {}
 
     def hash(self) -> str:
-        # where the work runs never changes a result, so it stays out of the hash records carry
-        return content_hash(self.model_dump(mode="json", exclude={"runner"}))
+        # where and when the work runs never changes a result, so they stay out of the hash records carry
+        return content_hash(self.model_dump(mode="json", exclude={"runner", "schedules"}))
 
 
 def _parse_value(raw: str) -> Any:

@@ -536,3 +536,16 @@ class TrajectoryRecord(Stamped):
         if not self.submitted and self.reward != 0.0:
             raise ValueError(f"a trajectory that did not submit has reward {self.reward}, not 0")
         return self
+
+
+# ---- scheduled runs
+
+
+class IncrementRecord(Stamped):
+    """One task as one run of a schedule found it: ``new`` (no stored result), ``changed`` (its content
+    or the config differ from the stored result's), ``retried`` (the stored attempt failed on
+    infrastructure) or ``unchanged`` (nothing to redo). Only the first three are processed."""
+
+    flow_run: str  # the Prefect flow run
+    started: str  # when that run started, ISO 8601
+    change: Literal["new", "changed", "retried", "unchanged"]
