@@ -17,6 +17,7 @@ import pytest
 from curation.pipeline1 import Derived, decide, derive, label_disagreements
 from data import SAMPLE
 from flows.config import load_config
+from harness import leftovers
 from harness.records import Answer, Environment, HiddenTests, Recipe, Task
 from conftest import LABELS, catalog_rows
 
@@ -186,6 +187,7 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backe
     assert _p1(src, whole, env).wait(timeout=600) == 0
 
     victim = _p1(src, killed, env)
+    token = leftovers.process_token(victim.pid)
     deadline = time.monotonic() + 300
     while len(list((killed / "p1").glob("*/result.parquet"))) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -201,6 +203,22 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backe
     dupes = catalog_rows(killed / "catalog.duckdb", "select instance_id, tree, attempt from runs group by all having count(*) > 1")
     assert dupes == []
     assert not list((killed / "p1").glob(".*")), "partial folders of the killed run were swept"
+    # and nothing of the killed run is left: its processes (the worker died with it, Prefect's server
+    # was orphaned until the rerun's sweep), sandbox and scratch folders, run file
+    assert token is not None and not leftovers.alive(token)
+    marker = f"{leftovers.RUN_ENV}={token}".encode()
+    survivors = [p.name for p in Path("/proc").glob("[0-9]*") if marker in _environ(p)]
+    assert survivors == [], f"processes of the killed run survive: {survivors}"
+    cache = swedeck_env.cache_dir
+    assert list(cache.glob(f"sandboxes/*-{token}-*")) == [] and not leftovers.scratch_dir(swedeck_env, token).exists()
+    assert not (cache / "runs" / f"{token}.json").exists()
+
+
+def _environ(proc: Path) -> list[bytes]:
+    try:
+        return (proc / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return []
 
 
 def test_our_own_exception_is_recorded_and_retried_next_run(sample_tasks, tmp_path: Path) -> None:  # noqa: ANN001
