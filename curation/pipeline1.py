@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict
 from curation import assertions
 from curation.store import commit_folder, read_records
 from harness.grader import run_tests
+from harness.names import under
 from harness.records import (
     AssertionRecord,
     Pipeline1Result,
@@ -171,7 +172,7 @@ def network_suspected(gold_runs: Sequence[TestRun], d: Derived) -> bool:
 
 
 def result_path(out: Path, instance_id: str) -> Path:
-    return out / "p1" / instance_id
+    return under(out / "p1", instance_id)
 
 
 def kept_tasks(out: Path) -> list[tuple[Task, Pipeline1Result]]:
@@ -228,7 +229,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
         stage = "image_missing" if isinstance(err, ImageMissing) else "environment"
         return finish("env_error", stage, f"{err}\n{err.log[-4000:]}")
 
-    log_dir = out / "logs" / task.instance_id
+    log_dir = under(out / "logs", task.instance_id)
     for tree, patch in (("buggy", ""), ("gold", task.answer.gold_patch)):
         for attempt in range(config.runs):
             trial = run_tests(task, patch, backend, log_dir=log_dir, instrument=config.instrument)

@@ -29,6 +29,7 @@ from pathlib import Path
 from harness import canaries
 from harness.config import Settings
 from harness.envs import ENV_MOUNT
+from harness.names import file_name
 from harness.parsers import parse_junit, resolve_parser, uses_junit
 from harness.patching import apply_patch
 from harness.records import Grade, Status, Task, TestRun, content_hash
@@ -140,7 +141,7 @@ def _run_in(
     t1 = time.monotonic()
     parser = resolve_parser(task.log_parser)
     log_dir.mkdir(parents=True, exist_ok=True)
-    run.log_path = str(log_dir / f"{task.instance_id}-{content_hash(patch)}-{token}.log")
+    run.log_path = str(log_dir / f"{file_name(task.instance_id)}-{content_hash(patch)}-{token}.log")
     events = f"{IO_DIR}/asserts-{token}.jsonl"
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
     plugins += ["swedeck_coverage"] if coverage is not None else []

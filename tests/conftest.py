@@ -19,6 +19,7 @@ import pytest
 
 from curation.sources import load_source
 from data import SAMPLE
+from harness.bwrap import release
 from harness.config import Limits, SandboxConfig, Settings
 from harness.envs import GIT_IDENTITY, prepare_tree
 from harness.records import Task
@@ -58,6 +59,8 @@ def swedeck_env() -> Iterator[Settings]:
         # INFO lines would land in streams pytest has closed by the time the temporary API server stops
         mp.setenv("PREFECT_LOGGING_LEVEL", "WARNING")
         yield Settings.from_env()
+    for sandbox in (cache / "sandboxes").glob("bwrap-*"):  # one a test left open holds tmpfs mounts
+        release(sandbox)
     shutil.rmtree(cache, ignore_errors=True)
 
 
