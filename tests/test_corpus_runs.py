@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import BACKEND_PARAMS
 
 from curation.pipeline1 import derive
 from harness.records import Status
@@ -23,7 +24,7 @@ CORPUS_FILES = [
 
 def swedeck(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True,
-                          env=dict(os.environ, COLUMNS="200"), timeout=timeout)  # fmt: skip
+                          env=dict(os.environ, COLUMNS="200"), timeout=timeout, check=False)  # fmt: skip
 
 
 def query(run: Path, sql: str) -> list[dict]:
@@ -63,7 +64,7 @@ def test_hub_id_offline_is_one_line_and_exit_2(tmp_path):
     started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
         [sys.executable, "-m", "flows.cli", "tasks", "list", "SWE-bench/SWE-bench_Lite"],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
     assert done.returncode == 2 and done.stdout == ""
@@ -72,11 +73,11 @@ def test_hub_id_offline_is_one_line_and_exit_2(tmp_path):
     # no waiting on the network: the CPU bound is the 5 s promise, the wall bound allows a loaded machine
     assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 5 and wall < 20
     missing = subprocess.run([sys.executable, "-m", "flows.cli", "tasks", "list", str(tmp_path / "no.jsonl")],
-                             env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+                             env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert missing.returncode == 2 and missing.stderr.strip().endswith("no.jsonl: no such file")
 
 
-def _task_folder(root, name: str, test_body: str):  # noqa: ANN001, ANN202
+def _task_folder(root, name: str, test_body: str):
     """A plain-files task folder whose hidden test file holds ``test_body``."""
     from curation.sources.base import file_diff
 
@@ -94,7 +95,7 @@ def _task_folder(root, name: str, test_body: str):  # noqa: ANN001, ANN202
 
 
 @pytest.mark.bwrap
-def test_grade_without_a_gold_pattern_says_why(bwrap_backend, tmp_path):  # noqa: ANN001
+def test_grade_without_a_gold_pattern_says_why(bwrap_backend, tmp_path):
     """`swedeck grade` on a task whose gold run gave no usable pattern printed an empty detail, and
     nothing at all with --json."""
     import json
@@ -105,19 +106,19 @@ def test_grade_without_a_gold_pattern_says_why(bwrap_backend, tmp_path):  # noqa
     folder = _task_folder(tmp_path, "local__nopattern-1", "def test_never():\n    assert False\n")
     cmd = [sys.executable, "-m", "flows.cli", "grade", str(folder), "--backend", "bwrap"]
     env = dict(os.environ, COLUMNS="200")
-    as_json = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=300, env=env)
+    as_json = subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=300, env=env, check=False)
     assert as_json.returncode == 3
     error = json.loads(as_json.stdout)
     assert error["error"] == "env_error" and error["instance_id"] == "local__nopattern-1"
     assert "no usable pattern (no test passed)" in error["message"]
-    text = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(env, COLUMNS="80"))
+    text = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=dict(env, COLUMNS="80"), check=False)
     (line,) = text.stderr.splitlines()  # one line, however narrow the terminal
     assert text.returncode == 3 and line.startswith("cannot grade: local__nopattern-1:") and "no test passed" in line
 
 
 @pytest.mark.slow
 @pytest.mark.bwrap
-def test_p1_over_every_corpus_ends_each_row_with_a_reason(bwrap_backend, tmp_path):  # noqa: ANN001
+def test_p1_over_every_corpus_ends_each_row_with_a_reason(bwrap_backend, tmp_path):
     """Every fixture row of every corpus and version, a row naming a parser nothing implements, and a
     task that runs here: each row is run or recorded with its reason, never an internal_error."""
     from curation.sources import load_corpus_file, load_sources
@@ -172,7 +173,7 @@ def test_real_task_folders_are_small_and_hold_only_the_base():
 
 
 @pytest.mark.bwrap
-def test_pipeline1_keeps_a_real_fix_commit(bwrap_backend, tmp_path):  # noqa: ANN001
+def test_pipeline1_keeps_a_real_fix_commit(bwrap_backend, tmp_path):
     """A real library's real fix commit (boltons: bytes2human stopped one unit short at exact powers of
     1024): kept, with the upstream commit's new test as its only FAIL_TO_PASS and a binding assertion."""
     from curation.pipeline1 import Pipeline1Config, process_task
@@ -183,3 +184,24 @@ def test_pipeline1_keeps_a_real_fix_commit(bwrap_backend, tmp_path):  # noqa: AN
     assert (result.decision, result.reason) == ("keep", ""), result.detail
     assert result.fail_to_pass == REAL_FAIL_TO_PASS[task.instance_id]
     assert result.binding_assertions and result.gold_failing == [] and result.flaky == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", BACKEND_PARAMS)
+def test_curate_keeps_the_real_fix_commits(name, request, tmp_path):
+    """`swedeck curate` over the three real fix commits on each backend: every task kept by Pipeline 1
+    with the upstream tests as FAIL_TO_PASS, probed, and given a verdict. Without a judge endpoint the
+    scripted judge has no script for these tasks, so the verdict is honestly `unjudgeable`."""
+    request.getfixturevalue(f"{name}_backend")  # the backend is usable here, or the test fails saying why
+    run = tmp_path / "run"
+    done = swedeck("curate", str(REAL), "--out", str(run), "--backend", name, "--set", "pipeline1.runs=2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    p1 = {r["instance_id"]: r for r in query(run, "select instance_id, decision, fail_to_pass from p1_results")}
+    assert {i: (r["decision"], r["fail_to_pass"]) for i, r in p1.items()} == {
+        i: ("keep", f2p) for i, f2p in REAL_FAIL_TO_PASS.items()
+    }
+    probes = query(run, "select instance_id, count(*) as n from probes group by instance_id")
+    assert {r["instance_id"] for r in probes if r["n"] > 0} == set(REAL_FAIL_TO_PASS)
+    verdicts = query(run, "select instance_id, verdict, detail from verdicts")
+    assert sorted(v["instance_id"] for v in verdicts) == sorted(REAL_FAIL_TO_PASS)
+    assert all(v["verdict"] == "unjudgeable" and "no script" in v["detail"] for v in verdicts)

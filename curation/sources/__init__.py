@@ -31,7 +31,7 @@ ADAPTERS: dict[str, Callable[[Mapping[str, Any]], Task]] = {
     "swe_bench": swe_bench.swe_bench_task,
     "swe_gym": swe_bench.swe_gym_task,
 }
-# The schema version a row follows, where a corpus has had more than one
+# Per row: the schema version it follows and what the adapter reads of it (SWE-bench varies row by row)
 _VERSIONS: dict[str, Callable[[Mapping[str, Any]], tuple[str, str]]] = {
     "swe_bench": swe_bench.version,
     "swe_gym": lambda row: ("SWE-Gym", "list ids, image from the instance id"),

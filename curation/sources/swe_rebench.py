@@ -174,7 +174,7 @@ def local_image_workdirs(images: set[str]) -> dict[str, str]:
 
         client = docker.from_env(timeout=10)
         local = {tag for image in client.images.list() for tag in image.tags}
-    except Exception:  # no SDK, no engine, no permission: nothing is known
+    except Exception:  # noqa: BLE001 - no SDK, no engine, no permission: nothing is known
         return {}
     found = {image for image in images if _tagged(image) in local}
     return {image: client.images.get(image).attrs.get("Config", {}).get("WorkingDir") or "" for image in found}
