@@ -237,7 +237,7 @@ def _quiet_prefect() -> None:
 
 
 def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: list[Path] | None = None,
-                   judge: bool | None = None, as_json: bool = False) -> None:  # fmt: skip
+                   judge: bool | None = None, strengthen_all: bool = False, as_json: bool = False) -> None:  # fmt: skip
     """Run the stages in a supervised worker process (``flows.supervise``), drawing progress from the
     results landing on disk and printing each stage's summary as it ends. Ctrl-C or SIGTERM stops the
     run cleanly (exit 130 / 143); a rerun of the same command resumes it."""
@@ -250,13 +250,15 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
     from harness.leftovers import RunConflict
 
     job = Job(stages=stages, out=str(out), config=cfg.model_dump(mode="json"), workers=workers,
-              sources=[str(s) for s in sources or []], judge=judge)  # fmt: skip
+              sources=[str(s) for s in sources or []], judge=judge, strengthen_all=strengthen_all)  # fmt: skip
     settings = Settings.from_env()
     # a run writes into its folder and the cache only: matplotlib's font cache (the report's charts)
     # would otherwise land in $HOME
     os.environ.setdefault("MPLCONFIGDIR", str(settings.cache_dir / "matplotlib"))
-    labels = {"pipeline1": "pipeline 1", "pipeline2": "pipeline 2: probes and the judge"}
-    folders = {"pipeline1": ("p1", "result.parquet"), "pipeline2": ("p2", "verdict.parquet")}
+    labels = {"pipeline1": "pipeline 1", "pipeline2": "pipeline 2: probes and the judge", "strengthen": "test strengthening"}
+    folders = {"pipeline1": ("p1", "result.parquet"), "pipeline2": ("p2", "verdict.parquet"),
+               "strengthen": ("strengthen", "strengthening.parquet")}  # fmt: skip
+    printers = {"pipeline1": _print_summary, "pipeline2": _print_p2, "strengthen": _print_strengthen}
     totals: dict[str, int | None] = dict.fromkeys(stages)
     remaining = list(stages)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -275,10 +277,10 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
                     totals = _totals(stages, sources, out)
                 if "summary" in event:
                     progress.stop()
-                    (_print_summary if event["stage"] == "pipeline1" else _print_p2)(event["summary"], as_json)
+                    printers[event["stage"]](event["summary"], as_json)
                     remaining.pop(0)
                     if remaining:
-                        totals[remaining[0]] = event["summary"]["kept"]
+                        totals[remaining[0]] = event["summary"].get("kept")  # strengthening's share is known only as it runs
                         progress.start()
                 if remaining:
                     stage = remaining[0]
@@ -304,7 +306,7 @@ def _totals(stages: list[str], sources: list[Path] | None, out: Path) -> dict[st
     totals: dict[str, int | None] = dict.fromkeys(stages)
     if "pipeline1" in totals:
         totals["pipeline1"] = len({t.instance_id for t in load_sources(sources or []).tasks})
-    else:
+    elif "pipeline2" in totals:
         totals["pipeline2"] = len(kept_tasks(out))
     return totals
 
@@ -353,9 +355,10 @@ def curate(
     config: ConfigOpt = None,
     overrides: SetOpt = None,
 ) -> None:
-    """The main job, end to end with embedded defaults: Pipeline 1, then probes and the judge."""
+    """The main job, end to end with embedded defaults: Pipeline 1, then probes and the judge, then test
+    strengthening of the tasks the judge called too loose."""
     cfg = _config(config, overrides, backend, runner)
-    _run_pipelines(["pipeline1", "pipeline2"], out, cfg, workers, sources=_sources(sources))
+    _run_pipelines(["pipeline1", "pipeline2", "strengthen"], out, cfg, workers, sources=_sources(sources))
     from curation.report import write_report
 
     page = write_report(out)
@@ -413,8 +416,49 @@ def _print_p2(summary: dict, as_json: bool) -> None:
         table.add_row(verdict, str(n))
     console = Console()
     console.print(table)
-    console.print(f"a wrong probe passed (too-loose evidence): {', '.join(summary['too_loose_evidence']) or '-'}")
+    probes = Table("task", "generated", "survived", "confirmed", "likely equivalent", "killed", title="wrong probes per task")
+    for iid, counts in summary["probe_counts"].items():
+        probes.add_row(iid, *(str(counts[k]) for k in ("generated", "survived", "confirmed", "likely_equivalent", "killed")))
+    console.print(probes)
+    console.print(f"a wrong probe passed and an input tells it from gold (too-loose evidence): {', '.join(summary['too_loose_evidence']) or '-'}")
     console.print(f"a correct probe failed (over-restrictive evidence): {', '.join(summary['over_restrictive_evidence']) or '-'}")
+
+
+def _print_strengthen(summary: dict, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(summary, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("task", "status", "survivors killed", "tests kept / tried", "test runs", "seconds",
+                  title=f"Test strengthening: {summary['tasks']} tasks in {summary['seconds']} s")  # fmt: skip
+    for iid, row in summary["per_task"].items():
+        if row["status"] == "failed":
+            table.add_row(iid, f"[red]failed[/] {row['reason'][:80]}", "", "", "", "")
+            continue
+        table.add_row(iid, row["status"], f"{row['killed']} / {row['survivors']}", f"{row['tests_kept']} / {row['tests_tried']}",
+                      str(row["executions"]), str(row["seconds"]))  # fmt: skip
+    Console().print(table)
+
+
+@app.command()
+def strengthen(
+    run_dir: Annotated[Path, typer.Argument(help="a run directory with Pipeline 2 results (`swedeck curate` or `swedeck judge`)")],
+    every: Annotated[bool, typer.Option("--all", help="also tasks with a confirmed survivor that the judge did not call too loose")] = False,
+    backend: BackendOpt = None,
+    workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Strengthen the hidden tests of every task the judge called too loose: tests from the confirmed
+    survivors' distinguishing inputs, each validated by the grader; the original tests stay untouched."""
+    cfg = _config(config, overrides, backend)
+    if not (run_dir / "p2").is_dir():
+        _console().print(f"[red]{run_dir} has no Pipeline 2 results[/]; run `swedeck judge {run_dir}` first")
+        raise typer.Exit(2)
+    _run_pipelines(["strengthen"], run_dir, cfg, workers, strengthen_all=every, as_json=as_json)
 
 
 @app.command()

@@ -38,7 +38,7 @@ def test_tasks_list_json_reads_folders_and_corpus_files_and_reports_bad_rows() -
     assert {"sample__semverlite-1", "toyorg__calclib-101"} <= ids
     assert all({"instance_id", "source", "repo"} <= set(r) for r in rows)
     assert {r["source"] for r in rows} == {"local", "swe_bench"}
-    assert "swe_bench.jsonl#row" in done.stderr  # the malformed rows are named, the rest listed
+    assert "swe_bench.jsonl#line" in done.stderr  # the malformed rows are named, the rest listed
 
 
 def test_tasks_show_keeps_the_answer_out_of_the_agent_view() -> None:
@@ -132,13 +132,15 @@ def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) ->
     assert summary["verdicts"] == {"too_loose": 1, "accept": 1}
     assert not list(out.glob("p*/.*"))
     assert swedeck("judge", str(tmp_path / "nowhere"), check=False).returncode == 2
-    # the run becomes a deck: both tasks in the raw arm, only the accepted one in the curated arm
+    # the run becomes a deck: both tasks in the raw arm, only the accepted one in the curated arm, and
+    # the strengthened arm with exactly the raw arm's ids
     swedeck("deck", str(out), "--out", str(tmp_path / "deck"))
     import duckdb
 
     con = duckdb.connect(str(tmp_path / "deck" / "catalog.duckdb"), read_only=True)
+    both = ["sample__cronexpr-1", "sample__toposort-1"]
     assert con.execute("select arm, list(instance_id order by instance_id) from deck group by arm order by arm").fetchall() == [
-        ("curated", ["sample__toposort-1"]), ("raw", ["sample__cronexpr-1", "sample__toposort-1"])]  # fmt: skip
+        ("curated", ["sample__toposort-1"]), ("raw", both), ("strengthened", both)]  # fmt: skip
 
 
 @pytest.mark.parametrize("engine", ["local", "server"])
