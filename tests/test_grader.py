@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import LABELS, VALID_IDS, git
+from test_grader_attacks import REPORT_REWRITE
 
 from harness.config import Settings
 from harness.envs import prepare_tree
@@ -442,22 +443,6 @@ sys.modules["force_pass"] = plugin
 os.environ["PYTEST_PLUGINS"] = "force_pass"
 '''
 
-LIBRARY_PATCHING_PYTEST = """
-import sys as _sys
-
-if "_pytest.reports" in _sys.modules:  # imported by a test module, inside the pytest process
-    _reports = _sys.modules["_pytest.reports"]
-    _make = _reports.TestReport.from_item_and_call.__func__
-
-    def _passed(cls, item, call):
-        report = _make(cls, item, call)
-        report.outcome, report.longrepr = "passed", None
-        return report
-
-    _reports.TestReport.from_item_and_call = classmethod(_passed)
-"""
-
-
 def test_regression_modules_shadowing_pytest_or_the_stdlib_are_deleted_before_the_tests_run(
     backend: Backend, task: Task, make_patch: Callable
 ) -> None:
@@ -475,7 +460,7 @@ def test_regression_library_code_rewriting_pytest_reports_is_caught(backend: Bac
     """Imported by the tests, the candidate's package replaced TestReport.from_item_and_call so every
     failing test was reported passed, and JUnit and the summary agreed. swedeck_outcomes saw the calls
     raise first."""
-    result = grade(task, make_patch(task, {"toposort/__init__.py": _append(LIBRARY_PATCHING_PYTEST)}), backend)
+    result = grade(task, make_patch(task, {"toposort/__init__.py": _append(REPORT_REWRITE)}), backend)
     assert (result.reward, result.reason) == (0.0, "spoofing_suspected"), result
     assert any("CycleError but is reported passed" in e for e in result.spoof_evidence), result.spoof_evidence
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import pytest
 
+from harness.adversary import TAMPER_CONFTEST
 from harness.grader import grade
 from harness.records import Grade, Status, Task
 from harness.sandbox import Backend
@@ -64,17 +65,7 @@ def _fails_the_task(result: Grade) -> None:
     assert any(result.statuses.get(test_id) in BAD for test_id in result.differing), result.differing
 
 
-FORCE_PASS_PLUGIN = """\
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if report.failed:
-        report.outcome, report.longrepr = "passed", None
-"""
+FORCE_PASS_PLUGIN = TAMPER_CONFTEST  # the scripted adversary's: every failing report made a pass
 
 # Library code that, run anywhere at all, plants a force-pass conftest next to every test file and
 # leaves a process that keeps doing so: what a module run by the harness's own tools could do.
