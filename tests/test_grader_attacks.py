@@ -304,6 +304,24 @@ if "_pytest.runner" in _sys.modules:
         _unittest.TestCaseFunction._addexcinfo = lambda self, rawexcinfo: None
 """
 
+# rewrites each report, then appends a clean record for the test after swedeck_outcomes' own (the
+# last line stands): only the canaries are left to tell
+FORGE_RECORDS = """\
+import json as _json, os as _os, sys as _sys
+_log = _os.environ.get("SWEDECK_OUTCOME_LOG")
+if "_pytest.reports" in _sys.modules and _log:
+    _reports = _sys.modules["_pytest.reports"]
+    _make = _reports.TestReport.from_item_and_call.__func__
+    def _passed(cls, item, call):
+        report = _make(cls, item, call)
+        if call.when == "call":
+            with open(_log, "a") as _f:
+                _f.write(_json.dumps({"test": item.nodeid, "raised": None}) + "\\n")
+        report.outcome, report.longrepr = "passed", None
+        return report
+    _reports.TestReport.from_item_and_call = classmethod(_passed)
+"""
+
 SILENCE_RECORDS = REPORT_REWRITE + """\
 import os as _os
 _log = _os.environ.get("SWEDECK_OUTCOME_LOG")
@@ -318,8 +336,9 @@ if _log:
 
 @pytest.mark.parametrize(
     "code",
-    [REPORT_REWRITE, SKIPPED_NAMED, NOOP_RUNTEST, UNSET_LOG, ERASE_EXCEPTIONS, SILENCE_RECORDS],
-    ids=["report-rewrite", "exception-named-skipped", "noop-runtest", "unset-outcome-log", "erase-exceptions", "silence-records"],
+    [REPORT_REWRITE, SKIPPED_NAMED, NOOP_RUNTEST, UNSET_LOG, ERASE_EXCEPTIONS, SILENCE_RECORDS, FORGE_RECORDS],
+    ids=["report-rewrite", "exception-named-skipped", "noop-runtest", "unset-outcome-log", "erase-exceptions",
+         "silence-records", "forge-records"],
 )
 def test_forging_inside_the_test_process_is_caught(
     backend: Backend, any_style: tuple[Task, str], make_patch: Callable, code: str
