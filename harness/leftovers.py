@@ -2,8 +2,10 @@
 
 Everything a run starts carries its **owner**: the run's token (``SWEDECK_RUN``, set by the CLI for a
 run and inherited by every process it starts) or, outside a run, the creating process's own token.
-A token is ``<pid>.<start time>``, so it names one process for the life of the machine: the owner is
-alive exactly while that process is (``alive``), and a reused pid is a different token. Docker
+A token is ``<pid namespace>.<pid>.<start time>``, so it names one process for the life of the machine: the
+owner is alive exactly while that process is (``alive``), and a reused pid is a different token. A pid
+means nothing outside its namespace (a run inside a service container is pid 1 there, something else
+on the host), so an owner from another pid namespace counts as alive: its own namespace sweeps it. Docker
 containers carry the owner and the cache in labels, sandbox folders in their names, processes in
 their environment, scratch folders in their names. ``sweep`` removes what belongs to dead owners of
 one cache and leaves live runs' things alone, whoever started them.
@@ -27,18 +29,24 @@ from pathlib import Path
 from harness.config import Settings
 
 RUN_ENV = "SWEDECK_RUN"
-_OWNED = re.compile(r"^(?:bwrap|docker)-(\d+\.\d+)-")  # a sandbox folder made under an owner
+_OWNED = re.compile(r"^(?:bwrap|docker)-(\d+\.\d+\.\d+)-")  # a sandbox folder made under an owner
 UNOWNED_IDLE_S = 3600.0  # a sandbox folder from before owners were recorded: swept once idle this long
 
 
+def pid_namespace() -> str:
+    """The inode of this process's pid namespace (``pid:[4026531836]`` -> ``4026531836``)."""
+    return os.readlink("/proc/self/ns/pid").partition("[")[2].rstrip("]")
+
+
 def process_token(pid: int) -> str | None:
-    """``<pid>.<start time in clock ticks since boot>``, or None when no such process exists."""
+    """``<pid namespace>.<pid>.<start time in clock ticks since boot>`` of a process of this pid
+    namespace, or None when no such process exists."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
     # the command name (field 2) may hold spaces and parentheses: count fields after its last ')'
-    return f"{pid}.{stat.rsplit(')', 1)[1].split()[19]}"
+    return f"{pid_namespace()}.{pid}.{stat.rsplit(')', 1)[1].split()[19]}"
 
 
 def owner() -> str:
@@ -47,8 +55,12 @@ def owner() -> str:
 
 
 def alive(token: str) -> bool:
-    pid, _, _ = token.partition(".")
-    return pid.isdigit() and process_token(int(pid)) == token
+    fields = token.split(".")
+    if len(fields) != 3 or not all(f.isdigit() for f in fields):
+        return False
+    if fields[0] != pid_namespace():
+        return True  # not ours to judge (see the module's docstring)
+    return process_token(int(fields[1])) == token
 
 
 def cache_key(settings: Settings) -> str:
@@ -106,7 +118,7 @@ def register_run(settings: Settings, token: str, out: Path) -> Run:
     others = [r for r in live_runs(settings) if r.out == run.out and r.token != token]
     if others:
         path.unlink()
-        raise RunConflict(f"another swedeck run (pid {others[0].token.split('.')[0]}) is writing to {out}")
+        raise RunConflict(f"another swedeck run (pid {others[0].token.split('.')[1]}) is writing to {out}")
     return run
 
 

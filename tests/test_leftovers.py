@@ -34,9 +34,25 @@ def settings(tmp_path: Path) -> Settings:
 def test_a_token_names_one_process_for_its_life() -> None:
     mine = leftovers.process_token(os.getpid())
     assert mine is not None and leftovers.alive(mine)
-    pid, start = mine.split(".")
-    assert not leftovers.alive(f"{pid}.{int(start) + 1}")  # the same pid, reused later, is someone else
-    assert not leftovers.alive("nonsense") and not leftovers.alive("")
+    namespace, pid, start = mine.split(".")
+    assert not leftovers.alive(f"{namespace}.{pid}.{int(start) + 1}")  # the same pid, reused later, is someone else
+    assert not leftovers.alive("nonsense") and not leftovers.alive("") and not leftovers.alive(f"{pid}.{start}")
+
+
+def test_owners_from_another_pid_namespace_are_left_to_it() -> None:
+    """Regression (pid namespaces): a supervisor inside a service container is pid 1 there; the host's
+    sweep read its token against the host's pid 1, judged it dead and killed the container's run."""
+    namespace, pid, start = leftovers.process_token(os.getpid()).split(".")
+    other = f"{int(namespace) + 1}.{pid}.{int(start) + 1}"  # no such process here, and not ours to judge
+    assert leftovers.alive(other)
+    result = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+         "from harness import leftovers; import os; t = leftovers.owner(); print(t, leftovers.alive(t))"],
+        capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )  # fmt: skip
+    token, verdict = result.stdout.split()
+    assert verdict == "True" and token.split(".")[1] == "1" and token.split(".")[0] != namespace
+    assert leftovers.alive(token)  # the host sees a well-formed foreign token: it leaves that run alone
 
 
 def test_the_sweep_removes_dead_owners_things_and_keeps_live_ones(settings: Settings) -> None:
