@@ -774,13 +774,31 @@ def query(
 
 
 def main() -> None:
-    from harness.config import ConfigError
+    import os
+    import shutil
+    import tempfile
 
+    from harness import leftovers
+    from harness.config import ConfigError, Settings
+
+    # Every command owns what it starts, as a supervised run does: its processes carry its token and its
+    # temporary files (probe workspaces, strengthening scratch) go under the cache in a folder named by
+    # it, so a command killed midway leaves nothing in the machine's /tmp and nothing the next run's
+    # sweep cannot find. A supervised run's worker gets the same token and folder.
+    owned = leftovers.RUN_ENV not in os.environ
+    scratch = leftovers.scratch_dir(Settings.from_env(), leftovers.owner())
+    if owned:
+        scratch.mkdir(parents=True, exist_ok=True)
+        os.environ[leftovers.RUN_ENV] = leftovers.owner()
+        os.environ["TMPDIR"] = tempfile.tempdir = str(scratch)
     try:
         app(prog_name="swedeck")
     except ConfigError as err:
         _console().print(f"[red]config error:[/] {err}")
         sys.exit(2)
+    finally:
+        if owned:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 if __name__ == "__main__":

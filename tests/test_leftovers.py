@@ -169,3 +169,31 @@ def test_a_bwrap_sandbox_of_a_dead_run_is_released_mounts_and_all(
     assert str(box.root) in Path("/proc/mounts").read_text()  # its tree and /tmp are tmpfs mounts
     assert box.root in leftovers.sweep(swedeck_env).folders
     assert not box.root.exists() and str(box.root) not in Path("/proc/mounts").read_text()
+
+
+@pytest.mark.bwrap
+@pytest.mark.timeout(300)
+def test_probe_scratch_in_tmp_a_killed_command_leaves_its_files_under_the_cache(
+    swedeck_env: Settings, tmp_path: Path
+) -> None:
+    """Regression (probe scratch in /tmp): an unsupervised `swedeck probe` made its workspaces with the
+    machine's TMPDIR, so a kill left `swedeck-probes-*` folders there that no sweep knew of."""
+    careless = tmp_path / "tmp"
+    careless.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", "probe", "sample__semverlite-1", "--set", "pipeline1.runs=1"],
+        env={**os.environ, "TMPDIR": str(careless)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        start_new_session=True,
+    )  # fmt: skip
+    token = leftovers.process_token(proc.pid)
+    assert token is not None
+    scratch = leftovers.scratch_dir(swedeck_env, token)
+    deadline = time.monotonic() + 240
+    while not (scratch.is_dir() and any(scratch.iterdir())) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert proc.poll() is None, proc.communicate()
+    proc.kill()  # SIGKILL: nothing of the command's own cleanup runs
+    proc.wait()
+    assert list(careless.iterdir()) == []
+    swept = leftovers.sweep(swedeck_env)
+    assert scratch in swept.folders and not scratch.exists()
