@@ -125,7 +125,7 @@ def test_p1_over_every_corpus_ends_each_row_with_a_reason(bwrap_backend, tmp_pat
 
     v2 = json.loads((FIXTURES / "swe_rebench_v2.jsonl").read_text().splitlines()[0])
     v2["instance_id"] = "toyorg__tidyjson-90"
-    v2["install_config"]["log_parser"] = "parse_log_phpunit"
+    v2["install_config"]["log_parser"] = "parse_log_nobody_writes"
     (tmp_path / "unsupported.jsonl").write_text(json.dumps(v2) + "\n")
     local = _task_folder(tmp_path / "local", "local__runs-1", "from pkg import f\n\n\ndef test_f():\n    assert f() == 2\n")
     sources = [*(str(FIXTURES / name) for name in CORPUS_FILES), str(tmp_path / "unsupported.jsonl"), str(local)]

@@ -628,7 +628,7 @@ def test_junit_reports_in_a_log_keep_the_corpus_key_spelling() -> None:
     assert resolve_parser("parse_log_junit")(log)["com.example.CalcTest fails"] is F
 
 
-@pytest.mark.parametrize("name", ["parse_log_karma", "parse_log_maven", "parse_log_phpunit", "nope"])
+@pytest.mark.parametrize("name", ["parse_log_nobody_writes", "nope"])
 def test_unsupported_parser_is_its_own_error(name: str) -> None:
     with pytest.raises(UnsupportedParser, match=f"{name!r} is not implemented; supported: .*parse_log_sympy"):
         resolve_parser(name)
@@ -641,12 +641,12 @@ def test_unsupported_parser_is_a_load_error_of_its_own_per_task() -> None:
     good = load_rows("swe_rebench_v2", rows, "f").tasks[0]
     row = next(r for r in rows if r["instance_id"] == good.instance_id)
     config = json.loads(row["install_config"]) if isinstance(row["install_config"], str) else row["install_config"]
-    unsupported = {**row, "install_config": {**config, "log_parser": "parse_log_karma"}}
+    unsupported = {**row, "install_config": {**config, "log_parser": "parse_log_nobody_writes"}}
     result = load_rows("swe_rebench_v2", [row, unsupported], "f")
     assert [t.instance_id for t in result.tasks] == [good.instance_id]
     [error] = result.errors
     assert (error.location, error.field, error.stage) == ("f#row1", "log_parser", "unsupported_parser")
-    assert "parse_log_karma" in error.message
+    assert "parse_log_nobody_writes" in error.message
 
 
 def test_decolor() -> None:
