@@ -1,0 +1,192 @@
+"""Parsers for JavaScript test runners: the indented result trees of Jest, Mocha, Vitest, Karma and
+``node --test`` reporters, Jest's per-file lines, Karma's failure lines, TAP, and the JSON reports
+of Jest and Mocha (preferred wherever a task's command writes them)."""
+
+from __future__ import annotations
+
+import re
+
+from harness.parsers.common import (
+    E,
+    F,
+    P,
+    Parser,
+    S,
+    decolor,
+    json_documents,
+    record,
+    word_lines,
+)
+from harness.records import Status
+
+# ---------------------------------------------------------------------------------------- result trees
+
+# The marks reporters put before a test title, across runners and versions: Jest (✓ ✕ ○ ✎), Mocha
+# (✔, or ✓ before v7, "-" pending, "N)" failing), Vitest (✓ × ↓), Karma's spec and mocha reporters
+# (✔ ✖ ✓ ✗), node --test's spec reporter (✔ ✖ ﹣). Jest writes "skipped "/"todo " after its mark.
+_TREE_MARKS = {"✓": P, "✔": P, "✕": F, "✖": F, "✗": F, "✘": F, "×": F, "○": S, "◌": S, "◦": S, "⚪": S,
+               "↓": S, "﹣": S, "-": S}  # fmt: skip
+_TREE_TEST = re.compile(
+    r"^(?:(?P<mark>[" + "".join(_TREE_MARKS) + r"])|(?P<number>\d+)\)) (?P<title>.+)$"
+)
+_TREE_PREFIX = ("skipped ", "todo ")
+# "(3 ms)", "(72ms)", "(1.2 s)" (Jest, Mocha), " 12ms" and " [skipped]" (Vitest)
+_TREE_SUFFIX = re.compile(
+    r"(?:\s\(\d+(?:\.\d+)?\s*m?s\)|\s\d+(?:\.\d+)?\s*m?s|\s\[skipped\])$"
+)
+# Where a tree ends and failure details begin: Mocha's "N passing", Jest's "● suite › test" and
+# console blocks, Karma's summary. A Jest file header at the left margin starts the next tree.
+_TREE_DETAILS = re.compile(
+    r"^\s*(?:\d+ passing\b|● |console\.\w+$|SUMMARY:|TOTAL:|Executed \d+ of)"
+)
+_TREE_FILE = re.compile(r"^(?:PASS|FAIL) ")
+
+
+def tree_reporter(joiner: str | None) -> Parser:
+    """A parser for reporters that print tests as an indented tree under their describe blocks.
+
+    A test is keyed by its title alone when ``joiner`` is None (as Jest's and Mocha's SWE-bench
+    parsers key them), else by its describe path and title joined with ``joiner`` (`` - `` for Calypso,
+    ``.`` for highlight.js, `` > `` for Karma). Lines at the left margin are not part of any tree
+    (runners indent it), so output a test prints there is ignored; output printed inside the tree can
+    still misplace the path of the tests after it, which the JSON reporters avoid.
+    """
+
+    def parse(text: str) -> dict[str, Status]:
+        statuses: dict[str, Status] = {}
+        suites: list[tuple[int, str]] = []
+        details = False
+        for line in decolor(text).splitlines():
+            line = line.rstrip()
+            stripped = line.lstrip()
+            if _TREE_FILE.match(line):
+                details, suites = False, []
+            if _TREE_DETAILS.match(line):
+                details = True
+            if details or not stripped or stripped == line:
+                continue
+            indent = len(line) - len(stripped)
+            while suites and suites[-1][0] >= indent:
+                suites.pop()
+            test = _TREE_TEST.match(stripped)
+            if test is None:
+                suites.append((indent, stripped))
+                continue
+            title = _TREE_SUFFIX.sub("", test["title"]).strip()
+            status = F if test["number"] else _TREE_MARKS[test["mark"]]
+            if test["mark"] in ("○", "✎"):
+                title = next(
+                    (title[len(p) :] for p in _TREE_PREFIX if title.startswith(p)),
+                    title,
+                )
+            test_id = (
+                title
+                if joiner is None
+                else joiner.join([*(name for _, name in suites), title])
+            )
+            record(statuses, test_id, status)
+        return statuses
+
+    return parse
+
+
+parse_jest = tree_reporter(None)
+
+# Jest without --verbose, one line per test file: "PASS src/a.test.js (1.2 s)", "FAIL src/b.test.js"
+parse_jest_files = word_lines(
+    r"^(?P<word>PASS|FAIL)\s+(?P<name>.+?)(?:\s\(\d+(?:\.\d+)?\s*m?s\))?$",
+    {"PASS": P, "FAIL": F},
+)
+
+# Karma's progress and dots reporters name only failing tests, after the browser:
+# "Chrome Headless 120.0.0 (Linux x86_64) Chart.helpers should work FAILED"
+parse_karma_failures = word_lines(
+    r"^(?:\S+ )*?[\w ]*?[\d.]+ \([^)]*\) (?P<name>.+?) ?(?P<word>FAILED)$",
+    {"FAILED": F},
+)
+
+# ---------------------------------------------------------------------------------------- TAP
+
+_TAP_RESULT = re.compile(
+    r"^(?P<ok>not ok|ok)\b(?: (?P<number>\d+))?(?P<rest>.*?)(?P<open> \{)?$"
+)
+_TAP_DIRECTIVE = re.compile(r"\s+#\s*(?P<word>skip|todo)\b.*$", re.IGNORECASE)
+
+
+def tap(nested: bool) -> Parser:
+    """A parser for TAP (``ok 1 - title``, ``not ok 2 title # TODO``) as tape, node-tap, ``node --test
+    --test-reporter=tap``, QUnit and Mocha's TAP reporter write it.
+
+    A result with a SKIP or TODO directive is SKIPPED (TAP does not count a TODO failure). Flat keys
+    are the text after the test number, as SWE-bench keys them; ``nested`` keys drop the ``- `` and
+    join the titles of enclosing ``{ }`` blocks with `` :: ``, as SWE-rebench's ``parse_log_js_3`` does.
+    """
+
+    def parse(text: str) -> dict[str, Status]:
+        statuses: dict[str, Status] = {}
+        blocks: list[str] = []
+        for line in decolor(text).splitlines():
+            line = line.strip()
+            if nested and line and not line.strip("}"):
+                del blocks[len(blocks) - line.count("}") :]
+                continue
+            result = _TAP_RESULT.match(line)
+            if result is None or not result["number"]:
+                continue
+            rest = result["rest"].strip()
+            directive = _TAP_DIRECTIVE.search(rest)
+            title = rest[: directive.start()] if directive else rest
+            if nested:
+                title = title.removeprefix("- ").strip()
+            status = S if directive else P if result["ok"] == "ok" else F
+            record(statuses, " :: ".join([*blocks, title]) if nested else title, status)
+            if nested and result["open"]:
+                blocks.append(title)
+        return statuses
+
+    return parse
+
+
+# ---------------------------------------------------------------------------------------- JSON reports
+
+_JEST_TRANSFORMED = re.compile(
+    r"^\[(?P<word>PASSED|FAILED|SKIPPED|PENDING|TODO)\] (?P<name>.+)$"
+)
+_JS_STATUS = {
+    "passed": P,
+    "failed": F,
+    "pending": S,
+    "skipped": S,
+    "todo": S,
+    "disabled": S,
+}
+
+
+def parse_jest_json(text: str) -> dict[str, Status]:
+    """Statuses from Jest's (or Vitest's) ``--json`` report, keyed by full name (describe path and
+    title), or from its usual jq rendering, one ``[PASSED] full name`` line per test."""
+    statuses: dict[str, Status] = {}
+    for document in json_documents(text):
+        for suite in document.get("testResults") or []:
+            for case in suite.get("assertionResults") or []:
+                record(
+                    statuses, case["fullName"], _JS_STATUS.get(case.get("status"), E)
+                )
+    for line in decolor(text).splitlines():
+        match = _JEST_TRANSFORMED.match(line.strip())
+        if match is not None:
+            record(statuses, match["name"], _JS_STATUS[match["word"].lower()])
+    return statuses
+
+
+def parse_mocha_json(text: str) -> dict[str, Status]:
+    """Statuses from Mocha's ``--reporter json`` output (also inside Cypress and Lighthouse logs),
+    keyed by full title."""
+    statuses: dict[str, Status] = {}
+    for document in json_documents(text):
+        if "stats" not in document:
+            continue
+        for key, status in (("passes", P), ("failures", F), ("pending", S)):
+            for case in document.get(key) or []:
+                record(statuses, case["fullTitle"], status)
+    return statuses

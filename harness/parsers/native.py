@@ -1,0 +1,201 @@
+"""Parsers for compiled languages' test runners: Go, cargo (Rust), GoogleTest, doctest, CTest and
+other C/C++ harnesses, the Tcl suites of Redis and Valkey, automake's test driver (jq), MicroPython's
+``run-tests.py``, XCTest (Swift) and ``dotnet test`` (C#)."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from harness.parsers.common import (
+    XF,
+    XP,
+    E,
+    F,
+    P,
+    S,
+    decolor,
+    json_lines,
+    record,
+    word_lines,
+)
+from harness.records import Status
+
+# ---------------------------------------------------------------------------------------- Go
+
+_GO_RESULT = re.compile(
+    r"^\s*--- (?P<word>PASS|FAIL|SKIP): (?P<name>\S+) \(\d+(?:\.\d+)?s\)$"
+)
+_GO_STATUS = {"PASS": Status.PASSED, "FAIL": Status.FAILED, "SKIP": Status.SKIPPED,
+              "pass": Status.PASSED, "fail": Status.FAILED, "skip": Status.SKIPPED}  # fmt: skip
+
+
+def parse_gotest(text: str) -> dict[str, Status]:
+    """Statuses from ``go test -v`` (``--- PASS: TestX/sub (0.00s)``) or ``go test -json`` output,
+    keyed by test name (subtests as ``TestX/sub``) as SWE-rebench's labels are; a name in several
+    packages keeps its worst outcome. With ``-json`` only the events count: a test's own output is
+    wrapped inside them and cannot pose as a result line."""
+    statuses: dict[str, Status] = {}
+    events = [e for e in json_lines(text) if "Action" in e]
+    if events:
+        for event in events:
+            test, action = event.get("Test"), event.get("Action")
+            if isinstance(test, str) and action in ("pass", "fail", "skip"):
+                record(statuses, test, _GO_STATUS[str(action)])
+        return statuses
+    for line in decolor(text).splitlines():
+        match = _GO_RESULT.match(line.rstrip())
+        if match is not None:
+            record(statuses, match["name"], _GO_STATUS[match["word"]])
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- cargo test
+
+_CARGO_RESULT = re.compile(
+    r"^test (?P<name>.+?)(?: - should panic)? \.\.\. (?P<word>ok|FAILED|ignored)$"
+)
+_CARGO_CAPTURED = re.compile(r"^---- .+ std(?:out|err) ----$")
+_CARGO_STATUS = {
+    "ok": Status.PASSED,
+    "FAILED": Status.FAILED,
+    "ignored": Status.SKIPPED,
+}
+
+
+def parse_cargo(text: str) -> dict[str, Status]:
+    """Statuses from ``cargo test`` (libtest) output: ``test path::name ... ok|FAILED|ignored``, doc
+    tests as ``src/lib.rs - item (line 3)``. A failing test's captured output, printed between
+    ``---- name stdout ----`` and the ``failures:`` list, is not read."""
+    statuses: dict[str, Status] = {}
+    captured = False
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        if _CARGO_CAPTURED.match(line):
+            captured = True
+        elif line == "failures:":
+            captured = False
+        elif not captured and (match := _CARGO_RESULT.match(line)) is not None:
+            record(statuses, match["name"], _CARGO_STATUS[match["word"]])
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- GoogleTest
+
+# "[       OK ] Suite.Test (0 ms)", "[  FAILED  ] Suite.Test (1 ms)", "[  SKIPPED ] Suite.Test (0 ms)";
+# the run's closing list repeats failures without a time, and a parameterised failure adds its
+# parameter: "[  FAILED  ] P/Suite.Test/0, where GetParam() = 3 (0 ms)".
+parse_googletest = word_lines(
+    r"^\[\s*(?P<word>OK|FAILED|SKIPPED)\s*\] (?P<name>[\w/.]+)(?:, where .*?)?(?: \(\d+ ms\))?$",
+    {"OK": P, "FAILED": F, "SKIPPED": S},
+)
+
+
+# ---------------------------------------------------------------------------------------- doctest
+
+
+def parse_doctest(text: str) -> dict[str, Status]:
+    """Statuses from doctest's XML reporter (``-r=xml``) printed into the log: a subcase is keyed
+    ``test case > subcase`` as SWE-bench keys it, a test case without subcases by its name. A case
+    fails when one of its expressions or its exception check failed; ``skipped="true"`` skips it."""
+    start, end = text.find("<doctest"), text.find("</doctest>")
+    if start < 0 or end < 0:
+        return {}
+    statuses: dict[str, Status] = {}
+    for case in ET.fromstring(text[start : end + len("</doctest>")]).iter("TestCase"):
+        name = case.get("name", "")
+        if case.get("skipped") == "true":
+            record(statuses, name, S)
+            continue
+        subcases = case.findall(".//SubCase")
+        for subcase in subcases:
+            failed = any(
+                e.get("success") == "false" for e in subcase.iter("Expression")
+            )
+            record(statuses, f"{name} > {subcase.get('name', '')}", F if failed else P)
+        if not subcases:
+            results = case.find("OverallResultsAsserts")
+            failed = results is not None and (
+                results.get("failures", "0") != "0"
+                or results.get("test_case_success") == "false"
+            )
+            record(
+                statuses, name, F if failed or case.find("Exception") is not None else P
+            )
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- CTest and others
+
+# "1/4 Test #1: adds .............................   Passed    0.00 sec",
+# "2/4 Test #2: fails ............................***Failed    0.01 sec", "***Skipped", "***Timeout",
+# "***Not Run (Disabled)", "***Exception: SegFault"
+parse_ctest = word_lines(
+    r"^\d+/\d+ Test +#\d+: (?P<name>.+?) \.*(?:\*\*\*)?\s*(?P<word>Passed|Failed|Skipped|Timeout|Not Run|Exception)\b",
+    {
+        "Passed": P,
+        "Failed": F,
+        "Skipped": S,
+        "Not Run": S,
+        "Timeout": E,
+        "Exception": E,
+    },
+)
+# A harness that prints "Test <name>    passed|failed|skipped" (SWE-rebench's parse_log_cpp_v2)
+parse_test_word = word_lines(
+    r"^Test\s+(?P<name>.+?)\s+(?P<word>passed|failed|skipped)$",
+    {"passed": P, "failed": F, "skipped": S},
+)
+# "name ... OK" harnesses: "[12/414] File: save jpeg... OK" (C++), Deno's "name ... ok (3ms)" (Quarto)
+parse_dots_result = word_lines(
+    r"^(?:\[\d+/\d+\]\s*)?(?P<name>.+?)\s*\.\.\.\s*(?P<word>ok|OK|PASSED|FAILED|FAIL|failed|SKIPPED|ignored|ERROR)\b",
+    {
+        "ok": P,
+        "OK": P,
+        "PASSED": P,
+        "FAILED": F,
+        "FAIL": F,
+        "failed": F,
+        "SKIPPED": S,
+        "ignored": S,
+        "ERROR": E,
+    },
+)
+
+# Redis and Valkey's Tcl suite: "[ok]: name (2 ms)", "[err]: name in tests/unit/x.tcl", "[skip]: name",
+# "[ignore]: name", "[exception]: ..." (the run stopped)
+parse_redis = word_lines(
+    r"^\[(?P<word>ok|err|skip|ignore|exception)\]: (?P<name>.+?)(?: in \S+)?(?: \(\d+ ms\))?$",
+    {"ok": P, "err": F, "skip": S, "ignore": S, "exception": E},
+)
+# automake's test driver (jq's make check): "PASS: tests/jqtest", "FAIL: tests/shtest", "XFAIL: ..."
+parse_automake = word_lines(
+    r"^(?P<word>PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): (?P<name>.+)$",
+    {"PASS": P, "FAIL": F, "SKIP": S, "XFAIL": XF, "XPASS": XP, "ERROR": E},
+)
+# MicroPython's tests/run-tests.py: "pass  basics/int.py", "FAIL  basics/x.py", "skip  extmod/y.py"
+parse_micropython = word_lines(
+    r"^(?P<word>pass|FAIL|skip)\s+(?P<name>\S.*)$", {"pass": P, "FAIL": F, "skip": S}
+)
+# XCTest on Linux: "Test Case 'Suite.testX' passed (0.001 seconds)"; on macOS "'-[Suite testX]'"
+parse_xctest = word_lines(
+    r"^Test Case '(?P<name>[^']+)' (?P<word>passed|failed|skipped) \([\d.]+ seconds\)$",
+    {"passed": P, "failed": F, "skipped": S},
+)
+# dotnet test (VSTest console logger, -v normal): "  Passed Ns.Class.Method [3 ms]", "  Failed ...",
+# "  Skipped ..."; xUnit's own runner: "[xUnit.net 00:00:01.23]     Ns.Class.Method [FAIL]"
+_DOTNET = word_lines(
+    r"^(?P<word>Passed|Failed|Skipped) (?P<name>.+?)(?: \[[^\]]+\])?$",
+    {"Passed": P, "Failed": F, "Skipped": S},
+)
+_XUNIT = word_lines(
+    r"^\[xUnit\.net [\d:.]+\]\s+(?P<name>.+?) \[(?P<word>FAIL|SKIP)\]$",
+    {"FAIL": F, "SKIP": S},
+)
+
+
+def parse_dotnet(text: str) -> dict[str, Status]:
+    statuses = _DOTNET(text)
+    for test_id, status in _XUNIT(text).items():
+        record(statuses, test_id, status)
+    return statuses

@@ -1,0 +1,458 @@
+"""Parsers for the remaining languages' test runners: Ruby (Minitest, test-unit, RSpec, Cucumber), PHP
+(PHPUnit's testdox, Pest), Elixir's ExUnit, Haskell (tasty, Hspec), Julia's Test, R (testthat,
+``R CMD check``), Dart, OCaml (Alcotest, dune), Lua (plenary.nvim)."""
+
+from __future__ import annotations
+
+import re
+
+from harness.parsers.common import (
+    E,
+    F,
+    P,
+    Parser,
+    S,
+    decolor,
+    json_lines,
+    record,
+    word_lines,
+)
+from harness.records import Status
+
+# ---------------------------------------------------------------------------------------- Ruby
+
+_MINITEST_WORD = {".": P, "F": F, "E": E, "S": S}
+_MINITEST = re.compile(r"^(?P<name>\S.*?#.+?) = [\d.]+ s = (?P<word>[.FES])$")
+
+
+def minitest(shoulda: bool) -> Parser:
+    """A parser for ``ruby -Itest test.rb -v`` (Minitest's verbose lines, ``Class#test_x = 0.00 s = .``),
+    keyed ``Class#test_x``. Shoulda names end with a period (``test_: a post should render. ``); with
+    ``shoulda`` it is cut, as SWE-bench's ``parse_log_minitest`` keys them."""
+
+    def parse(text: str) -> dict[str, Status]:
+        statuses: dict[str, Status] = {}
+        for line in decolor(text).splitlines():
+            match = _MINITEST.match(line.strip())
+            if match is not None:
+                name = match["name"].removesuffix(".") if shoulda else match["name"]
+                record(statuses, name.strip(), _MINITEST_WORD[match["word"]])
+        return statuses
+
+    return parse
+
+
+_SPEC_REPORTER = re.compile(
+    r"^\s+(?P<name>test\S*(?: \S+)*?)\s+(?P<word>PASS|FAIL|ERROR|SKIP)(?: \([\d.]+s\))?$"
+)
+_SPEC_SUITE = re.compile(r"^[A-Z][\w:]*$")
+_SPEC_WORD = {"PASS": P, "FAIL": F, "ERROR": E, "SKIP": S}
+
+
+def parse_minitest_spec_reporter(text: str) -> dict[str, Status]:
+    """Statuses from minitest-reporters' SpecReporter: a suite name at the margin, then one
+    ``  test_x   PASS (0.02s)`` line per test, keyed ``Suite::test_x`` (SWE-rebench's ``parse_log_ruby_v1``)."""
+    statuses: dict[str, Status] = {}
+    suite: str | None = None
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        if _SPEC_SUITE.match(line):
+            suite = line
+        elif (test := _SPEC_REPORTER.match(line)) is not None:
+            record(
+                statuses,
+                f"{suite}::{test['name']}" if suite else test["name"],
+                _SPEC_WORD[test["word"]],
+            )
+    return statuses
+
+
+# test-unit's verbose runner: "  test_adds:\t\t\t.: (0.000291)", "  test_fails:\t\t\tF" (the traceback
+# follows), O omission, P pending, N notification; ``test "a b"`` names print as "test: a b".
+parse_test_unit = word_lines(
+    r"^(?:test: )?(?P<name>.+?):\s+(?P<word>[.EFOPN])(?::\s.*)?$",
+    {".": P, "E": E, "F": F, "O": S, "P": S, "N": P},
+)
+# RSpec's JSON report rendered by jq, one example a line: "<description>[ - <id>] - passed|failed|pending"
+parse_rspec_lines = word_lines(
+    r"^(?P<name>.+) - (?P<word>passed|failed|pending)$",
+    {"passed": P, "failed": F, "pending": S},
+)
+# Cucumber's step lines in its pretty/progress output as SWE-bench reads them: "<scenario> ......F"
+parse_cucumber = word_lines(r"^(?P<name>.*?) \.+(?P<word>[.F])", {".": P, "F": F})
+
+# ---------------------------------------------------------------------------------------- PHP
+
+_TESTDOX_SUITE = re.compile(r"^(?P<suite>\w[^(]*?)(?: \(.+\))?$")
+_TESTDOX_TEST = re.compile(
+    r"^ (?P<mark>[✔✘↩∅☢]) (?P<name>.+?)(?:\s+\[\d+(?:\.\d+)?\s*m?s\])?$"
+)
+_TESTDOX_MARK = {"✔": P, "✘": F, "↩": S, "∅": S, "☢": F}
+
+
+def parse_phpunit_testdox(text: str) -> dict[str, Status]:
+    """Statuses from ``phpunit --testdox``: a class heading (``Calc`` or, from PHPUnit 10, ``Calc
+    (Tests\\CalcTest)``) and one `` ✔ Adds`` line per test, keyed ``Calc > Adds`` as SWE-bench keys them.
+    Testdox marks a failure and an error alike (✘); incomplete (∅) counts as skipped, risky (☢) as failed."""
+    statuses: dict[str, Status] = {}
+    suite = ""
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        if (test := _TESTDOX_TEST.match(line)) is not None:
+            record(statuses, f"{suite} > {test['name']}", _TESTDOX_MARK[test["mark"]])
+        elif (heading := _TESTDOX_SUITE.match(line)) is not None:
+            suite = heading["suite"]
+    return statuses
+
+
+# Pest (and Collision's printer for PHPUnit): "  ✓ it adds  0.02s", "  ⨯ it fails", "  - it is skipped  → reason";
+# SWE-rebench's parse_log_php_v1 keys the text after the mark without the time.
+parse_pest = word_lines(
+    r"^(?P<word>[✓✔⨯x\-]) (?P<name>.+?)(?:\s+→.*)?(?:\s{2,}\d+(?:\.\d+)?s)?$",
+    {"✓": P, "✔": P, "⨯": F, "x": F, "-": S},
+)
+
+# ---------------------------------------------------------------------------------------- Elixir
+
+_EXUNIT_DONE = re.compile(
+    r"^\* test (?P<name>.+?) \((?:(?P<skip>skipped|excluded)|[\d.]+ms)\) \[L#\d+\]$"
+)
+_EXUNIT_FAILURE = re.compile(r"^\d+\) test (?P<name>.+) \([\w.]+\)$")
+
+
+def parse_exunit(text: str) -> dict[str, Status]:
+    """Statuses from ``mix test --trace``: ``* test adds (0.01ms) [L#6]`` when a test ends (its start
+    line, without a time, is overwritten in a terminal by a carriage return), ``(skipped)`` or
+    ``(excluded)``, and a failure report ``1) test fails (CalcTest)`` for each failed test. Keyed by
+    the test name (describe block included), as SWE-rebench's ``parse_log_elixir`` keys it."""
+    statuses: dict[str, Status] = {}
+    for line in decolor(text.replace("\r", "\n")).splitlines():
+        line = line.strip()
+        if (done := _EXUNIT_DONE.match(line)) is not None:
+            record(statuses, done["name"], S if done["skip"] else P)
+        elif (failure := _EXUNIT_FAILURE.match(line)) is not None:
+            record(statuses, failure["name"], F)
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- Haskell
+
+_TASTY = re.compile(r"^\s*(?P<name>\S.*?):\s+(?P<word>OK|FAIL|ERROR|SKIP|PENDING)\b")
+_HSPEC_MARK = re.compile(
+    r"^\s*(?:(?P<mark>[✓✔✗✘]) (?P<name>.+?)(?: \([\d.]+m?s\))?|(?P<bname>\S.*?) \[(?P<bmark>[✓✔✗✘])\])$"
+)
+_HUNIT = re.compile(r"^### (?P<word>Failure|Error) in: (?P<name>.+)$")
+_HASKELL_WORD = {"OK": P, "FAIL": F, "ERROR": E, "SKIP": S, "PENDING": S, "Failure": F, "Error": E,
+                 "✓": P, "✔": P, "✗": F, "✘": F}  # fmt: skip
+
+
+def parse_haskell(text: str) -> dict[str, Status]:
+    """Statuses from tasty (``  adds: OK (0.01s)``), Hspec with check marks (``✔ adds``, ``adds [✘]``)
+    and HUnit (``### Failure in: adds``), keyed by the test's own name as SWE-rebench's
+    ``parse_log_haskell`` keys it."""
+    statuses: dict[str, Status] = {}
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        if (tasty := _TASTY.match(line)) is not None:
+            record(statuses, tasty["name"].strip(), _HASKELL_WORD[tasty["word"]])
+        elif (hspec := _HSPEC_MARK.match(line)) is not None:
+            record(
+                statuses,
+                (hspec["name"] or hspec["bname"]).strip(),
+                _HASKELL_WORD[hspec["mark"] or hspec["bmark"]],
+            )
+        elif (hunit := _HUNIT.match(line)) is not None:
+            record(statuses, hunit["name"].strip(), _HASKELL_WORD[hunit["word"]])
+    return statuses
+
+
+_HSPEC_INLINE = re.compile(
+    r"^(?P<name>.+?)(?: (?P<fail>FAILED) \[\d+\]| (?P<skip>PENDING|SKIPPED)\b.*)?$",
+    re.IGNORECASE,
+)
+_HSPEC_FAILURE = re.compile(r"^\s+\d+\) (?P<path>.+)$")
+
+
+def parse_hspec_tree(text: str) -> dict[str, Status]:
+    """Statuses from Hspec's default (specdoc) output: a tree indented two spaces a level, a leaf being
+    an example (``adds FAILED [1]``, ``later PENDING``), keyed by its path joined with ``.`` as
+    SWE-rebench's ``parse_log_haskell_v2`` keys it; the ``Failures:`` list (``1) Calc, adds``) confirms
+    failures. The tree starts after ``Test suite ...: RUNNING...`` and ends at ``Failures:`` or the summary."""
+    lines = decolor(text).splitlines()
+    start = next(
+        (
+            i + 1
+            for i, line in enumerate(lines)
+            if line.startswith("Test suite ") and "RUNNING" in line
+        ),
+        0,
+    )
+    tree: list[tuple[int, str]] = []
+    failures: list[str] = []
+    in_failures = False
+    for line in lines[start:]:
+        if line.strip() == "Failures:":
+            in_failures = True
+        elif in_failures and (failure := _HSPEC_FAILURE.match(line)) is not None:
+            failures.append(
+                ".".join(part.strip() for part in failure["path"].split(","))
+            )
+        elif (
+            not in_failures
+            and line.strip()
+            and not re.match(
+                r"^(Finished in|\d+ examples?,|Randomized|Test suite)", line
+            )
+        ):
+            tree.append((len(line) - len(line.lstrip()), line.strip()))
+    statuses: dict[str, Status] = {}
+    path: list[str] = []
+    for i, (indent, content) in enumerate(tree):
+        match = _HSPEC_INLINE.match(content)
+        assert match is not None  # the pattern matches any text
+        del path[indent // 2 :]
+        path.append(match["name"])
+        if i + 1 < len(tree) and tree[i + 1][0] > indent:
+            continue  # a describe block
+        record(
+            statuses, ".".join(path), F if match["fail"] else S if match["skip"] else P
+        )
+    for name in failures:
+        record(statuses, name, F)
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- Julia
+
+_JULIA_HEADER = re.compile(r"^Test Summary:\s*\|(?P<columns>.*)$")
+_JULIA_ROW = re.compile(r"^(?P<name>\S.*?)\s*\|(?P<counts>[\s\d]*?)(?:\s+[\d.]+m?s)?$")
+
+
+def parse_julia(text: str) -> dict[str, Status]:
+    """Statuses per test set from the summary tables of Julia's ``Test``: each header names its
+    columns (``Pass  Fail  Error  Broken  Total  Time``), each row gives a set's counts in them. A set
+    with errors is ERROR, with failures FAILED, else PASSED (broken tests are known failures)."""
+    statuses: dict[str, Status] = {}
+    columns: list[tuple[str, int]] = []
+    for line in decolor(text).splitlines():
+        if (header := _JULIA_HEADER.match(line)) is not None:
+            offset = line.index("|") + 1
+            columns = [
+                (m[0], offset + m.end()) for m in re.finditer(r"\w+", header["columns"])
+            ]
+            continue
+        row = _JULIA_ROW.match(line.strip()) if columns else None
+        if row is None or "|" not in line:
+            continue
+        counts = {name: int(word) for name, end in columns if (word := line[:end].split()[-1]).isdigit()
+                  and line[end - len(word) : end] == word}  # fmt: skip
+        if "Total" not in counts:
+            continue
+        status = E if counts.get("Error") else F if counts.get("Fail") else P
+        record(statuses, row["name"], status)
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- R
+
+_TESTTHAT_CONTEXT = re.compile(
+    r"^(?P<mark>[✔✖⠏]) \|[\s\dFWSE]*\|\s+(?P<name>.+?)(?:\s+\[[\d.]+\s*\w+\])?$"
+)
+_TESTTHAT_PROBLEM = re.compile(
+    r"^(?:── )?(?P<word>Failure|Error) \(.+?\): (?P<name>.+?)(?: ─+)?$"
+)
+
+
+def parse_testthat(text: str) -> dict[str, Status]:
+    """Statuses from testthat's progress reporter: one line per file context (``✔ |  3 | calc``,
+    ``✖ | 1 2 | calc``), and a ``Failure (test-calc.R:5:3): fails`` header per failing test, keyed by
+    context or test name as SWE-rebench's ``parse_log_r`` keys them."""
+    statuses: dict[str, Status] = {}
+    for line in decolor(text).splitlines():
+        line = line.strip()
+        if (context := _TESTTHAT_CONTEXT.match(line)) is not None and context[
+            "mark"
+        ] != "⠏":
+            record(statuses, context["name"], P if context["mark"] == "✔" else F)
+        elif (problem := _TESTTHAT_PROBLEM.match(line)) is not None:
+            record(statuses, problem["name"], F if problem["word"] == "Failure" else E)
+    return statuses
+
+
+_R_CHECK = re.compile(r"^\* checking (?P<name>.+?) \.\.\.(?: (?P<word>[A-Z]+))?$")
+_R_CHECK_WORD = {"OK": P, "NOTE": P, "NOTES": P, "WARNING": F, "WARNINGS": F, "ERROR": E, "ERRORS": E,
+                 "FAIL": F, "FAILED": F, "SKIPPED": S}  # fmt: skip
+
+
+def parse_r_check(text: str) -> dict[str, Status]:
+    """Statuses per check from ``R CMD check``: ``* checking whether package can be installed ... OK``;
+    a check whose result word comes on a later line (after its own output) gets that word."""
+    statuses: dict[str, Status] = {}
+    pending: str | None = None
+    for line in decolor(text).splitlines():
+        line = line.strip()
+        if (check := _R_CHECK.match(line)) is not None:
+            pending = None if check["word"] else check["name"]
+            if check["word"]:
+                record(statuses, check["name"], _R_CHECK_WORD.get(check["word"], P))
+        elif (
+            pending is not None
+            and line
+            and (word := line.strip(".:!").split()[0].upper()) in _R_CHECK_WORD
+        ):
+            record(statuses, pending, _R_CHECK_WORD[word])
+            pending = None
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- Dart
+
+_DART_RESULT = {"success": P, "failure": F, "error": E}
+
+
+def parse_dart_json(text: str) -> dict[str, Status]:
+    """Statuses from ``dart test --reporter json``: ``testStart`` events name a test by id,
+    ``testDone`` events give its result (``skipped`` set for a skipped test); hidden tests and the
+    ``loading ...`` pseudo-tests are not tests."""
+    names: dict[object, str] = {}
+    statuses: dict[str, Status] = {}
+    for event in json_lines(text):
+        if event.get("type") == "testStart" and isinstance(
+            test := event.get("test"), dict
+        ):
+            name = test.get("name") or ""
+            if name and not name.startswith("loading "):
+                names[test.get("id")] = name
+        elif (
+            event.get("type") == "testDone"
+            and not event.get("hidden")
+            and event.get("testID") in names
+        ):
+            status = (
+                S
+                if event.get("skipped")
+                else _DART_RESULT.get(str(event.get("result")))
+            )
+            if status is not None:
+                record(statuses, names[event["testID"]], status)
+    return statuses
+
+
+_DART_LINE = re.compile(
+    r"^(?:\[[\w-]+\]:\s+)?\d+:\d+ \+(?P<passed>\d+)(?: ~(?P<skipped>\d+))?(?: -(?P<failed>\d+))?: "
+    r"(?P<name>(?:loading )?/?[^:]+\.dart(?:: .+?)?)(?P<error> \[E\])?$"
+)
+
+
+def parse_dart_expanded(text: str) -> dict[str, Status]:
+    """Statuses from ``dart test``'s expanded reporter, where each line repeats the running counts
+    (``00:01 +3 ~1 -1: test/calc_test.dart: fails [E]``): a test whose line is marked ``[E]`` failed
+    (a file that failed to load is keyed by its path and is an ERROR), one that raised the skip count
+    was skipped, any other that finished passed. Keyed ``path: name`` as SWE-rebench's Dart parsers key it."""
+    statuses: dict[str, Status] = {}
+    previous = (0, 0)
+    for line in decolor(text).splitlines():
+        match = _DART_LINE.match(line.strip())
+        if match is None:
+            continue
+        counts = (int(match["passed"]), int(match["skipped"] or 0))
+        name = match["name"]
+        if name.startswith("loading "):
+            if match["error"]:
+                record(statuses, name.removeprefix("loading "), E)
+        elif match["error"]:
+            record(statuses, name, F)
+        elif counts[1] > previous[1]:
+            record(statuses, name, S)
+        elif name not in statuses:
+            record(statuses, name, P)
+        previous = counts
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- OCaml
+
+# Alcotest: "[OK]          calc          0   adds.", "[FAIL]        calc          1   fails.", "[SKIP] ..."
+parse_alcotest = word_lines(
+    r"^\[(?P<word>OK|PASS|FAIL|FAILED|ERROR|ERR|SKIP|SKIPPED|TODO)\]\s+(?P<name>\S.*?\s+\d+\s+.+)$",
+    {
+        "OK": P,
+        "PASS": P,
+        "FAIL": F,
+        "FAILED": F,
+        "ERROR": E,
+        "ERR": E,
+        "SKIP": S,
+        "SKIPPED": S,
+        "TODO": S,
+    },
+)
+
+
+def _collapse(parse: Parser) -> Parser:
+    """``parse`` with runs of blanks in ids collapsed to one, as SWE-rebench keys Alcotest's aligned columns."""
+    return lambda text: {re.sub(r"\s+", " ", k): v for k, v in parse(text).items()}
+
+
+parse_alcotest = _collapse(parse_alcotest)
+# Any "[WORD] name" line (SWE-rebench's parse_log_ocaml_v3); its whole body, blanks collapsed, is the id
+parse_bracket_word = _collapse(word_lines(
+    r"^\[(?P<word>[A-Za-z]+)\]\s+(?P<name>.+)$",
+    {**{w: P for w in ("OK", "PASS", "PASSED", "SUCCESS")}, **{w: S for w in ("SKIP", "SKIPPED", "TODO", "PENDING", "DISABLED")},
+     **{w: F for w in ("FAIL", "FAILED", "ERROR", "EXCEPTION", "CRASH", "FATAL", "KO", "PANIC")}},
+))  # fmt: skip
+# "PASSED name", "FAILED name  details" (ocamlbuild suites, SWE-rebench's parse_log_ocaml_v4/v5)
+parse_word_first = word_lines(
+    r"^(?P<word>PASSED|FAILED|SKIPPED|ERROR|XFAIL)\s+(?P<name>.+?)(?:\s{2,}.*)?$",
+    {"PASSED": P, "FAILED": F, "SKIPPED": S, "ERROR": E, "XFAIL": Status.XFAIL},
+)
+
+_DUNE_RUNNING = re.compile(r"^Running\[(?P<id>\d+)\]: \((?P<command>.+)\)$")
+_DUNE_OUTPUT = re.compile(r"^Output\[(?P<id>\d+)\]:")
+
+
+def parse_dune(text: str) -> dict[str, Status]:
+    """Statuses per test executable from ``dune test --display short``'s ``Running[N]: (cd ... && ./t.exe)``
+    and ``Output[N]:`` blocks: an output line with FAIL/ERROR/EXCEPTION/CRASH/FATAL fails the
+    executable, SKIP skips it, and one that printed output without them passed."""
+    statuses: dict[str, Status] = {}
+    commands: dict[str, str] = {}
+    current: str | None = None
+    for line in decolor(text).splitlines():
+        line = line.strip()
+        if (running := _DUNE_RUNNING.match(line)) is not None:
+            binary = (
+                running["command"].split("&&")[-1].strip().removeprefix("exec ").split()
+            )
+            commands[running["id"]] = (
+                binary[0].rsplit("/", 1)[-1] if binary else f"run_{running['id']}"
+            )
+            current = None
+        elif (output := _DUNE_OUTPUT.match(line)) is not None:
+            current = commands.get(output["id"])
+        elif current is not None and line:
+            upper = line.upper()
+            bad = any(
+                token in upper
+                for token in ("FAIL", "ERROR", "EXCEPTION", "CRASH", "FATAL")
+            )
+            record(statuses, current, F if bad else S if "SKIP" in upper else P)
+    return statuses
+
+
+# ---------------------------------------------------------------------------------------- Lua
+
+# plenary.nvim's busted: "Success: || calc adds", "Fail: || calc fails", "Skipped: || ..." (the colon
+# is optional in older versions; the summary counters have no "||")
+parse_plenary = word_lines(
+    r"^(?P<word>Success|Fail|Failed|Skip|Skipped|Errors?)\s*:?\s*\|\|\s*(?P<name>.+?)$",
+    {
+        "Success": P,
+        "Fail": F,
+        "Failed": F,
+        "Skip": S,
+        "Skipped": S,
+        "Error": E,
+        "Errors": E,
+    },
+)
