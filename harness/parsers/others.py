@@ -22,21 +22,31 @@ from harness.records import Status
 # ---------------------------------------------------------------------------------------- Ruby
 
 _MINITEST_WORD = {".": P, "F": F, "E": E, "S": S}
-_MINITEST = re.compile(r"^(?P<name>\S.*?#.+?) = [\d.]+ s = (?P<word>[.FES])$")
+# "Class#test_x = " is printed when the test starts, "0.00 s = ." when it ends, so output the test
+# prints lands between them, and the result may end a later line.
+_MINITEST_START = re.compile(r"^(?P<name>[A-Z][\w:]*#.+?) = ")
+_MINITEST_RESULT = re.compile(r"(?:^| = )[\d.]+ s = (?P<word>[.FES])$")
 
 
 def minitest(shoulda: bool) -> Parser:
     """A parser for ``ruby -Itest test.rb -v`` (Minitest's verbose lines, ``Class#test_x = 0.00 s = .``),
-    keyed ``Class#test_x``. Shoulda names end with a period (``test_: a post should render. ``); with
+    keyed ``Class#test_x``. A result goes to the test started last; one the test printed itself can
+    only make it worse. Shoulda names end with a period (``test_: a post should render. ``); with
     ``shoulda`` it is cut, as SWE-bench's ``parse_log_minitest`` keys them."""
 
     def parse(text: str) -> dict[str, Status]:
         statuses: dict[str, Status] = {}
+        current: str | None = None
         for line in decolor(text).splitlines():
-            match = _MINITEST.match(line.strip())
-            if match is not None:
-                name = match["name"].removesuffix(".") if shoulda else match["name"]
-                record(statuses, name.strip(), _MINITEST_WORD[match["word"]])
+            line = line.strip()
+            if (start := _MINITEST_START.match(line)) is not None:
+                name = start["name"].strip()
+                current = name.removesuffix(".").strip() if shoulda else name
+            if (
+                current is not None
+                and (result := _MINITEST_RESULT.search(line)) is not None
+            ):
+                record(statuses, current, _MINITEST_WORD[result["word"]])
         return statuses
 
     return parse

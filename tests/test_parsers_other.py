@@ -1,0 +1,420 @@
+"""Parsers of the non-Python runners: every parser name the corpora use resolves, and each
+implementation gives the runner's own statuses on a log it wrote (data/fixtures/logs/make_logs.py),
+or, where the runner cannot be installed here, on a log written from the format the upstream parser
+and the runner document (marked below)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.parsers import PARSERS, check_parser, resolve_parser
+from harness.records import Status
+
+P, F, E, S, XF = (
+    Status.PASSED,
+    Status.FAILED,
+    Status.ERROR,
+    Status.SKIPPED,
+    Status.XFAIL,
+)
+LOGS = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "logs"
+
+# SWE-rebench V2's NAME_TO_PARSER, lib/agent/log_parsers.py at commit c71902a8cf8d2b725f63d51f199f4d3e56f68d2d
+SWE_REBENCH_V2 = [
+    "parse_log_pytest",
+    "parse_log_pytest_options",
+    "parse_log_pytest_v2",
+    "parse_log_pytest_nebo",
+    "parse_combined_test_reports",
+    "parse_log_gotest",
+    "parse_log_redis",
+    "parse_log_jq",
+    "parse_log_doctest",
+    "parse_log_micropython_test",
+    "parse_log_googletest",
+    "parse_log_minitest",
+    "parse_log_cucumber",
+    "parse_log_ruby_unit",
+    "parse_log_rspec_transformed_json",
+    "parse_log_cargo",
+    "parse_log_phpunit",
+    "parse_log_maven",
+    "parse_log_ant",
+    "parse_log_gradle_custom",
+    "parse_log_calypso",
+    "parse_log_chart_js",
+    "parse_log_marked",
+    "parse_log_p5js",
+    "parse_log_react_pdf",
+    "parse_log_jest",
+    "parse_log_jest_json",
+    "parse_log_vitest",
+    "parse_log_karma",
+    "parse_log_tap",
+    "parse_log_elixir",
+    "parse_log_ruby_v1",
+    "parse_log_cpp",
+    "parse_log_cpp_v2",
+    "parse_log_cpp_v3",
+    "parse_log_cpp_v4",
+    "parse_lue_nvim",
+    "parse_lua_nvim",
+    "parse_log_lua_nvim",
+    "parse_java_mvn",
+    "parse_log_java_mvn",
+    "parse_java_mvn_v2",
+    "parse_log_java_mvn_v2",
+    "parse_log_php_v1",
+    "parse_log_ruby_v2",
+    "parse_log_haskell",
+    "parse_log_haskell_v2",
+    "parse_log_js",
+    "parse_log_js_2",
+    "parse_log_js_3",
+    "parse_log_js_4",
+    "parse_log_gradlew_v1",
+    "parse_log_julia",
+    "parse_log_npx",
+    "parse_log_r",
+    "parse_log_r_v2",
+    "parse_log_lein",
+    "parse_log_dart",
+    "parse_log_dart_v2",
+    "parse_log_dart_v3",
+    "parse_log_scala",
+    "parse_log_scala_v2",
+    "parse_log_scala_v3",
+    "parse_log_ocaml",
+    "parse_log_ocaml_v2",
+    "parse_log_ocaml_v3",
+    "parse_log_ocaml_v4",
+    "parse_log_ocaml_v5",
+    "parse_log_sbt",
+    "parse_log_junit",
+    "parse_logs_r_junit",
+    "parse_logs_kotlin_junit",
+    "parse_log_r_junit",
+    "parse_log_kotlin_junit",
+    "parse_log_swift",
+    "parse_log_csharp",
+]
+# SWE-bench 5's PARSER_REGISTRY, swebench/harness/log_parsers/__init__.py at v5.0.0
+# (1c2283a1556d6b40fe00a6a248280199feff93c6, unchanged at 7a21e05772954cc81471ae19d56f436cecf43c54),
+# and the functions its MAP_REPO_TO_PARSER_JS names beyond it (parse_plotly_js aside, which no row can name)
+SWE_BENCH_5 = [
+    "parse_log_pytest",
+    "parse_log_pytest_options",
+    "parse_log_django",
+    "parse_log_pytest_v2",
+    "parse_log_seaborn",
+    "parse_log_sympy",
+    "parse_log_matplotlib",
+    "parse_log_astroid",
+    "parse_log_flask",
+    "parse_log_marshmallow",
+    "parse_log_pvlib",
+    "parse_log_pyvista",
+    "parse_log_sqlfluff",
+    "parse_log_xarray",
+    "parse_log_pydicom",
+    "parse_log_requests",
+    "parse_log_pylint",
+    "parse_log_astropy",
+    "parse_log_scikit",
+    "parse_log_sphinx",
+    "parse_log_calypso",
+    "parse_log_bpmn_js",
+    "parse_log_carbon",
+    "parse_log_eslint",
+    "parse_log_grommet",
+    "parse_log_highlightjs",
+    "parse_log_lighthouse",
+    "parse_log_next",
+    "parse_log_openlayers",
+    "parse_log_prismjs",
+    "parse_log_quarto_cli",
+    "parse_log_chart_js",
+    "parse_log_marked",
+    "parse_log_p5js",
+    "parse_log_react_pdf",
+    "parse_log_jest",
+    "parse_log_jest_json",
+    "parse_log_vitest",
+    "parse_log_karma",
+    "parse_log_tap",
+    "parse_log_immutable_js",
+    "parse_log_redis",
+    "parse_log_jq",
+    "parse_log_doctest",
+    "parse_log_micropython_test",
+    "parse_log_googletest",
+    "parse_log_gotest",
+    "parse_log_maven",
+    "parse_log_ant",
+    "parse_log_gradle_custom",
+    "parse_log_phpunit",
+    "parse_log_minitest",
+    "parse_log_cucumber",
+    "parse_log_ruby_unit",
+    "parse_log_rspec_transformed_json",
+    "parse_log_jekyll",
+    "parse_log_cargo",
+    "parse_log_cypress",
+    "parse_log_emotion",
+    "parse_log_prettier",
+    "parse_log_scratch_gui",
+]
+
+
+@pytest.mark.parametrize("name", sorted({*SWE_REBENCH_V2, *SWE_BENCH_5}))
+def test_every_upstream_parser_name_resolves(name: str) -> None:
+    assert resolve_parser(name) is PARSERS[check_parser(name)]
+
+
+def _expected(case: str) -> dict[str, Status]:
+    return {
+        k: Status(v)
+        for k, v in json.loads((LOGS / case / "expected.json").read_text())[
+            "statuses"
+        ].items()
+    }
+
+
+def _parse(name: str, case: str) -> dict[str, Status]:
+    return resolve_parser(name)((LOGS / case / "log.txt").read_text())
+
+
+# (fixture case written by a real run, corpus parser name that reads it)
+REAL_RUNS = [
+    ("mocha/spec", "parse_log_js_2"),
+    ("mocha/spec", "parse_log_npx"),
+    ("tap/node-test", "parse_log_tap"),
+    ("jest/files", "parse_log_react_pdf"),
+    ("ruby/minitest", "parse_log_ruby_v2"),
+    ("ruby/minitest", "parse_log_minitest"),
+    ("ruby/test-unit", "parse_log_ruby_unit"),
+    ("elixir/trace", "parse_log_elixir"),
+    ("googletest/gtest", "parse_log_googletest"),
+    ("ctest/ctest", "parse_log_cpp_v4"),
+]
+
+
+@pytest.mark.parametrize(("case", "name"), REAL_RUNS)
+def test_real_runner_logs_give_the_runners_statuses(case: str, name: str) -> None:
+    assert _parse(name, case) == _expected(case)
+
+
+def test_vitest_verbose_names_every_test_it_prints() -> None:
+    """Vitest 1 prints no line for skipped and todo tests off a terminal; its JSON report is preferred."""
+    expected = _expected("vitest/verbose")
+    assert _parse("parse_log_vitest", "vitest/verbose") == {
+        k: v for k, v in expected.items() if v is not S
+    }
+
+
+def test_phpunit_testdox_marks_an_error_as_a_failure() -> None:
+    expected = _expected("phpunit/testdox")
+    assert expected["Calc > Errors"] is E
+    assert _parse("parse_log_phpunit", "phpunit/testdox") == {
+        **expected,
+        "Calc > Errors": F,
+    }
+
+
+def test_result_lines_printed_by_tests_cannot_hide_a_failure() -> None:
+    assert (
+        "[       OK ] Calc.Fails (0 ms)"
+        in (LOGS / "googletest/gtest/log.txt").read_text()
+    )
+    assert _parse("parse_log_googletest", "googletest/gtest")["Calc.Fails"] is F
+    assert "1) test fails (CalcTest)" in (LOGS / "elixir/trace/log.txt").read_text()
+    assert (
+        _parse("parse_log_elixir", "elixir/trace")["adds"] is P
+    )  # a failure report it printed names another test
+    assert (
+        "CalcTest#test_fails = 0.00 s = ."
+        in (LOGS / "ruby/minitest/log.txt").read_text()
+    )
+    assert _parse("parse_log_ruby_v2", "ruby/minitest")["CalcTest#test_fails"] is F
+
+
+def test_mocha_spec_tree_keys_by_describe_path() -> None:
+    statuses = _parse("parse_log_calypso", "mocha/spec")
+    assert statuses["math - nested - deep - with dash"] is P
+    assert statuses["math - fails"] is F and statuses["math - skipped"] is S
+    assert _parse("parse_log_highlightjs", "mocha/spec")["math.nested.adds"] is P
+
+
+def test_jest_verbose_tree_with_describe_path() -> None:
+    statuses = _parse("parse_log_calypso", "jest/verbose")
+    assert statuses["math - fails"] is F and statuses["math - nested - adds"] is P
+    assert statuses["math - skipped"] is S and statuses["top level"] is P
+
+
+# ---------------------------------------------------------------------------------------- written by hand
+# Runners not installable here: each log is written from the output format the upstream parser's
+# docstring and regexes document (SWE-rebench V2 and SWE-bench 5 sources above) and the runner's docs.
+
+HAND_WRITTEN = {
+    "parse_log_karma": (
+        "Starting browser ChromeHeadless\n  Calc\n    ✔ adds\n    ✖ fails\n    nested\n      ✔ deep\nSUMMARY:\n✖ 1 test failed\n",
+        {"Calc > adds": P, "Calc > fails": F, "Calc > nested > deep": P},
+    ),
+    "parse_log_chart_js": (
+        ("Chrome Headless 120.0.6099.109 (Linux x86_64) Chart.helpers.core should clone FAILED\n"
+        "\tExpected 1 to be 2.\nChrome Headless 120.0.6099.109 (Linux x86_64): Executed 3 of 3 (1 FAILED) (0.2 secs)\n"),
+        {"Chart.helpers.core should clone": F},
+    ),
+    "parse_log_js_3": (
+        "TAP version 13\nok 1 - calc {\n    ok 1 - adds\n    not ok 2 - fails\n    ok 3 - later # SKIP\n}\nok 2 - top\n",
+        {"calc": P, "calc :: adds": P, "calc :: fails": F, "calc :: later": S, "top": P},
+    ),
+    "parse_log_cpp_v3": (
+        "[1/3] File: save jpeg... OK\n[2/3] image::Threshold (form 1)... FAILED\n[3/3] io::Skip... SKIPPED\n",
+        {"File: save jpeg": P, "image::Threshold (form 1)": F, "io::Skip": S},
+    ),
+    "parse_log_quarto_cli": ("[smoke] render.qmd ... ok (3ms)\n[unit] lint ... FAILED (2ms)\n", {"[smoke] render.qmd": P, "[unit] lint": F}),
+    "parse_log_cpp_v2": ("Test adds        passed\nTest fails       failed\nTest later       skipped\n", {"adds": P, "fails": F, "later": S}),
+    "parse_log_redis": (
+        "[ok]: SET and GET (2 ms)\n[err]: EXPIRE works in tests/unit/expire.tcl\n[skip]: DEBUG only\n[ignore]: Slow\n",
+        {"SET and GET": P, "EXPIRE works": F, "DEBUG only": S, "Slow": S},
+    ),
+    "parse_log_jq": ("PASS: tests/jqtest\nFAIL: tests/shtest\nSKIP: tests/optional\nXFAIL: tests/known\n",
+                     {"tests/jqtest": P, "tests/shtest": F, "tests/optional": S, "tests/known": XF}),
+    "parse_log_micropython_test": ("pass  basics/int.py\nFAIL  basics/str.py\nskip  extmod/ssl.py\n",
+                                   {"basics/int.py": P, "basics/str.py": F, "extmod/ssl.py": S}),
+    "parse_log_swift": (
+        ("Test Case 'CalcTests.testAdds' started at 2024-01-01 00:00:00.000\n"
+        "Test Case 'CalcTests.testAdds' passed (0.001 seconds)\nTest Case 'CalcTests.testFails' failed (0.002 seconds)\n"),
+        {"CalcTests.testAdds": P, "CalcTests.testFails": F},
+    ),
+    "parse_log_csharp": (
+        ("  Passed Calc.Tests.Adds [3 ms]\n  Failed Calc.Tests.Fails [5 ms]\n  Skipped Calc.Tests.Later\n"
+        "[xUnit.net 00:00:01.23]     Calc.Tests.Other [FAIL]\n"),
+        {"Calc.Tests.Adds": P, "Calc.Tests.Fails": F, "Calc.Tests.Later": S, "Calc.Tests.Other": F},
+    ),
+    "parse_log_gradle_custom": (
+        "com.x.CalcTest > adds PASSED\ncom.x.CalcTest > fails FAILED\n    java.lang.AssertionError\ncom.x.CalcTest > later SKIPPED\n",
+        {"com.x.CalcTest > adds": P, "com.x.CalcTest > fails": F, "com.x.CalcTest > later": S},
+    ),
+    "parse_log_ant": ("    [junit] [PASS] adds\n    [junit] [FAIL] fails\n    [junit] [ERR] errors\n", {"adds": P, "fails": F, "errors": E}),
+    "parse_log_scala": (
+        ("[info] CalcSpec:\n[info] - should add (5 milliseconds)\n[info] - should fail *** FAILED *** (3 milliseconds)\n"
+        "[info] - should wait !!! IGNORED !!!\n"),
+        {"should add": P, "should fail": F, "should wait": S},
+    ),
+    "parse_log_scala_v3": (
+        "[info] CalcSpec:\n[info] - adds (5 milliseconds)\n[info] - fails *** FAILED *** (3 milliseconds)\n",
+        {"CalcSpec:: adds": P, "CalcSpec:: fails": F},
+    ),
+    "parse_log_scala_v2": ("  + adds 12ms\n  x fails 3ms\n", {"adds": P, "fails": F}),
+    "parse_log_lein": (
+        "lein test calc.core-test\n\nFAIL in (fails) (core_test.clj:9)\nexpected: 3\nlein test calc.other-test\n",
+        {"calc.core-test": F, "calc.other-test": P},
+    ),
+    "parse_log_ruby_v1": (
+        ("CalcTest\n  test_adds                                       PASS (0.02s)\n"
+        "  test_fails                                      FAIL (0.01s)\n  test_later                                      SKIP (0.00s)\n"),
+        {"CalcTest::test_adds": P, "CalcTest::test_fails": F, "CalcTest::test_later": S},
+    ),
+    "parse_log_rspec_transformed_json": ("adds - passed\nfails - ./spec/calc_spec.rb[1:2] - failed\nlater - pending\n",
+                                         {"adds": P, "fails - ./spec/calc_spec.rb[1:2]": F, "later": S}),
+    "parse_log_cucumber": ("Adding two numbers ......\nDividing by zero ...F\n", {"Adding two numbers": P, "Dividing by zero": F}),
+    "parse_log_php_v1": (
+        "   PASS  Tests\\Unit\\CalcTest\n  ✓ it adds  0.02s\n  ⨯ it fails  0.01s\n  - it waits → later\n",
+        {"it adds": P, "it fails": F, "it waits": S},
+    ),
+    "parse_log_haskell": (
+        "Calc\n  adds:     OK (0.01s)\n  fails:    FAIL (0.02s)\n  ✔ hspec adds\n  hspec fails [✘]\n### Error in: 3:unit\n",
+        {"adds": P, "fails": F, "hspec adds": P, "hspec fails": F, "3:unit": E},
+    ),
+    "parse_log_haskell_v2": (
+        ("Test suite spec: RUNNING...\n\nCalc\n  add\n    sums\n    fails FAILED [1]\n  later PENDING\n\n"
+        "Failures:\n\n  test/CalcSpec.hs:9:5: \n  1) Calc, add, fails\n\nFinished in 0.01 seconds\n"),
+        {"Calc.add.sums": P, "Calc.add.fails": F, "Calc.later": S},
+    ),
+    "parse_log_julia": (
+        ("Test Summary: | Pass  Fail  Error  Total  Time\ncalc          |    2     1      1      4  0.5s\n"
+        "  adds        |    2                   2  0.0s\n  broken      |          1      1      2  0.1s\n"),
+        {"calc": E, "adds": P, "broken": E},
+    ),
+    "parse_log_r": (
+        ("✔ |  3       | adding [0.1s]\n✖ |  1 1     | dividing\n\n── Failed tests ──\n"
+        "── Failure ('test-divide.R:5:3'): divides by zero ──\n── Error ('test-divide.R:9:3'): parses input ──\n"),
+        {"adding": P, "dividing": F, "divides by zero": F, "parses input": E},
+    ),
+    "parse_log_r_v2": (
+        ("* checking for file 'calc/DESCRIPTION' ... OK\n* checking examples ... ERROR\n* checking tests ...\n"
+        "  Running 'testthat.R'\n OK\n* checking PDF version of manual ... WARNING\n"),
+        {"for file 'calc/DESCRIPTION'": P, "examples": E, "tests": P, "PDF version of manual": F},
+    ),
+    "parse_log_dart": (
+        ('{"type":"testStart","test":{"id":1,"name":"loading test/calc_test.dart"}}\n'
+        '{"type":"testStart","test":{"id":2,"name":"calc adds"}}\n{"type":"testDone","testID":2,"result":"success","skipped":false,"hidden":false}\n'
+        '{"type":"testStart","test":{"id":3,"name":"calc fails"}}\n{"type":"testDone","testID":3,"result":"failure","skipped":false,"hidden":false}\n'
+        '{"type":"testStart","test":{"id":4,"name":"calc later"}}\n{"type":"testDone","testID":4,"result":"success","skipped":true,"hidden":false}\n'),
+        {"calc adds": P, "calc fails": F, "calc later": S},
+    ),
+    "parse_log_dart_v3": (
+        ("00:00 +0: /app/test/calc_test.dart: adds\n00:01 +1: /app/test/calc_test.dart: fails\n"
+        "00:01 +1 -1: /app/test/calc_test.dart: fails [E]\n00:01 +1 -1: /app/test/calc_test.dart: later\n"
+        "00:01 +1 ~1 -1: /app/test/calc_test.dart: later\n00:02 +1 ~1 -2: loading /app/test/broken_test.dart [E]\n"),
+        {"/app/test/calc_test.dart: adds": P, "/app/test/calc_test.dart: fails": F, "/app/test/calc_test.dart: later": S,
+         "/app/test/broken_test.dart": E},
+    ),
+    "parse_log_ocaml": (
+        "  [OK]          calc          0   adds.\n  [FAIL]        calc          1   fails.\n  [SKIP]        calc          2   later.\n",
+        {"calc 0 adds.": P, "calc 1 fails.": F, "calc 2 later.": S},
+    ),
+    "parse_log_ocaml_v2": (
+        ("Running[1]: (cd _build/default/test && ./test_calc.exe)\nOutput[1]:\nTesting calc: OK\n"
+        "Running[2]: (cd _build/default/test && ./test_io.exe)\nOutput[2]:\nFAIL io read\n"),
+        {"test_calc.exe": P, "test_io.exe": F},
+    ),
+    "parse_log_ocaml_v3": ("[OK] calc   adds\n[FAIL] calc fails\n[SKIP] calc later\n", {"calc adds": P, "calc fails": F, "calc later": S}),
+    "parse_log_ocaml_v4": ("PASSED test_adds\nFAILED test_fails    expected 3\nSKIPPED test_later\n",
+                           {"test_adds": P, "test_fails": F, "test_later": S}),
+    "parse_log_lua_nvim": ("Success: \t||\tcalc adds\nFail:    \t||\tcalc fails\nSuccess: \t2\nFailed : \t1\n",
+                           {"calc adds": P, "calc fails": F}),
+    "parse_log_doctest": (
+        ('<?xml version="1.0"?>\n<doctest binary="t"><TestSuite><TestCase name="calc" filename="t.cpp" line="3">'
+        '<SubCase name="adds"><Expression success="true" type="CHECK"/></SubCase>'
+        '<SubCase name="fails"><Expression success="false" type="CHECK"/></SubCase>'
+        '<OverallResultsAsserts successes="1" failures="1" test_case_success="false"/></TestCase>'
+        '<TestCase name="plain" filename="t.cpp" line="9"><OverallResultsAsserts successes="1" failures="0" test_case_success="true"/>'
+        "</TestCase></TestSuite></doctest>\n"),
+        {"calc > adds": P, "calc > fails": F, "plain": P},
+    ),
+    "parse_log_cpp": (
+        "tests/test_ujson.py::test_encode PASSED\ntests/test_ujson.py::TestX::test_decode FAILED\n",
+        {"test_encode": P, "test_decode": F},
+    ),
+    "parse_log_maven": (
+        "+ mvn test -Dtest=com.x.CalcTest#adds\n[INFO] BUILD SUCCESS\n+ mvn test -Dtest=com.x.CalcTest#fails\n[INFO] BUILD FAILURE\n",
+        {"com.x.CalcTest#adds": P, "com.x.CalcTest#fails": F},
+    ),
+    "parse_log_java_mvn_v2": (
+        ("[INFO] Reactor Summary for piranha 1.0:\n[INFO] Piranha - Core ..................... SUCCESS [  1.2 s]\n"
+        "[INFO] Piranha - HTTP ..................... FAILURE [  1.241 s]\n[INFO] Piranha - Server ................... SKIPPED\n"),
+        {"Piranha - Core": P, "Piranha - HTTP": F, "Piranha - Server": S},
+    ),
+    "parse_log_kotlin_junit": (
+        ("Running com.x.CalcTest\nTests run: 3, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.05 sec <<< FAILURE!\n"
+        "Running com.x.OtherTest\nTests run: 1, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 sec\n"),
+        {"com.x.CalcTest": F, "com.x.OtherTest": P},
+    ),
+    "parse_log_gradlew_v1": (
+        ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="com.x.CalcTest" tests="2">\n'
+        '  <testcase name="adds()" classname="com.x.CalcTest"/>\n  <testcase name="fails()" classname="com.x.CalcTest"><failure/></testcase>\n</testsuite>\n'),
+        {"adds() (com.x.CalcTest)": P, "fails() (com.x.CalcTest)": F},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", HAND_WRITTEN)
+def test_formats_of_runners_not_installable_here(name: str) -> None:
+    log, expected = HAND_WRITTEN[name]
+    assert resolve_parser(name)(log) == expected
