@@ -3,8 +3,10 @@
 Two kinds (``harness.records.ProbeKind``):
 
 * ``plausible_wrong``: variants of gold that should break the fix: drop one hunk or change block of
-  gold, revert one file of a multi-file gold, the operator mutants of ``probes.mutants`` and the
-  ``special_case`` guards of ``probes.special_case``. A survivor (reward 1) means the tests cannot
+  gold, revert one file of a multi-file gold, the operator mutants of ``probes.mutants``, the
+  data-level operators of ``probes.data_ops`` (regexes, container entries, decorators and string
+  constants gold added) and the ``special_case`` guards of ``probes.special_case``. Only files the
+  tests can import are probed (``probes.workspace.importable``). A survivor (reward 1) means the tests cannot
   tell the variant from gold; it may still be equivalent to gold, so it is evidence of a too-loose
   suite only when ``probes.differential`` finds an input on which it behaves differently.
 * ``correct_alternative``: the behaviour-preserving rewrites of ``probes.rewrites``. A failure
@@ -21,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from harness.records import ProbeKind, Task
+from probes.data_ops import data_mutants
 from probes.mutants import mutants
 from probes.pycst import guarded, one_file, python_files
 from probes.rewrites import rewrites
@@ -35,7 +38,7 @@ from probes.workspace import (
     change_blocks,
     file_lines,
     hunk_groups,
-    is_code,
+    importable,
     revert_blocks,
     test_sources,
     workspace,
@@ -58,7 +61,7 @@ def plausible_wrong(task: Task, tree: Path, test_ids: Sequence[str]) -> list[Can
             per_op.setdefault(operator, []).append((description, thunk))
 
         blocks = {p: change_blocks(file_lines(ws.old[p]), file_lines(ws.new[p])) for p in ws.paths}
-        hunks = [(p, h) for p in ws.paths if ws.old[p] is not None and ws.new[p] is not None and is_code(p)
+        hunks = [(p, h) for p in ws.paths if ws.old[p] is not None and ws.new[p] is not None and importable(p, ws.root)
                  for h in hunk_groups(file_lines(ws.old[p]), file_lines(ws.new[p]))]  # fmt: skip
         if len(hunks) > 1:
             for n, (path, hunk) in enumerate(hunks, 1):
@@ -70,12 +73,12 @@ def plausible_wrong(task: Task, tree: Path, test_ids: Sequence[str]) -> list[Can
             for i1, i2, j1, j2 in blocks[path]:
                 text = revert_blocks(file_lines(ws.old[path]), file_lines(ws.new[path]), {(i1, i2, j1, j2)})
                 add("drop_change", f"gold without its change at {path}:{j1 + 1}", {path: text})
-        code_paths = [p for p in ws.paths if is_code(p)]
+        code_paths = [p for p in ws.paths if importable(p, ws.root)]
         if len(code_paths) > 1:
             for path in code_paths:
                 add("revert_file", f"gold without its changes to {path}", {path: ws.old[path]})
         for py in python_files(ws):
-            for operator, description, build in guarded(mutants(py), py.path):
+            for operator, description, build in [*guarded(mutants(py), py.path), *guarded(data_mutants(py), py.path)]:
                 add(operator, description, lambda build=build, path=py.path: one_file(path, build()))
             for operator, description, code in guarded(special_cases(py, literals), py.path):
                 add(operator, description, {py.path: code})

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from probes.workspace import Contents, Workspace, added_lines, file_lines, is_python, parses, touched_lines
+from probes.workspace import Contents, Workspace, added_lines, file_lines, importable, parses, touched_lines
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ def python_files(ws: Workspace) -> list[PyFile]:
     out = []
     for path in ws.paths:
         new = ws.new[path]
-        if new is None or not is_python(path):
+        if new is None or not path.endswith(".py") or not importable(path, ws.root):
             continue
         try:
             wrapper = MetadataWrapper(cst.parse_module(new))

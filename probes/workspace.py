@@ -179,17 +179,22 @@ def touched_lines(old: list[str], new: list[str]) -> set[int]:
     return out
 
 
-def is_python(path: str) -> bool:
-    return path.endswith(".py") and not is_r2e_test_path(path)
-
-
 DOC_SUFFIXES = (".md", ".rst", ".txt", ".adoc", ".html")
+DOC_FOLDERS = ("docs", "doc")
+NOT_IMPORTED = ("setup.py",)  # Python files at a repository's root that no test imports
+PROSE = ("CHANGELOG", "CHANGES", "NEWS", "README", "AUTHORS", "CONTRIBUTORS", "HISTORY", "LICENSE")
 
 
-def is_code(path: str) -> bool:
-    """A file whose change can alter behaviour: not a test, not documentation."""
+def importable(path: str, root: Path) -> bool:
+    """A file the tests can import (a Python module) or read as package data (a file inside a package
+    of the gold tree ``root``): the only files whose change can alter what the tests see. Tests,
+    documentation, changelogs and AUTHORS files never are."""
     p = PurePosixPath(path)
-    return not is_r2e_test_path(path) and p.suffix.lower() not in DOC_SUFFIXES and "docs" not in p.parts[:-1] and not p.name.upper().startswith(("CHANGELOG", "CHANGES", "NEWS", "README"))
+    if is_r2e_test_path(path) or any(part in DOC_FOLDERS for part in p.parts[:-1]) or p.name.upper().startswith(PROSE):
+        return False
+    if p.suffix == ".py":
+        return path not in NOT_IMPORTED
+    return p.suffix.lower() not in DOC_SUFFIXES and (root / p.parent / "__init__.py").is_file()
 
 
 def ast_dump(text: str | None) -> str | None:
