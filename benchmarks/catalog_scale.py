@@ -143,10 +143,10 @@ def phase_compact(out: Path, n: int) -> dict:
     from curation.store import compact
 
     started, cpu = time.perf_counter(), time.process_time()
-    folders = compact(out)
+    done = compact(out)
     seconds = time.perf_counter() - started
     return {"compact_s": seconds, "compact_ms_per_task": seconds / n * 1e3, "compact_cpu_ms_per_task": (time.process_time() - cpu) / n * 1e3,
-            "folders": folders}  # fmt: skip
+            "folders": done.folders, "journaled": done.journaled}  # fmt: skip
 
 
 def phase_queries(out: Path, n: int, repeat: int) -> dict:

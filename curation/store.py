@@ -8,9 +8,11 @@ Thousands of one-task files are right for commits and wrong for queries (DuckDB 
 query). So at the end of a stage ``compact`` folds the task folders committed since the last compaction
 into one Parquet part per table under ``RUN/compacted/`` (sorted by instance_id, DuckDB-sized row
 groups), and ``manifest.json`` there names the parts and the folders they cover, each by inode and
-mtime. A catalog's views read the parts plus the task files no part covers yet, and hide the part rows
-of folders replaced or removed since, so a resumed or running run is always complete and never counted
-twice. Dot-folders (a writer's work in progress) are never read.
+mtime. Compaction reads each folder's rows from the commit journal its writer appended them to (one
+sequential file per writer process, see ``journal_append``), and from the folder's files only where no
+journal record matches it. A catalog's views read the parts plus the task files no part covers yet, and
+hide the part rows of folders replaced or removed since, so a resumed or running run is always complete
+and never counted twice. Dot-folders (a writer's work in progress) are never read.
 
 Schema versions: views read files with ``union_by_name``, so a later ``schema_version`` that adds
 fields reads beside the current one (older rows get NULL there). A later version that renames or
@@ -19,12 +21,19 @@ retypes a field must map its old spelling in the view's SELECT, keyed by ``schem
 
 from __future__ import annotations
 
+import array
 import functools
+import hashlib
+import json
 import os
+import secrets
 import shutil
+import socket
+import struct
 import tempfile
 import types
 import typing
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +41,9 @@ from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -94,9 +105,12 @@ def _from_arrow(value: object, kind: pa.DataType) -> object:
     return value
 
 
+def to_arrow(model: type[BaseModel], records: Sequence[BaseModel]) -> pa.Table:
+    return pa.Table.from_pylist([r.model_dump(mode="json") for r in records], schema=arrow_schema(model))
+
+
 def write_records(path: Path, model: type[BaseModel], records: Sequence[BaseModel]) -> None:
-    table = pa.Table.from_pylist([r.model_dump(mode="json") for r in records], schema=arrow_schema(model))
-    pq.write_table(table, path, compression="zstd")
+    pq.write_table(to_arrow(model, records), path, compression="zstd")
 
 
 def read_records(path: Path, model: type[BaseModel]) -> list[BaseModel]:
@@ -111,11 +125,12 @@ def commit_folder(
     files: dict[str, str] | None = None,
 ) -> None:
     """Write every table (and plain file) of one item into ``dest`` atomically, replacing an older
-    version of it."""
+    version of it. A task folder of a run stage (``RUN/<stage>/<folder>``) is also journaled."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    for name, model, records in tables:
-        write_records(work / f"{name}.parquet", model, records)
+    arrow = [(name, model, to_arrow(model, records)) for name, model, records in tables]
+    for name, _, table in arrow:
+        pq.write_table(table, work / f"{name}.parquet", compression="zstd")
     for name, text in (files or {}).items():
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(text)
@@ -126,6 +141,9 @@ def commit_folder(
         shutil.rmtree(old)
     else:
         os.rename(work, dest)
+    if dest.parent.name in STAGES:
+        st = os.stat(dest)  # after the rename: the stamp a scan will see
+        journal_append(dest.parent.parent, dest.parent.name, dest.name, (st.st_ino, st.st_mtime_ns), arrow)
 
 
 def sweep_partials(root: Path) -> None:
@@ -212,6 +230,7 @@ class Manifest(BaseModel):
     generation: int = 0
     parts: dict[str, list[str]] = Field(default_factory=dict)  # view -> part files, relative to compacted/
     covered: dict[str, dict[str, Stamp]] = Field(default_factory=dict)  # stage -> folder -> stamp when compacted
+    journals: dict[str, int] = Field(default_factory=dict)  # journal -> offset read to
 
 
 @dataclass(frozen=True)
@@ -266,17 +285,198 @@ def _table_files(stage_dir: Path, files: Mapping[str, set[str]], table: PerTask)
     return [stage_dir / name / f"{table.file}.parquet" for name, present in files.items() if f"{table.file}.parquet" in present]
 
 
-def compact(run: Path) -> int:
-    """Fold the task folders committed since the last compaction into one new part per table; return
-    how many folders it read. A kill at any point leaves the last manifest and its parts standing."""
+# ---- the commit journal
+#
+# Reading 100k one-task Parquet files costs ~1 ms each, whoever reads them. So each commit of a task
+# folder also appends its tables, as Arrow IPC record batches, to a journal of its writer process
+# (``RUN/journal/<host>.<pid>.<token>.journal``, one writer per file, so appends never interleave), and
+# compaction reads the journals instead of the files. A record is trusted only while the folder it was
+# written for still has the stamp it names, so a folder replaced or removed since, a record lost (a kill
+# between rename and append, a journal swept while a writer appended) or a torn one (a kill mid-append:
+# short or failing its checksum, it ends the journal's reading) only sends compaction back to the
+# folder's files. The journal is as durable as the folders it mirrors (neither is fsync'd): it is an
+# index of them, never the data of record.
+
+JOURNAL = "journal"
+_FRAME = struct.Struct("<4sIQ")  # magic, CRC-32 of the body, body length
+_MAGIC = b"SWJ1"
+_META = struct.Struct("<I")  # the body: meta length, meta JSON, then the record batches it places
+
+
+@functools.cache
+def schema_print(model: type[BaseModel]) -> str:
+    """A batch is read with the current schema only if it was written with it; any other goes by its file."""
+    return hashlib.sha256(arrow_schema(model).serialize().to_pybytes()).hexdigest()[:16]
+
+
+_JOURNALS: dict[tuple[int, Path], str] = {}  # (pid, run) -> this writer's journal: a forked child is another writer
+
+
+def _open_journal(run: Path) -> int:
+    """This writer's journal of ``run``; once swept, a new one under a new name, so that a name always
+    means one file and the offset compaction read it to stays true."""
+    key = (os.getpid(), run)
+    if key in _JOURNALS:
+        try:
+            return os.open(run / JOURNAL / _JOURNALS[key], os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            pass
+    (run / JOURNAL).mkdir(exist_ok=True)
+    _JOURNALS[key] = f"{socket.gethostname()}.{os.getpid()}.{secrets.token_hex(6)}.journal"
+    return os.open(run / JOURNAL / _JOURNALS[key], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+
+
+def journal_append(run: Path, stage: str, folder: str, stamp: Stamp, tables: Sequence[tuple[str, type[BaseModel], pa.Table]]) -> None:
+    """Append one committed folder's tables to this process's journal of ``run``, in one write."""
+    blobs, index, offset = [], {}, 0
+    for name, model, table in tables:
+        blob = table.combine_chunks().to_batches()[0].serialize() if table.num_rows else b""  # b"": known to have no rows
+        ids = pc.min_max(table["instance_id"]).as_py()
+        index[name] = [schema_print(model), offset, len(blob), ids["min"], ids["max"]]
+        blobs.append(blob)
+        offset += len(blob)
+    meta = json.dumps({"stage": stage, "folder": folder, "stamp": list(stamp), "tables": index}).encode()
+    body = [_META.pack(len(meta)), meta, *blobs]
+    crc = functools.reduce(lambda c, part: zlib.crc32(part, c), body, 0)
+    fd = _open_journal(run)
+    try:
+        os.writev(fd, [_FRAME.pack(_MAGIC, crc, sum(len(part) for part in body)), *body])
+    finally:
+        os.close(fd)
+
+
+def read_journal(path: Path, start: int, stop: int) -> Iterator[tuple[int, int, dict]]:
+    """The whole records of a journal from ``start`` to ``stop``: where each one's batches begin, where it
+    ends, its meta. Reading stops at a torn or corrupt record (its writer was killed, or is writing now)."""
+    with open(path, "rb", buffering=1 << 20) as f:
+        f.seek(start)
+        at = start
+        while at + _FRAME.size <= stop:
+            magic, crc, length = _FRAME.unpack(f.read(_FRAME.size))
+            if magic != _MAGIC or at + _FRAME.size + length > stop:
+                return
+            body = f.read(length)
+            if zlib.crc32(body) != crc:
+                return
+            (size,) = _META.unpack_from(body)
+            end = at + _FRAME.size + length
+            yield at + _FRAME.size + _META.size + size, end, json.loads(body[_META.size : _META.size + size])
+            at = end
+
+
+def list_journals(run: Path) -> dict[str, int]:
+    """Each journal's size."""
+    return {entry.name: entry.stat().st_size for entry in os.scandir(run / JOURNAL)} if (run / JOURNAL).is_dir() else {}
+
+
+@dataclass
+class Journaled:
+    """Where the batches of fresh folders lie in the journals, per view, and which folders they serve."""
+
+    journals: list[Path]
+    spans: dict[str, array.array]  # view -> (journal, offset, length) per batch, flat
+    folders: dict[str, list[str]]  # view -> the folder of each batch
+    ids: dict[str, list[tuple[str, str]]]  # view -> the least and greatest instance_id of each batch
+    odd: dict[str, list[Path]]  # view -> files of journaled folders written with another schema
+    served: dict[str, set[str]]  # stage -> folders the journals hold
+    consumed: dict[str, int]  # journal -> offset read to
+
+
+def index_journals(run: Path, listed: Mapping[str, int], read: Mapping[str, int], fresh: Mapping[str, Mapping[str, Stamp]]) -> Journaled:
+    """Index the journal records, past what earlier compactions ``read``, of the ``fresh`` folders as
+    they are now (stage -> folder -> stamp)."""
+    views = {(t.stage, t.file): view for view, t in PER_TASK.items()}
+    found = Journaled([], {v: array.array("q") for v in PER_TASK}, {v: [] for v in PER_TASK}, {v: [] for v in PER_TASK},
+                      {v: [] for v in PER_TASK}, {stage: set() for stage in fresh}, {})  # fmt: skip
+    for name, size in listed.items():
+        start = read.get(name, 0)
+        path = run / JOURNAL / name
+        found.journals.append(path)
+        j, offset = len(found.journals) - 1, start
+        for data, offset, meta in read_journal(path, start, size):
+            stage, folder = meta["stage"], meta["folder"]
+            if fresh.get(stage, {}).get(folder) != tuple(meta["stamp"]):
+                continue  # covered already, or replaced or removed since
+            found.served[stage].add(folder)
+            for file, (fingerprint, at, length, lo, hi) in meta["tables"].items():
+                view = views.get((stage, file))
+                if view is None or not length:
+                    continue
+                if fingerprint != schema_print(PER_TASK[view].model):
+                    found.odd[view].append(run / stage / folder / f"{file}.parquet")
+                    continue
+                found.spans[view].extend((j, data + at, length))
+                found.folders[view].append(folder)
+                found.ids[view].append((lo, hi))
+        found.consumed[name] = offset
+    return found
+
+
+def write_journaled(found: Journaled, view: str, path: Path) -> None:
+    """Write the journaled rows of ``view`` to ``path`` folder by folder, in the order of each folder's
+    least instance_id, then its name, with the column ``_folder``; row groups about DuckDB's size that
+    never split a folder. Memory holds one row group."""
+    schema = arrow_schema(PER_TASK[view].model)
+    spans, folders, ids = found.spans[view], found.folders[view], found.ids[view]
+    fds = [os.open(p, os.O_RDONLY) for p in found.journals]
+    batches: list[pa.RecordBatch] = []
+    names: list[str] = []
+    rows = 0
+
+    def row_group() -> pa.Table:
+        counts = np.array([b.num_rows for b in batches])
+        table = pa.Table.from_batches([pa.concat_batches(batches)])
+        return table.append_column("_folder", pa.array(names).take(np.repeat(np.arange(len(names)), counts)))
+
+    try:
+        with pq.ParquetWriter(path, schema.append(pa.field("_folder", pa.string())), compression="zstd") as writer:
+            for k in sorted(range(len(folders)), key=lambda k: (ids[k][0], folders[k])):
+                j, offset, length = spans[3 * k : 3 * k + 3]
+                batches.append(pa.ipc.read_record_batch(pa.py_buffer(os.pread(fds[j], length, offset)), schema))
+                names.append(folders[k])
+                rows += batches[-1].num_rows
+                if rows >= ROW_GROUP_ROWS:
+                    writer.write_table(row_group(), row_group_size=rows)
+                    batches, names, rows = [], [], 0
+            if batches:
+                writer.write_table(row_group(), row_group_size=rows)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _in_order(paths: Sequence[Path]) -> str:
+    """Parts and journaled files hold each folder's rows in order: their row number is the sort's tie-break."""
+    return f"SELECT * EXCLUDE (file_row_number), file_row_number AS _row FROM read_parquet({_list(paths)}, union_by_name=true, file_row_number=true)"
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What a compaction read: folders from the journals, and from their own files."""
+
+    journaled: int
+    from_files: int
+
+    @property
+    def folders(self) -> int:
+        return self.journaled + self.from_files
+
+
+def compact(run: Path) -> Compaction:
+    """Fold the task folders committed since the last compaction into one new part per table. A kill
+    at any point leaves the last manifest and its parts standing."""
     import duckdb
 
     run = run.resolve()
     manifest = load_manifest(run)
+    journals = list_journals(run)  # listed before the scan: every record they hold is of a folder it sees (or of one replaced since)
     present = {stage: scan(run / stage) for stage in STAGES}  # stamped before reading: a folder replaced meanwhile reads as stale next time
     deltas = {stage: delta(manifest.covered.get(stage, {}), present[stage]) for stage in STAGES}
     if not any(d.fresh or d.stale for d in deltas.values()):
-        return 0
+        return Compaction(0, 0)
+    fresh = {stage: {name: present[stage][name] for name in deltas[stage].fresh} for stage in STAGES}
+    found = index_journals(run, journals, manifest.journals, fresh)
+    files = {stage: _task_files(run / stage, set(fresh[stage]) - found.served[stage]) for stage in STAGES}
     generation = manifest.generation + 1
     root = run / COMPACTED
     work = root / f".work.{generation}"  # DuckDB's spill files, and parts until they are renamed in
@@ -286,34 +486,40 @@ def compact(run: Path) -> int:
     con.execute(f"SET memory_limit = '{COMPACTION_MEMORY}'; SET temp_directory = {_lit(str(work))}")
     parts = dict(manifest.parts)
     try:
-        files = {stage: _task_files(run / stage, deltas[stage].fresh) for stage in STAGES}
         for view, table in PER_TASK.items():
             d = deltas[table.stage]
             if not (d.fresh or d.stale):
                 continue
             old = parts.get(view, [])
             merge = bool(d.stale) or len(old) >= MAX_PARTS
-            selects = []
-            if merge and old:
-                con.register("_stale", pa.table({"folder": pa.array(d.stale, pa.string())}))
-                hidden = " WHERE _folder NOT IN (SELECT folder FROM _stale)" if d.stale else ""
-                selects.append(f"SELECT * FROM read_parquet({_list(root / p for p in old)}, union_by_name=true, "
-                               f"filename=true, file_row_number=true){hidden}")  # fmt: skip
-            new = _table_files(run / table.stage, files[table.stage], table)
-            if new:
-                selects.append(f"SELECT *, string_split(filename, '/')[-2] AS _folder FROM read_parquet({_list(new)}, "
-                               "union_by_name=true, filename=true, file_row_number=true)")  # fmt: skip
-            if not selects:
-                parts[view] = [] if merge else old
-                continue
-            name = f"{view}/{generation}.parquet"
+            files_read = _table_files(run / table.stage, files[table.stage], table) + found.odd[view]
             aside = work / f"{view}.parquet"
-            body = " UNION ALL BY NAME ".join(selects)
-            con.execute(
-                f"COPY (SELECT * EXCLUDE (filename, file_row_number) FROM ({body}) "
-                "ORDER BY instance_id, _folder, filename, file_row_number) "
-                f"TO {_lit(str(aside))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
-            )
+            journaled = work / f"{view}.journaled.parquet"
+            if found.folders[view]:
+                write_journaled(found, view, journaled)
+            # in order already: the journal alone, a folder per instance_id (an increments folder holds many)
+            if found.folders[view] and not files_read and not (merge and old) and all(lo == hi for lo, hi in found.ids[view]):
+                os.replace(journaled, aside)
+            else:
+                selects = []
+                if merge and old:
+                    con.register("_stale", pa.table({"folder": pa.array(d.stale, pa.string())}))
+                    selects.append(_in_order([root / p for p in old]) + " WHERE _folder NOT IN (SELECT folder FROM _stale)")
+                if found.folders[view]:
+                    selects.append(_in_order([journaled]))
+                if files_read:
+                    selects.append(f"SELECT * EXCLUDE (filename, file_row_number), string_split(filename, '/')[-2] AS _folder, "
+                                   f"file_row_number AS _row FROM read_parquet({_list(files_read)}, union_by_name=true, filename=true, "
+                                   "file_row_number=true)")  # fmt: skip
+                if not selects:
+                    parts[view] = [] if merge else old
+                    continue
+                body = " UNION ALL BY NAME ".join(selects)
+                con.execute(
+                    f"COPY (SELECT * EXCLUDE (_row) FROM ({body}) ORDER BY instance_id, _folder, _row) "
+                    f"TO {_lit(str(aside))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
+                )
+            name = f"{view}/{generation}.parquet"
             (root / view).mkdir(exist_ok=True)
             os.replace(aside, root / name)
             parts[view] = [name] if merge else [*old, name]
@@ -323,10 +529,12 @@ def compact(run: Path) -> int:
     for stage in STAGES:
         d, before = deltas[stage], manifest.covered.get(stage, {})
         kept = {name: stamp for name, stamp in before.items() if name not in d.stale}
-        covered[stage] = kept | {name: present[stage][name] for name in d.fresh}
-    _write_atomic(root / MANIFEST, Manifest(generation=generation, parts=parts, covered=covered).model_dump_json())
+        covered[stage] = kept | fresh[stage]
+    compacted = Manifest(generation=generation, parts=parts, covered=covered, journals=found.consumed)
+    _write_atomic(root / MANIFEST, compacted.model_dump_json())
     shutil.rmtree(work)
-    return sum(len(d.fresh) for d in deltas.values())
+    served = sum(len(s) for s in found.served.values())
+    return Compaction(served, sum(len(d.fresh) for d in deltas.values()) - served)
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -336,12 +544,17 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def sweep_compacted(run: Path) -> None:
-    """Remove parts no manifest names (superseded, or written by a killed compaction) and spill folders.
-    Call it only after the run's catalog was rebuilt: the previous catalog may still read them."""
+    """Remove parts no manifest names (superseded, or written by a killed compaction), spill folders and
+    the journals read to their end. Call it only after the run's catalog was rebuilt: the previous
+    catalog may still read those parts."""
     root = run / COMPACTED
     if not root.is_dir():
         return
-    named = {root / p for parts in load_manifest(run).parts.values() for p in parts}
+    manifest = load_manifest(run)
+    for name, size in list_journals(run).items():
+        if manifest.journals.get(name) == size:  # a record appended this instant is lost: its folder is read from its files
+            (run / JOURNAL / name).unlink()
+    named = {root / p for parts in manifest.parts.values() for p in parts}
     for path in root.iterdir():
         if path.name.startswith(".work."):
             shutil.rmtree(path)

@@ -18,9 +18,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from curation import store
 from curation.store import (
     CATALOG,
     COMPACTED,
+    JOURNAL,
     MANIFEST,
     RUN_TABLES,
     build_run_catalog,
@@ -31,7 +33,7 @@ from curation.store import (
     read_records,
     refresh_catalog,
 )
-from harness.records import Pipeline1Result, VerdictRecord
+from harness.records import IncrementRecord, Pipeline1Result, VerdictRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("catalog_scale", ROOT / "benchmarks" / "catalog_scale.py")
@@ -45,7 +47,7 @@ def make_run(out: Path, ids: range) -> Path:
     return out
 
 
-def rows(con, view: str) -> list[tuple]:  # noqa: ANN001
+def rows(con, view: str) -> list[tuple]:
     return sorted(con.execute(f"select * exclude (run) from {view}").fetchall(), key=repr)
 
 
@@ -67,28 +69,23 @@ def replace_result(out: Path, i: int, **changes: object) -> None:
     commit_folder(folder, [(name, RUN_TABLES[models[name]].model, records) for name, records in tables.items()], {"task.json": "{}"})
 
 
-@pytest.fixture(scope="module")
-def base_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("run") / "run", range(6))
-
-
 @pytest.fixture
-def run(base_run: Path, tmp_path: Path) -> Path:
-    shutil.copytree(base_run, tmp_path / "run", copy_function=shutil.copy)
-    return tmp_path / "run"
+def run(tmp_path: Path) -> Path:
+    """Six tasks, each committed once (a copied run's folders are new inodes: no journal record matches them)."""
+    return make_run(tmp_path / "run", range(6))
 
 
 def test_compacted_views_equal_the_task_files(run: Path) -> None:
     before = snapshot([run])
     assert len(before["p1_results"]) == 6 and len(before["assertions"]) == 6 * 30
-    assert compact(run) == len(os.listdir(run / "p1")) + len(os.listdir(run / "p2"))
+    assert compact(run).journaled == len(os.listdir(run / "p1")) + len(os.listdir(run / "p2"))
     assert snapshot([run]) == before
     manifest = load_manifest(run)
     assert manifest.parts["p1_results"] == ["p1_results/1.parquet"]
     part = pq.ParquetFile(run / COMPACTED / "p1_results/1.parquet")
     ids = part.read(columns=["instance_id"]).column(0).to_pylist()
     assert ids == sorted(ids), "parts are sorted by instance_id"
-    assert compact(run) == 0, "nothing new, nothing to do"
+    assert compact(run).folders == 0, "nothing new, nothing to do"
 
 
 def test_regression_views_never_read_dot_folders(run: Path) -> None:
@@ -124,6 +121,69 @@ def test_a_replaced_folder_shows_its_new_version_once(run: Path) -> None:
         assert con.execute("select count(*) from verdicts where instance_id = ?", [scale.instance_id(0)]).fetchone() == (0,), step
         compact(run)
     assert len(load_manifest(run).parts["p1_results"]) == 1, "hiding rows merges the parts into one"
+
+
+def folders(run: Path) -> int:
+    return len(os.listdir(run / "p1")) + len(os.listdir(run / "p2"))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupt"])
+def test_a_torn_journal_record_is_ignored_and_its_folder_read_from_its_files(run: Path, damage: str) -> None:
+    # a writer killed mid-append leaves a short last record; a crash can leave one of the right length
+    # but wrong bytes: either ends the journal's reading, and the folder it was for is read from its files
+    (journal,) = (run / JOURNAL).iterdir()
+    data = journal.read_bytes()
+    journal.write_bytes(data[:-10] if damage == "truncated" else data[:-10] + bytes(b ^ 0xFF for b in data[-10:]))
+    store._JOURNALS.clear()  # the resumed run is another writer, with its own journal
+    make_run(run, range(6, 8))
+    done = compact(run)
+    assert (done.journaled, done.from_files) == (folders(run) - 1, 1)
+    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(8))])
+
+
+def test_after_compaction_and_more_commits_the_views_are_the_union_once(run: Path) -> None:
+    compact(run)
+    make_run(run, range(6, 9))
+    replace_result(run, 2, reason="timeout", decision="reject")  # a task committed again after its compaction
+    whole = make_run(run.parent / "whole", range(9))
+    replace_result(whole, 2, reason="timeout", decision="reject")
+    for step in ("before the second compaction", "after"):
+        con = open_catalog([run])
+        assert con.execute("select count(*), count(distinct instance_id) from p1_results").fetchone() == (9, 9), step
+        duplicated = "select count(*) from (select instance_id, tree, attempt from runs group by all having count(*) > 1)"
+        assert con.execute(duplicated).fetchone() == (0,), step
+        assert snapshot([run]) == snapshot([whole]), step
+        compact(run)
+
+
+def test_consumed_journals_are_swept_and_a_new_one_is_read_from_its_start(run: Path) -> None:
+    refresh_catalog(run)
+    assert not list((run / JOURNAL).iterdir()), "a journal read to its end goes once the catalog is rebuilt"
+    make_run(run, range(6, 8))  # the same writer starts a new journal
+    new = [f for stage in ("p1", "p2") for i in (6, 7) if (f := run / stage / scale.instance_id(i)).exists()]
+    done = compact(run)
+    assert (done.journaled, done.from_files) == (len(new), 0)
+    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(8))])
+
+
+def test_a_table_journaled_with_another_schema_is_read_from_its_file(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = store.schema_print
+    monkeypatch.setattr(store, "schema_print", lambda model: "older" if model is VerdictRecord else real(model))
+    make_run(run, range(6, 8))  # their verdicts journaled by a writer of another schema version
+    monkeypatch.setattr(store, "schema_print", real)
+    compact(run)
+    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(8))])
+
+
+def test_a_folder_of_many_instance_ids_is_sorted_into_its_part(run: Path) -> None:
+    changes = [IncrementRecord(config_hash="c", task_hash=f"{i}", instance_id=scale.instance_id(i), flow_run="f",
+                               started="2026-01-01T00:00:00", change="new") for i in (5, 1, 3)]  # fmt: skip
+    commit_folder(run / "increments" / "b-run", [("changes", IncrementRecord, changes[:2])])
+    commit_folder(run / "increments" / "a-run", [("changes", IncrementRecord, changes[2:])])
+    compact(run)
+    (part,) = load_manifest(run).parts["increments"]
+    ids = pq.read_table(run / COMPACTED / part, columns=["instance_id"]).column(0).to_pylist()
+    assert ids == sorted(ids) and len(ids) == 3
 
 
 def test_parts_are_merged_once_there_are_too_many(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,7 +285,7 @@ def test_a_kill_between_parts_and_manifest_keeps_the_last_manifest(run: Path, mo
     expected = snapshot([make_run(run.parent / "whole", range(8))])
     real = os.replace
 
-    def killed_at_manifest(src, dst):  # noqa: ANN001, ANN202
+    def killed_at_manifest(src, dst):
         if Path(dst).name == MANIFEST:
             raise KeyboardInterrupt("killed")
         return real(src, dst)
