@@ -208,12 +208,15 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     trials: dict[Tree, list[TestRun]] = {"buggy": [], "gold": []}
     image_digest = ""
 
-    def finish(reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None) -> Pipeline1Result:
+    def finish(
+        reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None
+    ) -> Pipeline1Result:
         d = d or Derived()
         gold = trials["gold"][0].statuses if trials["gold"] else {}
         return store(
             task, out, stamp, reason, stage, detail, d,
             binding=binding or [],
+            binding_checked=binding is not None,
             expected=gold,
             disagreements=label_disagreements(task, d, gold) if trials["gold"] else [],
             runs=runs,
@@ -262,7 +265,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
             else "network errors persist with the network on: this machine has no route either"
         )
     binding = None
-    if config.instrument and not network:
+    if config.instrument and not network and all(t.instrumented for t in trials["gold"]):
         binding = assertions.binding_keys(records, d.fail_to_pass)
     reason = decide(d, network=network, binding=binding)
     if reason == "no_binding_assertion":
@@ -318,6 +321,7 @@ def store(
     d: Derived,
     *,
     binding: list[str],
+    binding_checked: bool = False,
     expected: dict[str, Status],
     disagreements: list[str],
     runs: list[RunRecord],
@@ -339,6 +343,7 @@ def store(
         flaky=d.flaky,
         gold_failing=d.gold_failing,
         binding_assertions=binding,
+        binding_checked=binding_checked,
         label_disagreements=disagreements,
         expected_status=expected,
         runs=len(runs),

@@ -201,7 +201,7 @@ def _run_in(
         run.spoof_evidence += evidence
     durations["tests"] = time.monotonic() - t1
     if instrument:
-        run.assert_events, run.test_sources = _instrumentation(sandbox, task, events)
+        run.instrumented, run.assert_events, run.test_sources = _instrumentation(sandbox, task, events)
     if coverage is not None:
         try:
             run.coverage = sandbox.read_file(cover_log).decode(errors="replace")
@@ -211,12 +211,13 @@ def _run_in(
     return run
 
 
-def _instrumentation(sandbox: Sandbox, task: Task, events_path: str) -> tuple[str, dict[str, str]]:
-    """The plugin's events, and the source of every Python test file they or the task name."""
+def _instrumentation(sandbox: Sandbox, task: Task, events_path: str) -> tuple[bool, str, dict[str, str]]:
+    """Whether the plugin loaded, its events, and the source of every Python test file they or the
+    task name."""
     try:
         events = sandbox.read_file(events_path).decode(errors="replace")
     except FileNotFoundError:
-        events = ""
+        return False, "", {}
     files = {p for p in task.test_paths if p.endswith(".py")}
     for line in events.splitlines():
         try:
@@ -229,7 +230,7 @@ def _instrumentation(sandbox: Sandbox, task: Task, events_path: str) -> tuple[st
             sources[path] = sandbox.read_file(path).decode(errors="replace")
         except (FileNotFoundError, ValueError):
             continue  # outside the tree (a site-packages helper) or deleted by the tests themselves
-    return events, sources
+    return True, events, sources
 
 
 def _junit(sandbox: Sandbox, path: str) -> dict[str, Status] | None:

@@ -168,6 +168,7 @@ class TestRun(Record):
     durations: dict[str, float] = Field(default_factory=dict)
     log_path: str = ""
     detail: str = ""
+    instrumented: bool = False  # the assertion plugin loaded: the tests ran under pytest
     assert_events: str = ""  # JSONL from the assertion plugin, when instrumented
     test_sources: dict[str, str] = Field(default_factory=dict)  # hidden test files as run, when instrumented
     coverage: str = ""  # JSONL from the coverage plugin, when asked for
@@ -306,6 +307,9 @@ class Pipeline1Result(Stamped):
     flaky: list[str]
     gold_failing: list[str]
     binding_assertions: list[str]  # "file:line"
+    # Assertions are instrumented under pytest only; other runners (unittest, Django's, go test, ...)
+    # are kept without the binding rule, and this says so
+    binding_checked: bool = True
     label_disagreements: list[str]
     expected_status: dict[str, str]  # the gold pattern every later grade is held to
     runs: int

@@ -72,3 +72,24 @@ def test_no_binding_assertion_says_which_tests_and_assertions_it_looked_at(bwrap
         "  tests/common.py:3 `assert expected == result`: gold passed, buggy passed",
         "tests/test_numbers_render.py::test_numbers_render: no assertion ran in it on either tree",
     ], result.detail
+
+
+UNITTEST_TESTS = (
+    "import unittest\n\nfrom table import render\n\n\n"
+    "class TestNumbers(unittest.TestCase):\n"
+    "    def test_numbers(self):\n"
+    '        self.assertEqual("1 | 2", render([[1, 2]]))\n'
+)
+
+
+def test_unittest_runner_tasks_are_kept_without_the_binding_rule_and_say_so(bwrap_backend: Backend, tmp_path: Path) -> None:
+    """Regression (binding rule outside pytest): a task whose runner is not pytest (unittest here;
+    Django's, go test, ... alike) never loads the assertion plugin, so every such task was rejected as
+    no_binding_assertion."""
+    task = helper_task(tmp_path, "unittest-runner", "tests/test_numbers.py", UNITTEST_TESTS)
+    task = task.model_copy(update={"test_cmd": ["python -m unittest -v tests/test_numbers.py"], "log_parser": "unittest"})
+    result = process_task(task, bwrap_backend, Pipeline1Config(runs=1), "t", tmp_path / "out")
+    assert result.fail_to_pass == ["tests.test_numbers.TestNumbers.test_numbers"], result.detail
+    assert (result.decision, result.binding_checked, result.binding_assertions) == ("keep", False, [])
+    pytest_run = process_task(helper_task(tmp_path, "pytest-runner", "tests/test_numbers.py", NEW_TESTS), bwrap_backend, Pipeline1Config(runs=1), "t", tmp_path / "out")
+    assert (pytest_run.decision, pytest_run.binding_checked) == ("keep", True)

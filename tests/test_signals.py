@@ -102,6 +102,11 @@ def assert_nothing_left(token: str, below: list[str], settings: Settings) -> Non
     owned = [p for p in (settings.cache_dir / "sandboxes").glob(f"*-{token}-*")]
     assert owned == [] and not leftovers.scratch_dir(settings, token).exists()
     assert not (settings.cache_dir / "runs" / f"{token}.json").exists()
+    if shutil.which("docker"):
+        containers = subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=swedeck.owner={token}"], capture_output=True, text=True, check=False
+        )
+        assert containers.stdout.split() == [], "containers of the run survived"
 
 
 def catalog(db: Path, sql: str = STABLE) -> list[tuple]:
@@ -112,15 +117,19 @@ def catalog(db: Path, sql: str = STABLE) -> list[tuple]:
         con.close()
 
 
+ON_DOCKER = [pytest.mark.slow, pytest.mark.docker]
+
+
 @pytest.mark.prefect
 @pytest.mark.timeout(1500)  # two Pipeline 1 runs of three tasks, each starting Prefect's server
-@pytest.mark.parametrize("signum", [signal.SIGINT])
+@pytest.mark.parametrize(("signum", "engine"), [(signal.SIGINT, "bwrap"), pytest.param(signal.SIGTERM, "docker", marks=ON_DOCKER)])
 def test_a_signal_mid_run_stops_it_cleanly_and_the_rerun_completes(
-    signum: int, swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
+    signum: int, engine: str, swedeck_env: Settings, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
+    request.getfixturevalue(f"{engine}_backend")
     src = copy_tasks(tmp_path / "src", *TASKS)
     out = tmp_path / "out"
-    args = ("p1", str(src), "--out", str(out), "--workers", "1", "--set", "pipeline1.runs=2")
+    args = ("p1", str(src), "--out", str(out), "--workers", "1", "--backend", engine, "--set", "pipeline1.runs=2")
     proc = start(*args)
     token = leftovers.process_token(proc.pid)
     assert token is not None
@@ -188,11 +197,13 @@ def test_signals_at_other_points_of_curate_and_the_rerun_equals_a_clean_run(
 
 @pytest.mark.prefect
 @pytest.mark.timeout(1500)
+@pytest.mark.parametrize("engine", ["bwrap", pytest.param("docker", marks=ON_DOCKER)])
 def test_curate_over_a_hostile_corpus_completes_and_writes_only_into_out(
-    swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
+    engine: str, swedeck_env: Settings, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     from test_load_errors import hostile_corpus
 
+    request.getfixturevalue(f"{engine}_backend")
     corpus = hostile_corpus(tmp_path / "rows.jsonl")
     home, scratch, cwd, out = (tmp_path / name for name in ("home", "tmp", "cwd", "out"))
     for folder in (home, scratch, cwd):
@@ -211,7 +222,7 @@ def test_curate_over_a_hostile_corpus_completes_and_writes_only_into_out(
         return found
 
     before = listing()
-    proc = start("curate", str(corpus), "--out", str(out), "--set", "pipeline1.runs=1", env=env, cwd=cwd)
+    proc = start("curate", str(corpus), "--out", str(out), "--backend", engine, "--set", "pipeline1.runs=1", env=env, cwd=cwd)
     _, err = proc.communicate(timeout=900)
     assert proc.returncode == 0, err
     new = listing() - before

@@ -22,6 +22,7 @@ from harness.diffs import (
     split_diff,
     unique,
 )
+from harness.records import Answer, HiddenTests
 
 
 class RowError(Exception):
@@ -140,9 +141,26 @@ def parse_patch(patch: str, field: str) -> list[FileDiff]:
         raise RowError(field, str(err)) from None
 
 
+def pr_answer(row: Mapping[str, Any], leaky: Iterable[str]) -> tuple[Answer, list[FileDiff]]:
+    """The answer of a SWE-bench-shaped row (``patch``, ``test_patch``, FAIL_TO_PASS, PASS_TO_PASS), and
+    the hidden test patch's files, from which adapters take test paths and runner directives."""
+    gold = require_str(row, "patch")
+    parse_patch(gold, "patch")
+    test_patch = require_str(row, "test_patch")
+    hidden = parse_patch(test_patch, "test_patch")
+    answer = Answer(
+        gold_patch=gold,
+        hidden_tests=HiddenTests(patch=test_patch),
+        fail_to_pass=id_list(row, "FAIL_TO_PASS"),
+        pass_to_pass=id_list(row, "PASS_TO_PASS"),
+        leaky_columns=leaky_columns(row, leaky),
+    )
+    return answer, hidden
+
+
 
 
 __all__ = [
     "NON_TEST_EXTENSIONS", "FileDiff", "RowError", "file_diff", "is_r2e_test_path", "is_test_directive",
-    "parse_patch", "patch_paths", "split_diff", "unique",
+    "parse_patch", "patch_paths", "pr_answer", "split_diff", "unique",
 ]  # fmt: skip

@@ -25,16 +25,14 @@ from typing import Any, NamedTuple
 from curation.sources.base import (
     RowError,
     conda_activation,
-    id_list,
     is_test_directive,
-    leaky_columns,
     optional_str,
-    parse_patch,
     patch_paths,
+    pr_answer,
     require_str,
     unique,
 )
-from harness.records import Answer, Environment, HiddenTests, Task
+from harness.records import Environment, Task
 
 SOURCES = ("swe_bench", "swe_gym")
 WORKDIR = "/testbed"
@@ -132,10 +130,7 @@ def to_task(row: Mapping[str, Any], source: str | None = None) -> Task:
         raise ValueError(f"unknown source {source!r} for the SWE-bench adapter")
     instance_id = require_str(row, "instance_id").strip()
     repo = require_str(row, "repo").strip()
-    gold = require_str(row, "patch")
-    parse_patch(gold, "patch")
-    test_patch = require_str(row, "test_patch")
-    hidden = parse_patch(test_patch, "test_patch")
+    answer, hidden = pr_answer(row, LEAKY)
     runner, parser = _REPO_RUNNER.get(repo, (PYTEST, "pytest"))
     if repo == "django/django" and str(row.get("version") or "").strip() == "1.9":
         runner = _DJANGO_1_9
@@ -162,13 +157,7 @@ def to_task(row: Mapping[str, Any], source: str | None = None) -> Task:
         test_cmd=script.test_cmd,
         log_parser=optional_str(row, "log_parser").strip() or parser,
         test_paths=patch_paths(hidden),
-        answer=Answer(
-            gold_patch=gold,
-            hidden_tests=HiddenTests(patch=test_patch),
-            fail_to_pass=id_list(row, "FAIL_TO_PASS"),
-            pass_to_pass=id_list(row, "PASS_TO_PASS"),
-            leaky_columns=leaky_columns(row, LEAKY),
-        ),
+        answer=answer,
     )
 
 

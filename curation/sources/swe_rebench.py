@@ -28,13 +28,12 @@ from curation.sources.base import (
     id_list,
     is_test_directive,
     json_object,
-    leaky_columns,
     optional_str,
-    parse_patch,
     patch_paths,
+    pr_answer,
     require_str,
 )
-from harness.records import Answer, Environment, HiddenTests, Task
+from harness.records import Environment, Task
 
 SOURCE = "swe_rebench_v2"
 SOURCE_V1 = "swe_rebench_v1"
@@ -58,10 +57,7 @@ def to_task(row: Mapping[str, Any]) -> Task:
     instance_id = require_str(row, "instance_id").strip()
     repo, name = _repo_name(row)
     config = json_object(row, "install_config")
-    gold = require_str(row, "patch")
-    parse_patch(gold, "patch")
-    test_patch = require_str(row, "test_patch")
-    hidden = parse_patch(test_patch, "test_patch")
+    answer, hidden = pr_answer(row, LEAKY)
     return Task(
         instance_id=instance_id,
         source=SOURCE,
@@ -72,13 +68,7 @@ def to_task(row: Mapping[str, Any]) -> Task:
         test_cmd=_test_cmd(config),
         log_parser=_log_parser(config),
         test_paths=patch_paths(hidden),
-        answer=Answer(
-            gold_patch=gold,
-            hidden_tests=HiddenTests(patch=test_patch),
-            fail_to_pass=id_list(row, "FAIL_TO_PASS"),
-            pass_to_pass=id_list(row, "PASS_TO_PASS"),
-            leaky_columns=leaky_columns(row, LEAKY),
-        ),
+        answer=answer,
     )
 
 
@@ -88,10 +78,7 @@ def v1_task(row: Mapping[str, Any]) -> Task:
     instance_id = require_str(row, "instance_id").strip()
     repo, _ = _repo_name(row)
     config = json_object(row, "install_config")
-    gold = require_str(row, "patch")
-    parse_patch(gold, "patch")
-    test_patch = require_str(row, "test_patch")
-    hidden = parse_patch(test_patch, "test_patch")
+    answer, hidden = pr_answer(row, LEAKY_V1)
     for field in ("FAIL_TO_FAIL", "PASS_TO_FAIL"):
         if row.get(field) is not None:
             id_list(row, field)
@@ -116,13 +103,7 @@ def v1_task(row: Mapping[str, Any]) -> Task:
         test_cmd=[f"{runner.strip()} {shlex.join(directives)}".rstrip()],
         log_parser=parser.strip(),
         test_paths=patch_paths(hidden),
-        answer=Answer(
-            gold_patch=gold,
-            hidden_tests=HiddenTests(patch=test_patch),
-            fail_to_pass=id_list(row, "FAIL_TO_PASS"),
-            pass_to_pass=id_list(row, "PASS_TO_PASS"),
-            leaky_columns=leaky_columns(row, LEAKY_V1),
-        ),
+        answer=answer,
     )
 
 
