@@ -29,7 +29,17 @@ from harness.names import file_name, under
 from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
 from harness.sandbox import Backend
 from judge.config import JudgeConfig, JudgeSettings
-from judge.prompts import NUDGE, TOOL_NAMES, TOOLS, hidden_tests_text, render_messages
+from judge.prompts import (
+    NUDGE,
+    STRENGTHEN_NUDGE,
+    STRENGTHEN_TOOL_NAMES,
+    STRENGTHEN_TOOLS,
+    TOOL_NAMES,
+    TOOLS,
+    hidden_tests_text,
+    render_messages,
+    render_strengthen,
+)
 from judge.rules import (
     VerdictArgs,
     check_citations,
@@ -38,7 +48,17 @@ from judge.rules import (
     normalise,
     refusal_message,
 )
-from judge.tools import DifferentialArgs, GradeArgs, ShellArgs, ToolSession
+from judge.strengthen import Workbench
+from judge.tools import (
+    DifferentialArgs,
+    FinishArgs,
+    GradeArgs,
+    ProposeTestArgs,
+    ReviewTestArgs,
+    ShellArgs,
+    StrengthenTools,
+    ToolSession,
+)
 
 RETRYABLE_STATUS = {408, 409, 429}
 SHOWN_BYTES = 200  # of a reply that is not a chat completion, in the reason
@@ -421,4 +441,56 @@ def judge_task(
         return finish(f"internal error: {type(err).__name__}: {err}")
     finally:
         tools.close()
+        transcript.close()
+
+
+# ------------------------------------------------------------------------------------------ strengthening
+
+
+def strengthen_session(bench: Workbench, settings: JudgeSettings, config: JudgeConfig, transcript_dir: Path) -> str:
+    """The judge's part of strengthening one task (``judge.strengthen``): it proposes tests and reviews
+    the model-free ones through ``StrengthenTools`` until it calls ``finish``; returns how the session
+    ended. The same limits as a verdict session end it (turns, tokens, deadline, endpoint failures), and
+    what it did until then stands: every proposal was validated as it came."""
+    task = bench.ctx.task
+    transcript = Transcript(Path(transcript_dir), f"{task.instance_id}-strengthen")
+    tools = StrengthenTools(bench)
+    handlers = {"propose_test": (ProposeTestArgs, tools.propose_test), "review_test": (ReviewTestArgs, tools.review_test),
+                "finish": (FinishArgs, tools.finish)}  # fmt: skip
+    deadline = time.monotonic() + config.task_deadline_s
+    tokens, nudges = 0, 0
+    try:
+        messages = render_strengthen(task, bench.ctx.survivors, bench.tests, bench.ctx.sources, config.section_chars)
+        for message in messages:
+            transcript.write("message", message=message)
+        for turn in range(1, config.max_turns + 1):
+            if tokens >= config.token_budget:
+                return f"token budget spent after {turn - 1} turn(s)"
+            reply = complete(settings, config, messages, transcript, deadline, tools=STRENGTHEN_TOOLS)
+            tokens += reply.tokens
+            messages.append(reply.message)
+            transcript.write("message", turn=turn, message=reply.message, tokens=reply.tokens)
+            calls = reply.message.get("tool_calls", [])
+            if not calls:
+                if nudges >= config.max_nudges:
+                    return f"model refused: replied without a tool call {nudges + 1} time(s)"
+                nudges += 1
+                messages.append({"role": "user", "content": STRENGTHEN_NUDGE})
+                continue
+            for call in calls:
+                name = call["function"]["name"]
+                if name not in handlers:
+                    result: dict = {"error": f"unknown tool {name!r}; the tools are {', '.join(STRENGTHEN_TOOL_NAMES)}"}
+                else:
+                    model, run = handlers[name]
+                    args = _parse(call, model)
+                    result = {"error": args} if isinstance(args, str) else run(args)  # type: ignore[operator]
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)})
+                transcript.write("message", message=messages[-1], tool=name)
+            if tools.finished:
+                return f"finished after {turn} turn(s) ({transcript.path.name})"
+        return f"max turns reached: {config.max_turns}"
+    except (EndpointFailed, DeadlineReached) as err:
+        return f"ended early: {err}"
+    finally:
         transcript.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from harness.records import Pipeline1Result, ProbeResult, Task
+from harness.records import AddedTest, Pipeline1Result, ProbeResult, Task
 
 GOLD_PATCH_PATH = "/tmp/swedeck-judge/gold.patch"  # written into the shell sandbox, not applied
 PROBE_PATCH_CHARS = 4000
@@ -205,3 +205,115 @@ def render_messages(task: Task, p1: Pipeline1Result, probes: Sequence[ProbeResul
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": render_task(task, p1, probes, section_chars)},
     ]
+
+
+# ------------------------------------------------------------------------------------------ strengthening
+
+STRENGTHEN_SYSTEM_PROMPT = """\
+You are the privileged judge of a software-engineering RL task whose hidden tests are too loose: the
+wrong patches listed below pass them, and each behaves unlike the gold patch on some input. Your job is
+to make the tests reject them without rejecting any correct fix of the issue.
+
+Tools:
+- propose_test: add one test function to a hidden test file. It runs through validation first (it must
+  pass on gold in repeated runs, fail on the buggy tree, fail on at least one surviving wrong patch,
+  pass on behaviour-preserving rewrites of gold, leave the other tests as they are, and name nothing
+  that only the gold patch introduces); you see the outcome of every step. Write the test from the
+  issue, never from the gold code: cite in `cites` the issue sentence(s) each assertion follows from,
+  verbatim. A proposal that cites no sentence of the issue is rejected.
+- review_test: for each model-free test listed under "Added tests", say whether the issue asks for the
+  behaviour it asserts: relevant (cite the issue sentence(s) that ask for it) or irrelevant (it pins
+  something the issue does not ask for; it is then dropped).
+- finish: when every added test is reviewed and the wrong patches are rejected, or nothing more helps.
+Reply with tool calls only; plain text is not read."""
+
+STRENGTHEN_TOOLS: list[dict] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "propose_test",
+            "description": "Add one test to a hidden test file; it is validated before you see the outcome.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "file": {"type": "string", "description": "a hidden test file (path in the repository)"},
+                    "code": {"type": "string", "description": "one test function, imports inside it if the file lacks them"},
+                    "cites": {"type": "array", "items": {"type": "string"}, "description": "issue sentences, verbatim"},
+                    "test_class": {"type": ["string", "null"], "description": "a unittest class to add the method to"},
+                },
+                "required": ["file", "code", "cites"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "review_test",
+            "description": "Mark a model-free added test relevant (with the issue sentences that ask for it) or irrelevant.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "test_id": {"type": "string"},
+                    "relevant": {"type": "boolean"},
+                    "cites": {"type": "array", "items": {"type": "string"}, "description": "issue sentences, verbatim"},
+                    "reason": {"type": "string"},
+                },
+                "required": ["test_id", "relevant"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "finish",
+            "description": "End the strengthening session.",
+            "parameters": {
+                "type": "object",
+                "properties": {"rationale": {"type": "string"}},
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+STRENGTHEN_TOOL_NAMES = tuple(tool["function"]["name"] for tool in STRENGTHEN_TOOLS)
+STRENGTHEN_NUDGE = "Plain text is not read. Continue with a tool call: propose_test, review_test or finish."
+
+
+def added_test_view(test: AddedTest) -> dict:
+    return {"test_id": test.test_id, "file": test.file, "code": test.code, "found_by": test.found_by,
+            "relevance": test.relevance, "kept": not test.rejected_at, "kills": test.kills}  # fmt: skip
+
+
+def render_strengthen(task: Task, survivors: Sequence[ProbeResult], tests: Sequence[AddedTest], sources: dict[str, str],
+                      section_chars: int) -> list[dict]:  # fmt: skip
+    """The strengthening session's messages: the issue, the hidden test files as they run, the wrong
+    patches that pass them (with the inputs that tell them from gold) and the model-free tests added
+    so far. Gold's code is not shown: the tests must follow from the issue."""
+    files = "".join(f"\n--- file {path} ---\n{text}" for path, text in sorted(sources.items()))
+    user = f"""\
+# Task {task.instance_id}
+repo: {task.repo}
+
+## Issue (what the agent reads)
+<issue>
+{cut(task.problem_statement, section_chars)}
+</issue>
+
+## Hidden test files (FAIL_TO_PASS files, as they run)
+<test_files>
+{cut(files, section_chars)}
+</test_files>
+
+## Wrong patches that pass the hidden tests
+<survivors>
+{json.dumps([probe_view(p) for p in survivors], indent=1)}
+</survivors>
+
+## Added tests (model-free, validated; review each)
+<added_tests>
+{json.dumps([added_test_view(t) for t in tests], indent=1)}
+</added_tests>
+"""
+    return [{"role": "system", "content": STRENGTHEN_SYSTEM_PROMPT}, {"role": "user", "content": user}]

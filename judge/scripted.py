@@ -9,7 +9,10 @@ results) that returns the next assistant message, with tool calls in the OpenAI 
 Policies:
 
 ``labelled``
-    Plays the sample corpus from its ground truth (``data/sample/labels.toml``) and the probe patches
+    Strengthening sessions (a prompt with added tests): reviews every kept model-free test as relevant,
+    citing the issue sentence of ``STRENGTHEN`` for the task, proposes that entry's test with the same
+    citation, and finishes (a task without an entry: finish at once).
+    Verdict sessions: plays the sample corpus from its ground truth (``data/sample/labels.toml``) and the probe patches
     in ``data/sample/<id>/probes/``, standing in for a model that found them. too_loose: cite the
     model-free survivors that have a distinguishing input; with none, grade the wrong patch as
     plausible_wrong, run ``differential`` on it, and cite it. over_restrictive: grade the alternative patch as
@@ -128,6 +131,8 @@ class Conversation:
             self.probes: list[dict] = json.loads(_section(prompt, "probes") or "[]")
         except json.JSONDecodeError:
             self.probes = []
+        added = _section(prompt, "added_tests")
+        self.added_tests: list[dict] | None = json.loads(added) if added else None  # a strengthening session
         results = {m.get("tool_call_id"): m.get("content") or "" for m in messages if m.get("role") == "tool"}
         self.calls: list[tuple[str, dict, dict]] = []  # (tool, arguments, result)
         for m in messages:
@@ -202,8 +207,44 @@ REWRITES = {
 }
 
 
+# the tests the scripted judge writes for the sample's too-loose tasks: the case the issue names and the
+# hidden tests leave out, with the issue sentence it follows from (which also grounds its reviews)
+STRENGTHEN = {
+    "sample__moneyfmt-1": {
+        "file": "tests/test_formatting.py",
+        "code": (
+            "def test_three_decimal_currencies_keep_their_last_digit():\n"
+            "    assert format_money(Money(\"12.345\", \"KWD\")) == \"KD 12.345\"\n"
+            "    assert format_money(Money(\"0.125\", \"BHD\")) == \"BD 0.125\"\n"
+        ),
+        "cites": [("three-decimal currencies such as KWD, BHD or TND are shown with only two decimals, so the last "
+                   "digit of the amount is silently rounded away on display.")],
+    },
+    "sample__cronexpr-1": {
+        "file": "tests/test_fields.py",
+        "code": "def test_star_step_in_month_counts_from_january():\n    assert parse_field(\"*/3\", MONTH) == {1, 4, 7, 10}\n",
+        "cites": ["`*/3` in the month field should be January, April, July and October"],
+    },
+}  # fmt: skip
+
+
+def strengthening(conv: Conversation) -> Message:
+    script = STRENGTHEN.get(conv.instance_id)
+    if script is None:
+        return call_reply("finish", {"rationale": "I have no test to add for this task."})
+    reviewed = {args.get("test_id") for args, _ in conv.results("review_test")}
+    for test in conv.added_tests or []:
+        if test["kept"] and test["relevance"] == "unreviewed" and test["test_id"] not in reviewed:
+            return call_reply("review_test", {"test_id": test["test_id"], "relevant": True, "cites": script["cites"]})
+    if not conv.results("propose_test"):
+        return call_reply("propose_test", {"file": script["file"], "code": script["code"], "cites": script["cites"]})
+    return call_reply("finish", {"rationale": "the added tests state the cases the issue names"})
+
+
 def labelled(messages: list[Message]) -> Message:
     conv = Conversation(messages)
+    if conv.added_tests is not None:
+        return strengthening(conv)
     label = _label(conv.instance_id)
     if label is None:
         return text_reply(f"I have no script for {conv.instance_id or 'this task'}.")

@@ -7,7 +7,9 @@ Candidates come from two sources:
    ``self.assert*`` for unittest) that asserts gold's behaviour on that input: its return value (when
    its ``repr`` evaluates back to it), the exception type it raises, or what it prints.
 2. *Judge-written*: tests the judge proposes with ``propose_test`` (``judge.tools``), each citing the
-   issue sentence its assertions follow from.
+   issue sentences its assertions follow from. In the same session the judge reviews the kept
+   model-free tests (``review_test``): relevant with a cited sentence of the issue, or irrelevant
+   (dropped, and recorded as rejected at ``relevance``).
 
 Every candidate goes through the same validation, by the one grader, each step recorded
 (``ValidationCheck``) and stopped at the first that fails (``AddedTest.rejected_at``):
@@ -20,7 +22,8 @@ Every candidate goes through the same validation, by the one grader, each step r
 ``invariant``       it passes on every behaviour-preserving rewrite of gold (the correct_alternative
                     probes that passed the original suite): STING's guard against pinning gold's form;
 ``pass_to_pass``    with it added, gold still reproduces the original pattern on every other test;
-``relevance``       a judge-written test must cite a sentence of the issue; a model-free one stays
+``relevance``       a judge-written test must cite sentences of the issue (checked first: a proposal
+                    that cites none is rejected before anything runs); a model-free one stays
                     ``unreviewed`` (kept, flagged) until the judge accepts that the issue asks for it.
 
 Kept tests are added until every survivor is killed; the suite with all of them is graded once more
@@ -38,7 +41,7 @@ import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from curation.store import commit_folder, read_records
@@ -80,7 +83,7 @@ class Candidate:
     code: str
     source: str  # model_free or judge
     found_by: str
-    issue_quote: str = ""
+    cites: tuple[str, ...] = ()  # the issue sentences its assertions follow from (judge-written)
     probe_id: str = ""  # the survivor it came from (model-free)
 
     @property
@@ -210,7 +213,10 @@ class Context:
 def validate(ctx: Context, cand: Candidate) -> AddedTest:
     """Every validation step of one candidate, in order, stopping at the first that fails."""
     record = AddedTest(file=cand.file, test_id=cand.test_id, source=cand.source, found_by=cand.found_by,  # type: ignore[arg-type]
-                       code=cand.code, issue_quote=cand.issue_quote)  # fmt: skip
+                       code=cand.code, issue_quote=" / ".join(cand.cites))  # fmt: skip
+    if cand.source == "judge" and (problem := citation_problem(cand.cites, ctx.task.problem_statement)):
+        record.relevance = "rejected"
+        return _reject(record, ValidationCheck(step="relevance", passed=False, detail=problem))
     base = ctx.sources.get(cand.file)  # each candidate alone on the original suite
     if base is None:
         return _reject(record, ValidationCheck(step="leak", passed=False, detail=f"no hidden test file {cand.file}"))
@@ -306,27 +312,64 @@ def _squash(text: str) -> str:
     return " ".join(text.lower().split())
 
 
+def citation_problem(cites: Sequence[str], issue: str) -> str:
+    """Why ``cites`` do not ground an assertion in the issue ("" when they do): none given, or one that
+    is not a sentence (at least a dozen characters) of the issue text."""
+    if not cites:
+        return "cites no sentence of the issue: every assertion must follow from a sentence of the issue"
+    missing = [c for c in cites if len(_squash(c)) < 12 or _squash(c) not in _squash(issue)]
+    return f"not sentences of the issue: {'; '.join(repr(c[:120]) for c in missing)}" if missing else ""
+
+
 def _relevance(ctx: Context, cand: Candidate, record: AddedTest) -> ValidationCheck:
     if cand.source == "model_free":
         record.relevance = "unreviewed"
         return ValidationCheck(step="relevance", passed=True, detail="model-free: unreviewed until the judge accepts it")
-    quote = _squash(cand.issue_quote)
-    ok = len(quote) >= 12 and quote in _squash(ctx.task.problem_statement)
-    record.relevance = "accepted" if ok else "rejected"
-    detail = "cites the issue" if ok else f"the cited sentence is not in the issue: {cand.issue_quote[:120]!r}"
-    return ValidationCheck(step="relevance", passed=ok, detail=detail)
+    record.relevance = "accepted"
+    return ValidationCheck(step="relevance", passed=True, detail="cites the issue: " + record.issue_quote[:200])
 
 
-def review(record: AddedTest, accepted: bool, quote: str, issue: str) -> AddedTest:
-    """The judge's relevance review of a kept model-free test: accepted only with a sentence of the issue
-    that asks for the asserted behaviour; a rejected test leaves the suite (it would make it over-restrictive)."""
-    ok = accepted and len(_squash(quote)) >= 12 and _squash(quote) in _squash(issue)
-    detail = "the judge accepts it: " + quote[:200] if ok else "the judge rejects it, or cites no sentence of the issue"
-    checks = [c for c in record.checks if c.step != "relevance"] + [ValidationCheck(step="relevance", passed=ok, detail=detail)]
+def review(record: AddedTest, relevant: bool, cites: Sequence[str], reason: str = "") -> AddedTest:
+    """The judge's relevance review of a kept model-free test: accepted with the issue sentences that
+    ask for the asserted behaviour (checked by the caller), or rejected: a test pinning behaviour the
+    issue does not ask for would make the suite over-restrictive, so it leaves the suite, recorded."""
+    quote = " / ".join(cites)
+    detail = f"the judge accepts it: {quote[:200]}" if relevant else f"the judge finds the issue does not ask for it: {reason[:200]}"
+    checks = [c for c in record.checks if c.step != "relevance"] + [ValidationCheck(step="relevance", passed=relevant, detail=detail)]
     return record.model_copy(update={
-        "relevance": "accepted" if ok else "rejected", "issue_quote": quote, "checks": checks,
-        "rejected_at": record.rejected_at or ("" if ok else "relevance"),
+        "relevance": "accepted" if relevant else "rejected", "issue_quote": quote, "checks": checks,
+        "rejected_at": record.rejected_at or ("" if relevant else "relevance"),
     })  # fmt: skip
+
+
+@dataclass
+class Workbench:
+    """One task's candidate tests as strengthening goes, each validated record beside the candidate it
+    came from; the judge proposes and reviews through it (``judge.tools.StrengthenTools``)."""
+
+    ctx: Context
+    tests: list[AddedTest] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+
+    def consider(self, cand: Candidate) -> AddedTest:
+        record = validate(self.ctx, cand)
+        self.tests.append(record)
+        self.candidates.append(cand)
+        return record
+
+    def killed(self) -> set[str]:
+        return {k for t in self.tests if not t.rejected_at for k in t.kills}
+
+    def review(self, test_id: str, relevant: bool, cites: Sequence[str], reason: str = "") -> AddedTest | str:
+        """Record the judge's review of a kept model-free test; a problem (no such test, a relevant one
+        without a sentence of the issue) comes back as text and changes nothing."""
+        at = next((i for i, t in enumerate(self.tests) if t.test_id == test_id and t.source == "model_free" and not t.rejected_at), None)
+        if at is None:
+            return f"no kept model-free test {test_id!r} to review"
+        if relevant and (problem := citation_problem(cites, self.ctx.task.problem_statement)):
+            return problem
+        self.tests[at] = review(self.tests[at], relevant, cites, reason)
+        return self.tests[at]
 
 
 # ============================================================================================ the stage
@@ -366,14 +409,13 @@ def strengthen(
     stamp: dict[str, str],
     tree: Path,
     *,
-    proposals: Callable[[Context, list[AddedTest]], list[Candidate]] | None = None,
-    reviewer: Callable[[Context, list[AddedTest]], list[AddedTest]] | None = None,
+    judge: Callable[[Workbench], str] | None = None,
     gold_runs: int = GOLD_RUNS,
     log_dir: Path | None = None,
 ) -> Strengthening:
-    """Strengthen one task's hidden tests (see the module docstring). ``proposals`` asks the judge for
-    tests (given the context and the model-free results); ``reviewer`` has it review the kept
-    model-free ones."""
+    """Strengthen one task's hidden tests (see the module docstring). ``judge`` runs the judge's
+    session over the workbench once the model-free tests are validated (it proposes tests and reviews
+    the model-free ones) and says how the session ended."""
     started = time.monotonic()
     survivors = confirmed_survivors(probes)
     alternatives = [p for p in probes if p.kind == "correct_alternative" and p.reward == 1.0]
@@ -389,34 +431,21 @@ def strengthen(
 
     if not survivors:
         return done("not_repaired", "no confirmed survivor: no wrong patch the engine told apart from gold passes the tests", [], killed=[])
-    tests: list[AddedTest] = []
-    candidates: list[Candidate] = []
-    killed: set[str] = set()
-
-    def consider(cand: Candidate) -> None:
-        record = validate(ctx, cand)
-        tests.append(record)
-        candidates.append(cand)
-        if not record.rejected_at:
-            killed.update(record.kills)
-
+    bench = Workbench(ctx)
     seen: set[str] = set()
     for probe in survivors:
-        if probe.probe_id in killed:
+        if probe.probe_id in bench.killed():
             continue  # a kept test already rejects it
         cand = model_free_candidate(probe, sources)
         if cand is not None and cand.code not in seen:
             seen.add(cand.code)
-            consider(cand)
-    if proposals is not None:
-        for cand in proposals(ctx, tests):
-            consider(cand)
-    if reviewer is not None:
-        tests = reviewer(ctx, tests)
-    kept = [(t, c) for t, c in zip(tests, candidates, strict=True) if not t.rejected_at]
+            bench.consider(cand)
+    session = f"; judge: {judge(bench)}" if judge is not None else ""
+    tests = bench.tests
+    kept = [(t, c) for t, c in zip(tests, bench.candidates, strict=True) if not t.rejected_at]
     if not kept:
         steps = sorted({t.rejected_at for t in tests})
-        return done("not_repaired", f"no candidate test passed validation (rejected at: {', '.join(steps) or 'none written'})", tests, killed=[])
+        return done("not_repaired", f"no candidate test passed validation (rejected at: {', '.join(steps) or 'none written'}){session}", tests, killed=[])
     added: dict[str, str] = {}
     for _, cand in kept:
         added[cand.file] = insert_test(added.get(cand.file, sources[cand.file]), cand.code, cand.cls)
@@ -437,6 +466,7 @@ def strengthen(
     unreviewed = sum(t.relevance == "unreviewed" for t, _ in kept)
     if unreviewed:
         reason += f"; {unreviewed} model-free test(s) unreviewed (relevance not confirmed by a judge)"
+    reason += session
     return done(status, reason, tests, killed=final_killed, tests_patch=hidden.patch, hidden_files=hidden.files,
                 expected_status=expected, fail_to_pass=[*p1.fail_to_pass, *new_ids])  # fmt: skip
 
@@ -471,10 +501,11 @@ def process_task(
     config_hash: str,
     tree: Path,
     out: Path,
+    judge: Callable[[Workbench], str] | None = None,
 ) -> Strengthening:
     """Strengthen one task of a run and commit its record atomically under ``OUT/strengthen/<id>/``."""
     stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
-    record = strengthen(task, p1, probes, backend, stamp, tree, log_dir=under(out / "logs", task.instance_id))
+    record = strengthen(task, p1, probes, backend, stamp, tree, judge=judge, log_dir=under(out / "logs", task.instance_id))
     commit_folder(result_path(out, task.instance_id), [("strengthening", Strengthening, [record])])
     return record
 

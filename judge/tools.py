@@ -6,20 +6,31 @@ what went wrong, and the session goes on.
 
 from __future__ import annotations
 
+import ast
+import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.config import Settings
 from harness.envs import prepare_tree
 from harness.grader import grade
 from harness.patching import apply_patch
-from harness.records import ProbeKind, ProbeResult, Status, Task, content_hash
+from harness.pyast import parse
+from harness.records import (
+    AddedTest,
+    ProbeKind,
+    ProbeResult,
+    Status,
+    Task,
+    content_hash,
+)
 from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
 from judge.config import JudgeConfig
 from judge.prompts import GOLD_PATCH_PATH, cut
 from judge.rules import touched_files
+from judge.strengthen import Candidate, Workbench
 from probes.differential import DifferentialSession, session_for, with_differential
 
 JUDGE_OPERATOR = "judge_written"
@@ -44,6 +55,30 @@ class DifferentialArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     probe_id: str
+
+
+class ProposeTestArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    file: str  # a hidden test file
+    code: str  # one test function (a method when test_class is given)
+    cites: list[str] = Field(default_factory=list)  # the issue sentences its assertions follow from
+    test_class: str | None = None
+
+
+class ReviewTestArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    test_id: str
+    relevant: bool
+    cites: list[str] = Field(default_factory=list)  # for a relevant test: the issue sentences that ask for it
+    reason: str = ""
+
+
+class FinishArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rationale: str = ""
 
 
 def judge_probe_id(instance_id: str, kind: str, patch: str) -> str:
@@ -216,3 +251,45 @@ class ToolSession:
         if self._sandbox is not None:
             self._sandbox.close()
             self._sandbox = None
+
+
+class StrengthenTools:
+    """The judge's tools when it strengthens a task's tests: ``propose_test`` (validated by the same
+    steps as a model-free test before the judge sees any result), ``review_test`` (relevance of a kept
+    model-free test) and ``finish``."""
+
+    def __init__(self, bench: Workbench) -> None:
+        self.bench = bench
+        self.finished = False
+
+    def propose_test(self, args: ProposeTestArgs) -> dict:
+        try:
+            tree = parse(textwrap.dedent(args.code))
+        except (SyntaxError, ValueError) as err:
+            return {"error": f"the code does not parse: {err}"}
+        names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test")]
+        if len(names) != 1 or len(tree.body) != 1:
+            return {"error": "propose exactly one test function (def test_...), nothing else; imports go inside it"}
+        cand = Candidate(file=args.file, cls=args.test_class, name=names[0], code=textwrap.dedent(args.code), source="judge",
+                         found_by="proposed by the judge", cites=tuple(args.cites))  # fmt: skip
+        try:
+            return self._view(self.bench.consider(cand))
+        except (EnvError, SandboxError, OSError) as err:
+            return {"error": f"the grader could not run: {err}"}
+
+    def review_test(self, args: ReviewTestArgs) -> dict:
+        done = self.bench.review(args.test_id, args.relevant, args.cites, args.reason)
+        return {"error": done} if isinstance(done, str) else self._view(done)
+
+    def finish(self, args: FinishArgs) -> dict:
+        self.finished = True
+        kept = [t for t in self.bench.tests if not t.rejected_at]
+        return {"finished": True, "kept": [t.test_id for t in kept], "survivors_killed": sorted(self.bench.killed())}
+
+    @staticmethod
+    def _view(record: AddedTest) -> dict:
+        return {
+            "test_id": record.test_id, "kept": not record.rejected_at, "rejected_at": record.rejected_at,
+            "relevance": record.relevance, "kills": record.kills,
+            "checks": [{"step": c.step, "passed": c.passed, "detail": c.detail} for c in record.checks],
+        }  # fmt: skip

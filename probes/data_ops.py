@@ -298,9 +298,9 @@ def regex_literals(py: PyFile) -> list[cst.BaseExpression]:
             continue
         assign = stmt.body[0]
         targets = [t.target for t in assign.targets]
-        if len(targets) == 1 and isinstance(targets[0], cst.Name) and targets[0].value in sites.names:
-            if isinstance(assign.value, (cst.SimpleString, cst.ConcatenatedString)):
-                found.append(assign.value)
+        named = len(targets) == 1 and isinstance(targets[0], cst.Name) and targets[0].value in sites.names
+        if named and isinstance(assign.value, (cst.SimpleString, cst.ConcatenatedString)):
+            found.append(assign.value)
     return found
 
 

@@ -11,8 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import TEST_LIMITS, git
+from test_probes import applied, make_gold, make_repo, make_task
+
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources.local import load_task_folder
 from harness.records import ProbeResult
@@ -22,7 +23,6 @@ from probes.generate import plausible_wrong
 from probes.pycst import python_files
 from probes.runner import probe_task
 from probes.workspace import added_lines, file_lines, importable, workspace
-from test_probes import applied, make_gold, make_repo, make_task
 
 # ================================================================================ the operators on snippets
 

@@ -1,13 +1,17 @@
 """Test strengthening: writing a test from a distinguishing input in the file's style, the leak rule,
-then the sample corpus's too-loose tasks repaired for real (bwrap) and the planted bad tests of
-``data/sample/labels.toml`` each rejected at its validation step."""
+the judge's tools (a proposal without a citation, one that pins gold's private helper, the real
+``openai`` client calling them on the scripted judge), then the sample corpus's too-loose tasks
+repaired for real (bwrap, with the scripted judge reviewing and proposing tests) and the planted bad
+tests of ``data/sample/labels.toml`` each rejected at its validation step."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 import tomllib
 from pathlib import Path
 
+import openai
 import pytest
 from conftest import TEST_LIMITS
 
@@ -16,17 +20,30 @@ from curation.pipeline1 import Pipeline1Config, process_task
 from data import SAMPLE
 from harness.envs import prepare_tree
 from harness.grader import grade
-from harness.records import Behaviour, DistinguishingInput, ProbeResult, Status, Task
+from harness.records import (
+    AddedTest,
+    Behaviour,
+    DistinguishingInput,
+    ProbeResult,
+    Status,
+    Task,
+)
+from judge import JudgeConfig, JudgeSettings, ScriptedJudge
+from judge.loop import strengthen_session
+from judge.prompts import STRENGTHEN_TOOLS, render_strengthen
 from judge.rules import added_test_leaks, touched_files
+from judge.scripted import STRENGTHEN
 from judge.strengthen import (
     Candidate,
     Context,
+    Workbench,
     confirmed_survivors,
     insert_test,
     model_free_body,
     strengthen,
     validate,
 )
+from judge.tools import FinishArgs, ProposeTestArgs, ReviewTestArgs, StrengthenTools
 from probes import workspace
 from probes.runner import probe_task
 
@@ -81,6 +98,61 @@ def test_a_test_that_names_a_gold_only_identifier_leaks_unless_the_issue_names_i
     assert added_test_leaks("def test_t():\n    assert slug('abc') == 'ab'\n", issue="", gold_patch=gold) == []
 
 
+# ================================================================================ the judge's tools
+
+
+def _bench(task: Task, swedeck_env, file: str) -> Workbench:  # noqa: ANN001
+    """A workbench on which nothing runs: the citation and leak checks come before any grade."""
+    from test_decks import p1
+
+    tree = prepare_tree(task, swedeck_env)
+    existing = "\n".join(t for p in touched_files(task.answer.gold_patch) if (t := workspace.read_text(tree / p)) is not None)
+    ctx = Context(task, p1(task), None, [], [], workspace.test_sources(task, tree, [file]), existing)  # type: ignore[arg-type]
+    return Workbench(ctx)
+
+
+def test_a_judge_proposal_that_cites_no_issue_sentence_is_rejected_before_anything_runs(sample_tasks, swedeck_env) -> None:  # noqa: ANN001
+    script = STRENGTHEN["sample__moneyfmt-1"]
+    tools = StrengthenTools(_bench(sample_tasks["sample__moneyfmt-1"], swedeck_env, script["file"]))
+    for cites in ([], ["Please make the formatting correct."]):
+        result = tools.propose_test(ProposeTestArgs(file=script["file"], code=script["code"], cites=cites))
+        assert result["kept"] is False and result["rejected_at"] == "relevance", result
+        assert [c["step"] for c in result["checks"]] == ["relevance"]
+        assert ("cites no sentence of the issue" if not cites else "not sentences of the issue") in result["checks"][0]["detail"]
+    assert [t.rejected_at for t in tools.bench.tests] == ["relevance", "relevance"]  # kept in the record with the step
+
+
+def test_a_judge_proposal_that_pins_gold_s_private_helper_fails_the_leak_check(sample_tasks, swedeck_env) -> None:  # noqa: ANN001
+    task = sample_tasks["sample__slugkit-1"]
+    tools = StrengthenTools(_bench(task, swedeck_env, "tests/test_slugify.py"))
+    code = "def test_truncation_never_ends_with_a_separator():\n    from slugkit.slugify import _truncate\n    assert _truncate('a-b-c', 4, '-') == 'a-b'\n"
+    cite = next(line.strip("*- ") for line in task.problem_statement.splitlines() if len(line.strip()) > 30)
+    result = tools.propose_test(ProposeTestArgs(file="tests/test_slugify.py", code=code, cites=[cite]))
+    assert result["rejected_at"] == "leak" and "_truncate" in result["checks"][-1]["detail"], result
+    assert tools.propose_test(ProposeTestArgs(file="tests/test_slugify.py", code="x = 1", cites=[cite]))["error"]
+
+
+def test_the_openai_client_calls_the_strengthening_tools_on_the_scripted_judge(sample_tasks) -> None:  # noqa: ANN001
+    """The wire format: the real client sends the strengthening tools and gets review_test, propose_test
+    and finish calls back whose arguments are the tools' own argument models."""
+    task = sample_tasks["sample__moneyfmt-1"]
+    added = AddedTest(file="tests/test_formatting.py", test_id="tests/test_formatting.py::test_strengthened_1", source="model_free",
+                      found_by="a distinguishing input", code="def test_strengthened_1():\n    assert 1\n", kills=["w"])  # fmt: skip
+    messages = render_strengthen(task, [], [added], {}, 40_000)
+    expected = [("review_test", ReviewTestArgs), ("propose_test", ProposeTestArgs), ("finish", FinishArgs)]
+    with ScriptedJudge("labelled") as base_url:
+        client = openai.OpenAI(base_url=base_url, api_key="x", max_retries=0, timeout=5)
+        for name, model in expected:
+            reply = client.chat.completions.create(model="scripted-judge", messages=messages, tools=STRENGTHEN_TOOLS)  # type: ignore[arg-type]
+            (call,) = reply.choices[0].message.tool_calls or []
+            assert call.function.name == name
+            args = model.model_validate_json(call.function.arguments)
+            if isinstance(args, ReviewTestArgs):
+                assert args.test_id == added.test_id and args.relevant and args.cites == STRENGTHEN[task.instance_id]["cites"]
+            messages = [*messages, reply.choices[0].message.model_dump(exclude_none=True),
+                        {"role": "tool", "tool_call_id": call.id, "content": json.dumps({"ok": True})}]  # fmt: skip
+
+
 # ================================================================================ the sample corpus (bwrap)
 
 
@@ -99,7 +171,13 @@ def repaired(sample_tasks: dict[str, Task], probe_backend, swedeck_env, tmp_path
         p1 = process_task(task, probe_backend, Pipeline1Config(runs=1), "test", out)
         stamp = {"config_hash": "test", "task_hash": before, "instance_id": iid}
         probes = probe_task(task, probe_backend, p1, stamp, workers=2, log_dir=out / "logs")
-        record = strengthen(task, p1, probes, probe_backend, stamp, prepare_tree(task, swedeck_env), log_dir=out / "logs")
+        with ScriptedJudge("labelled") as url:
+            settings = JudgeSettings(base_url=url, model="scripted")
+
+            def judge(bench: Workbench, settings: JudgeSettings = settings) -> str:
+                return strengthen_session(bench, settings, JudgeConfig(), out / "transcripts")
+
+            record = strengthen(task, p1, probes, probe_backend, stamp, prepare_tree(task, swedeck_env), judge=judge, log_dir=out / "logs")
         assert task.task_hash() == before  # the original task is untouched
         results[iid] = (task, p1, probes, record)
     return results
@@ -115,9 +193,13 @@ def test_too_loose_tasks_are_repaired(repaired, probe_backend, instance_id: str)
     assert survivors and survivors == confirmed_survivors(probes)  # every survivor here behaves unlike gold somewhere
     assert sorted(record.killed) == sorted(p.probe_id for p in survivors)
     kept = [t for t in record.tests if not t.rejected_at]
-    assert kept and all(t.source == "model_free" and t.relevance == "unreviewed" for t in kept)
-    assert all(c.passed for t in kept for c in t.checks)
-    assert [c.step for c in kept[0].checks] == ["leak", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
+    steps = ["leak", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
+    # the model-free tests, reviewed by the judge, and the judge's own test, each through every step
+    free = [t for t in kept if t.source == "model_free"]
+    assert free and all(t.relevance == "accepted" and t.issue_quote for t in free) and "finished" in record.reason
+    (written,) = [t for t in kept if t.source == "judge"]
+    assert written.relevance == "accepted" and written.issue_quote == STRENGTHEN[instance_id]["cites"][0] and written.kills
+    assert all([c.step for c in t.checks] == steps and all(c.passed for c in t.checks) for t in kept)
     strong = strengthened_task(task, record)
     assert strong.answer.hidden_tests.patch == record.tests_patch != task.answer.hidden_tests.patch
     expected = {k: Status(v) for k, v in record.expected_status.items()}
