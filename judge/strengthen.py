@@ -47,6 +47,7 @@ from pathlib import Path
 from curation.store import commit_folder, read_records
 from harness.grader import grade
 from harness.names import under
+from harness.pyast import parse
 from harness.records import (
     AddedTest,
     DistinguishingInput,
@@ -63,7 +64,6 @@ from harness.records import (
 )
 from harness.sandbox import Backend
 from judge.rules import added_test_leaks, touched_files
-from probes.pyast import parse
 from probes.workspace import apply_trusted, git, read_text, test_sources
 
 GOLD_RUNS = 3  # k: a kept test passes on gold this many times

@@ -40,9 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.patching import apply_patch
+from harness.pyast import parse
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Task
 from harness.sandbox import Backend, EnvError, SandboxError
-from probes.pyast import parse
 from probes.special_case import find_def
 from probes.workspace import test_sources
 

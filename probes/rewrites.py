@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 import libcst as cst
 from libcst.metadata import Assignment, FunctionScope, ScopeProvider
 
+from harness.pyast import parse
 from probes.pycst import PyFile, code_of, fresh_name, line_of, negate, short, walk
-from probes.pyast import parse
 from probes.workspace import MAX_PER_OPERATOR, Workspace
 
 PER_OPERATOR_SCAN = 3 * MAX_PER_OPERATOR  # rewrites tried per operator and file (some dedupe away)

@@ -69,12 +69,19 @@ from harness.config import SandboxConfig, Settings
 from harness.envs import prepare_tree
 from harness.grader import BAD, PLUGINS, grade, run_tests
 from harness.parsers import uses_junit
-from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, content_hash
+from harness.pyast import parse
+from harness.records import (
+    Grade,
+    Pipeline1Result,
+    ProbeResult,
+    Status,
+    Task,
+    content_hash,
+)
 from harness.sandbox import get_backend
 from probes.differential import check_survivors, session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
 from probes.workspace import apply_trusted, git, read_text
-from probes.pyast import parse
 
 TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "timeout", "output_limit"}
 TIMEOUT_FLOOR_S = 30.0  # a probe's per-command timeout is at least this ...

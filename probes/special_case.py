@@ -17,8 +17,8 @@ import re
 import textwrap
 from collections.abc import Iterator, Mapping, Sequence
 
+from harness.pyast import parse
 from probes.pycst import PyFile
-from probes.pyast import parse
 from probes.workspace import change_blocks, file_lines, parses
 
 MAX_LITERALS = 64  # literals in one special_case guard

@@ -21,8 +21,8 @@ from pathlib import Path, PurePosixPath
 
 from harness.diffs import is_r2e_test_path
 from harness.envs import GIT_IDENTITY
+from harness.pyast import parse
 from harness.records import ProbeKind, Task
-from probes.pyast import parse
 
 MAX_PER_OPERATOR = 4  # candidates kept per operator and per task
 CONTEXT = 3  # lines of context that group change blocks into hunks, as in `git diff`

@@ -13,6 +13,7 @@ import pytest
 
 from data import SAMPLE
 from harness.envs import prepare_tree
+from harness.pyast import parse
 from harness.records import Task
 from probes.differential import (
     DRIVER,
@@ -27,7 +28,6 @@ from probes.differential import (
     steps_of,
     variants,
 )
-from probes.pyast import parse
 
 DATA = Path(__file__).parent / "data" / "differential"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from probes.pyast import parse
+from harness.pyast import parse
 
 SOURCE = "\n".join(f"def f{i}(x):\n    return [[(a, {{b: (c if d else e) for b in x}}) for a in x] for c in x]\n" for i in range(200))
 

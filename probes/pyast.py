@@ -1,5 +1,0 @@
-"""Probes parse Python through the harness's thread-safe ``parse`` (see ``harness.pyast``)."""
-
-from harness.pyast import parse
-
-__all__ = ["parse"]
