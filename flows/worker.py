@@ -47,7 +47,8 @@ def main() -> None:
             elif stage == "strengthen":
                 from flows.strengthen import run_strengthen
 
-                summary = run_strengthen(out, cfg, job.workers, job.strengthen_all)
+                with judge_endpoint(job.judge) as settings:  # the judge reviews and proposes tests
+                    summary = run_strengthen(out, cfg, job.workers, job.strengthen_all, settings)
             else:
                 from flows.pipeline2 import run_pipeline2
 
