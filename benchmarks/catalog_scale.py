@@ -5,7 +5,8 @@ Each task is committed with the store's own ``commit_folder``, as Pipeline 1 and
 folder (8 probes with their patches, probe counts, a verdict). For each size it prints:
 
   commit     wall time per task of the per-task commits
-  compact    ``compact``: folding every committed folder into one part per table (total and per task)
+  compact    ``compact``: folding every committed folder into one part per table (total and per task, wall
+             and CPU), read from the writers' commit journals
   catalog    ``build_run_catalog`` before compaction (every task file listed) and after (the parts)
   queries    the median time of five queries, before and after compaction:
                count         select count(*) from p1_results
@@ -199,7 +200,8 @@ def report(n: int, figures: dict) -> None:
     print(f"commit        {commit['commit_ms_per_task']:8.2f} ms/task wall with {commit['workers']} writer processes, "
           f"{commit['commit_cpu_ms_per_task']:.2f} ms CPU per task    (peak RSS per writer {commit['children_rss_mb']:.0f} MB)")
     print(f"compaction    {compact['compact_s']:8.2f} s = {compact['compact_ms_per_task']:.3f} ms/task wall, "
-          f"{compact['compact_cpu_ms_per_task']:.3f} ms CPU/task, over {compact['folders']:,} folders    (peak RSS {compact['rss_mb']:.0f} MB)")  # fmt: skip
+          f"{compact['compact_cpu_ms_per_task']:.3f} ms CPU/task, over {compact['folders']:,} folders "
+          f"({compact['journaled']:,} from the journal)    (peak RSS {compact['rss_mb']:.0f} MB)")  # fmt: skip
     print(f"catalog build {before['catalog_s']:8.2f} s before compaction, {after['catalog_s']:.2f} s after")
     print(f"{'query':12s} {'before (ms)':>12s} {'after (ms)':>12s} {'rows':>8s}")
     for name in QUERIES:
@@ -209,7 +211,8 @@ def report(n: int, figures: dict) -> None:
     slow = [name for name in QUERIES if after["query_s"][name] >= 0.2]
     print("targets: " + ", ".join([
         "queries < 200 ms after compaction: " + ("yes" if not slow else f"NO ({', '.join(slow)})"),
-        f"compaction < 1 ms/task: {'yes' if compact['compact_ms_per_task'] < 1 else 'NO'}",
+        f"compaction < 1 ms/task: {'yes' if compact['compact_ms_per_task'] < 1 else 'NO'} wall",
+        f"{'yes' if compact['compact_cpu_ms_per_task'] < 1 else 'NO'} CPU",
     ]))  # fmt: skip
     sys.stdout.flush()
 

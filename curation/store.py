@@ -289,13 +289,13 @@ def _table_files(stage_dir: Path, files: Mapping[str, set[str]], table: PerTask)
 #
 # Reading 100k one-task Parquet files costs ~1 ms each, whoever reads them. So each commit of a task
 # folder also appends its tables, as Arrow IPC record batches, to a journal of its writer process
-# (``RUN/journal/<host>.<pid>.<token>.journal``, one writer per file, so appends never interleave), and
-# compaction reads the journals instead of the files. A record is trusted only while the folder it was
-# written for still has the stamp it names, so a folder replaced or removed since, a record lost (a kill
-# between rename and append, a journal swept while a writer appended) or a torn one (a kill mid-append:
-# short or failing its checksum, it ends the journal's reading) only sends compaction back to the
-# folder's files. The journal is as durable as the folders it mirrors (neither is fsync'd): it is an
-# index of them, never the data of record.
+# (``RUN/journal/<host>.<pid>.<token>.journal``; its threads append whole records, one O_APPEND writev
+# each), and compaction reads the journals instead of the files. A record is trusted only while the
+# folder it was written for still has the stamp it names, so a folder replaced or removed since, a
+# record lost (a kill between rename and append, a journal swept while a writer appended) or a torn one
+# (a kill mid-append: short or failing its checksum, it ends the journal's reading) only sends
+# compaction back to the folder's files. The journal is as durable as the folders it mirrors (neither
+# is fsync'd): it is an index of them, never the data of record.
 
 JOURNAL = "journal"
 _FRAME = struct.Struct("<4sIQ")  # magic, CRC-32 of the body, body length
@@ -436,8 +436,8 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
                 names.append(folders[k])
                 rows += batches[-1].num_rows
                 if rows >= ROW_GROUP_ROWS:
-                    writer.write_table(row_group(), row_group_size=rows)
-                    batches, names, rows = [], [], 0
+                    table, batches, names, rows = row_group(), [], [], 0  # the batches go before the write
+                    writer.write_table(table, row_group_size=table.num_rows)
             if batches:
                 writer.write_table(row_group(), row_group_size=rows)
     finally:
