@@ -23,6 +23,8 @@ BackendOpt = Annotated[str | None, typer.Option("--backend", "-b", help="sandbox
 RunnerOpt = Annotated[str | None, typer.Option("--runner", help="where per-task work runs: local (threads) or ray (runner.address)")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")]
 SourceOpt = Annotated[list[Path] | None, typer.Option("--source", "-s", help="task source (default: sample corpus)")]
+RepoCacheOpt = Annotated[Path | None, typer.Option("--repo-cache", help="folder of git bundles (owner__name.bundle) or clones "
+                         "(owner__name/): rows whose image cannot run here are built from their install spec")]  # fmt: skip
 
 
 def _console():
@@ -37,10 +39,16 @@ def _sources(paths: list[Path] | None) -> list[Path]:
     return list(paths) if paths else [SAMPLE]
 
 
-def _config(config: Path | None, overrides: list[str] | None, backend: str | None, runner: str | None = None):
+def _config(config: Path | None, overrides: list[str] | None, backend: str | None, runner: str | None = None,
+            repo_cache: Path | None = None):  # fmt: skip
     from flows.config import load_config
 
-    return load_config(config, overrides, sandbox__backend=backend, runner__kind=runner)
+    cfg = load_config(config, overrides, sandbox__backend=backend, runner__kind=runner,
+                      sources__repo_cache=repo_cache and str(repo_cache.resolve()))  # fmt: skip
+    if cfg.sources.repo_cache and not Path(cfg.sources.repo_cache).is_dir():
+        _console().print(f"[red]repository cache {cfg.sources.repo_cache}: no such folder[/]")
+        raise typer.Exit(2)
+    return cfg
 
 
 def _print_errors(errors) -> None:
@@ -110,11 +118,11 @@ def _arm_task(task_id: str, source: list[Path] | None, arm: str):  # noqa: ANN20
     return found[0]
 
 
-def _find(task_id: str, source: list[Path] | None, find_task):
+def _find(task_id: str, source: list[Path] | None, find_task, repo_cache=None):
     from curation.sources import SourceError
 
     try:
-        return find_task(task_id, _sources(source))
+        return find_task(task_id, _sources(source), repo_cache)
     except KeyError as err:
         _console().print(f"[red]{err.args[0]}[/]")
         raise typer.Exit(2) from None
@@ -336,12 +344,13 @@ def p1(
     backend: BackendOpt = None,
     runner: RunnerOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w", help="tasks processed at once")] = 2,
+    repo_cache: RepoCacheOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Pipeline 1: two-tree fail-to-pass with binding assertions, into Parquet and a DuckDB catalog."""
-    cfg = _config(config, overrides, backend, runner)
+    cfg = _config(config, overrides, backend, runner, repo_cache)
     _run_pipelines(["pipeline1"], out, cfg, workers, sources=list(sources), as_json=as_json)
 
 
@@ -352,12 +361,13 @@ def curate(
     backend: BackendOpt = None,
     runner: RunnerOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
+    repo_cache: RepoCacheOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
 ) -> None:
     """The main job, end to end with embedded defaults: Pipeline 1, then probes and the judge, then test
     strengthening of the tasks the judge called too loose."""
-    cfg = _config(config, overrides, backend, runner)
+    cfg = _config(config, overrides, backend, runner, repo_cache)
     _run_pipelines(["pipeline1", "pipeline2", "strengthen"], out, cfg, workers, sources=_sources(sources))
     from curation.report import write_report
 
@@ -486,6 +496,7 @@ def probe(
     source: SourceOpt = None,
     backend: BackendOpt = None,
     no_selection: Annotated[bool, typer.Option("--no-selection", help="run the full suite for every probe")] = False,
+    repo_cache: RepoCacheOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
@@ -498,8 +509,8 @@ def probe(
     from harness.sandbox import get_backend
     from probes.runner import probe_task
 
-    cfg = _config(config, overrides, backend)
-    task = _find(task_id, source, find_task)
+    cfg = _config(config, overrides, backend, repo_cache=repo_cache)
+    task = _find(task_id, source, find_task, cfg.repo_cache())
     sandbox_backend = get_backend(cfg.sandbox)
     with tempfile.TemporaryDirectory() as tmp, _console().status(f"pipeline 1 on {task.instance_id}"):
         p1_result = p1_task(task, sandbox_backend, cfg.pipeline1, cfg.hash(), Path(tmp))

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from curation.pipeline1 import Pipeline1Config
+from curation.sources.recipes import RepoCache
 from flows.runners import RunnerConfig
 from harness.agent import AgentConfig
 from harness.config import ConfigError, SandboxConfig
@@ -35,9 +36,20 @@ class Schedule(BaseModel):
     judge: bool | None = None  # True the scripted judge, False none (probes only), None SWEDECK_JUDGE_* from the environment
 
 
+class SourcesConfig(BaseModel):
+    """Where corpus rows find what they do not carry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # a folder of git bundles (<owner>__<name>.bundle) or clones (<owner>__<name>/): SWE-bench-shaped
+    # rows whose image cannot run here are built from their install spec with the repository from it
+    repo_cache: str = ""
+
+
 class SwedeckConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    sources: SourcesConfig = SourcesConfig()
     sandbox: SandboxConfig = SandboxConfig()
     pipeline1: Pipeline1Config = Pipeline1Config()
     pipeline2: Pipeline2Config = Pipeline2Config()
@@ -46,8 +58,14 @@ class SwedeckConfig(BaseModel):
     schedules: dict[str, Schedule] = {}
 
     def hash(self) -> str:
-        # where and when the work runs never changes a result, so they stay out of the hash records carry
-        return content_hash(self.model_dump(mode="json", exclude={"runner", "schedules"}))
+        # where and when the work runs never changes a result, so they stay out of the hash records carry;
+        # a task built from the repository cache differs from its image task, so its own hash tells them apart
+        return content_hash(self.model_dump(mode="json", exclude={"runner", "schedules", "sources"}))
+
+    def repo_cache(self) -> RepoCache | None:
+        if not self.sources.repo_cache:
+            return None
+        return RepoCache(Path(self.sources.repo_cache), images=self.sandbox.backend == "docker")
 
 
 def _parse_value(raw: str) -> Any:

@@ -57,7 +57,7 @@ def pipeline1(sources: list[str], out: str, config: dict) -> dict:
     cfg = SwedeckConfig.model_validate(config)
     out_dir = Path(out)
     sweep_partials(out_dir / "p1")
-    loaded = load_sources(sources)
+    loaded = load_sources(sources, cfg.repo_cache())
     seen: set[str] = set()
     tasks, errors = [], list(loaded.errors)
     for t in loaded.tasks:

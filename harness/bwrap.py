@@ -39,6 +39,7 @@ from harness.envs import (
     publish_env,
     run_env,
 )
+from harness.images import ImageMissing
 from harness.records import ExecResult, Task
 from harness.sandbox import EnvError, capture, exec_result, host_path, shell_command
 
@@ -72,7 +73,10 @@ class BwrapBackend:
         """The task's sealed tree and recipe environment, built on first use (cached by hash)."""
         env = task.environment
         if env.image is not None and env.recipe is None:
-            raise EnvError(f"{task.instance_id}: the bwrap backend cannot run a Docker image ({env.image}); use --backend docker")
+            raise ImageMissing(
+                f"{task.instance_id}: the bwrap backend cannot run a Docker image ({env.image}); use --backend docker, "
+                "or --repo-cache DIR holding the repository to build its environment from the row's install spec"
+            )
         self._rootfs()
         env_dir = self.env_dir(task)
         return prepare_tree(task, self.settings), env_dir

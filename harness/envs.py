@@ -38,14 +38,18 @@ GIT_IDENTITY = {
 ENV_MOUNT = "/opt/swedeck-env"
 BASE_PATH = f"{ENV_MOUNT}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Bump when the way environments are built changes: environments built the old way are not reused.
-ENV_LAYOUT = 2
+ENV_LAYOUT = 3
 # The first build command: the environment's python and pip come first on PATH from then on. The
 # base's pip serves the environment (`pip` runs it with the environment's python): ensurepip would
-# install a copy of it into every environment, and take most of a small build's time.
+# install a copy of it into every environment, and take most of a small build's time. The base's
+# pytest has no `pytest` command (corpus test commands are `pytest -rA ...`): the environment gets
+# pytest's own console script, which a recipe that installs another pytest overwrites.
 MAKE_VENV = (
     f"python3 -m venv --without-pip --system-site-packages {ENV_MOUNT}"
     f" && printf '#!/bin/sh\\nexec {ENV_MOUNT}/bin/python -m pip \"$@\"\\n' > {ENV_MOUNT}/bin/pip"
     f" && chmod 755 {ENV_MOUNT}/bin/pip && ln -s pip {ENV_MOUNT}/bin/pip3"
+    f" && printf '#!{ENV_MOUNT}/bin/python\\nimport sys\\nfrom pytest import console_main\\nsys.exit(console_main())\\n'"
+    f" > {ENV_MOUNT}/bin/pytest && chmod 755 {ENV_MOUNT}/bin/pytest"
 )
 # forwarded into build sandboxes only, so recipe installs use this machine's package index, proxy and CA
 BUILD_ENV_PREFIXES = (
@@ -245,8 +249,8 @@ def prepare_tree(task: Task, settings: Settings) -> Path:
             _git(["add", "-A"], work)
             _git(["commit", "-q", "--no-verify", "-m", f"{task.repo} at base"], work)
         else:
-            if not src.is_file():
-                raise EnvError(f"{task.instance_id}: git bundle {src} does not exist")
+            if not (src.is_file() if task.repo_source.kind == "bundle" else src.is_dir()):
+                raise EnvError(f"{task.instance_id}: git {task.repo_source.kind} {src} does not exist")
             shutil.rmtree(work)
             subprocess.run(["git", "clone", "-q", "--no-checkout", str(src), str(work)], check=True, capture_output=True)
         base = task.repo_source.ref or task.base_commit or "HEAD"

@@ -51,6 +51,7 @@ class Recipe(Record):
 
     base: str = "swedeck-base"
     install: list[str] = Field(default_factory=list)
+    origin: str = ""  # where the commands came from, for a recipe swedeck made (a row's install spec, ...)
 
 
 class Environment(Record):
@@ -65,9 +66,9 @@ class Environment(Record):
 class RepoSource(Record):
     """Where the buggy tree comes from when it is not already inside ``Environment.image``."""
 
-    kind: Literal["files", "bundle", "image"]
-    path: str = ""  # folder of plain files, or a git bundle, on the host
-    ref: str = ""  # for bundles: the commit or ref to check out as the base
+    kind: Literal["files", "bundle", "git", "image"]
+    path: str = ""  # folder of plain files, a git bundle, or a git clone ("git"), on the host
+    ref: str = ""  # for bundles and clones: the commit or ref to check out as the base
 
 
 class HiddenTests(Record):

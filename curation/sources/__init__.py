@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from curation.sources import r2e_gym, scale_swe, swe_bench, swe_rebench
 from curation.sources.base import RowError
+from curation.sources.recipes import RepoCache
 from harness.names import id_problem
 from harness.parsers import UnsupportedParser, check_parser
 from harness.records import LoadError, Task
@@ -107,14 +108,15 @@ def detect_corpus(columns: set[str]) -> str:
 Located = tuple[str, Any]  # (file#row or file#line, the decoded row, or why it could not be decoded)
 
 
-def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str) -> LoadResult:
+def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str, repo_cache: RepoCache | None = None) -> LoadResult:
     """Every row through ``corpus``'s adapter; failures become LoadErrors at ``{location}#row{i}``."""
-    return _adapt(corpus, [(f"{location}#row{i}", row) for i, row in enumerate(rows)], location, "given")
+    return _adapt(corpus, [(f"{location}#row{i}", row) for i, row in enumerate(rows)], location, "given", repo_cache)
 
 
-def _adapt(corpus: str, rows: list[Located], location: str, reason: str) -> LoadResult:
+def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_cache: RepoCache | None = None) -> LoadResult:
     """Each row through the adapter, in order; a row that could not be decoded arrives as the reason
-    why (a string) and is recorded like any other bad row."""
+    why (a string) and is recorded like any other bad row. With a repository cache, a row whose
+    image cannot run here and whose repository is cached becomes a recipe task (``recipes``)."""
     try:
         adapter = ADAPTERS[corpus]
     except KeyError:
@@ -122,6 +124,7 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str) -> Load
     tasks: list[Task] = []
     errors: list[LoadError] = []
     versions: dict[tuple[str, str], int] = {}
+    from_recipe = 0
     for where, row in rows:
         if not isinstance(row, str):
             version = _VERSIONS[corpus](row)
@@ -130,6 +133,10 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str) -> Load
             if isinstance(row, str):
                 raise RowError("json", row)
             task = adapter(row)
+            if repo_cache is not None:
+                resolved = repo_cache.resolve(task, row)
+                from_recipe += resolved is not task
+                task = resolved
             problem = id_problem(task.instance_id)
             if problem:  # an id is a name: a path-like one would put results outside the run folder
                 raise RowError("instance_id", problem)
@@ -158,6 +165,8 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str) -> Load
     if corpus == "swe_rebench_v2":
         tasks, asked = swe_rebench.with_image_workdirs(tasks)
         reason += f"; workdir from the image for {asked} of {len(tasks)} rows, else /<repo-name>"
+    if repo_cache is not None:
+        reason += f"; {from_recipe} of {len(tasks)} rows built from a recipe (Recipe.origin says which), the repository from {repo_cache.root}"
     detected = [
         Detection(location=location, corpus=corpus, version=version, rows=n, reason=f"{reason}; {why}")
         for (version, why), n in versions.items()
@@ -165,13 +174,13 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str) -> Load
     return LoadResult(tasks=tasks, errors=errors, detected=detected)
 
 
-def load_corpus_file(path: str, corpus: str | None = None) -> LoadResult:
+def load_corpus_file(path: str, corpus: str | None = None, repo_cache: RepoCache | None = None) -> LoadResult:
     """Load a local .parquet/.jsonl/.json/.arrow file row by row, or a Hugging Face hub id.
 
     A line that is not a JSON object is a LoadError at ``{path}#line{n}`` and the other rows still
     load. Local files are read in memory and nothing is written; a hub dataset is cached under the
     swedeck cache (``SWEDECK_CACHE``), never in the Hugging Face default. ``corpus`` is detected from
-    the columns when not given.
+    the columns when not given. ``repo_cache``: see ``recipes``.
     """
     if os.path.isfile(path):
         rows = _file_rows(path)
@@ -189,7 +198,7 @@ def load_corpus_file(path: str, corpus: str | None = None) -> LoadResult:
                 error = LoadError(source="", location=path, field="columns", message=str(err), stage="corpus_file")
                 return LoadResult(tasks=[], errors=[error])
             corpus = "unknown"  # nothing decoded: every row is an error of its own below
-    return _adapt(corpus, rows, path, reason) if corpus in ADAPTERS else _undecoded(corpus, rows)
+    return _adapt(corpus, rows, path, reason, repo_cache) if corpus in ADAPTERS else _undecoded(corpus, rows)
 
 
 def _undecoded(corpus: str, rows: list[Located]) -> LoadResult:
@@ -309,7 +318,7 @@ def _refine(corpus: str, reason: str, rows: list[Mapping[str, Any]]) -> tuple[st
     return corpus, reason
 
 
-def load_source(path: str | Path) -> LoadResult:
+def load_source(path: str | Path, repo_cache: RepoCache | None = None) -> LoadResult:
     """Any source: a task folder, a folder of task folders, a corpus file, or a hub id."""
     from curation.sources.local import load_folders
 
@@ -318,11 +327,13 @@ def load_source(path: str | Path) -> LoadResult:
         found = [Detection(location=str(path), corpus="local", version="task folder", rows=len(tasks) + len(errors),
                            reason="a folder of task folders (task.toml)")] if tasks or errors else []  # fmt: skip
         return LoadResult(tasks=tasks, errors=errors, detected=found)
-    return load_corpus_file(str(path))
+    return load_corpus_file(str(path), repo_cache=repo_cache)
 
 
-def load_sources(paths: Iterable[str | Path]) -> LoadResult:
-    results = [load_source(p) for p in paths]
+def load_sources(paths: Iterable[str | Path], repo_cache: RepoCache | None = None) -> LoadResult:
+    if repo_cache is not None and not repo_cache.root.is_dir():
+        raise SourceError(f"repository cache {repo_cache.root}: no such folder")
+    results = [load_source(p, repo_cache) for p in paths]
     return LoadResult(
         tasks=[t for r in results for t in r.tasks],
         errors=[e for r in results for e in r.errors],
@@ -330,20 +341,20 @@ def load_sources(paths: Iterable[str | Path]) -> LoadResult:
     )
 
 
-def find_task(instance_id: str, paths: Iterable[str | Path]) -> Task:
+def find_task(instance_id: str, paths: Iterable[str | Path], repo_cache: RepoCache | None = None) -> Task:
     """A task by id (or by task-folder path); KeyError naming the sources searched when absent."""
     from curation.sources.local import is_task_folder, load_task_folder
 
     if Path(instance_id).is_dir() and is_task_folder(Path(instance_id)):
         return load_task_folder(Path(instance_id))
     paths = list(paths)
-    for task in load_sources(paths).tasks:
+    for task in load_sources(paths, repo_cache).tasks:
         if task.instance_id == instance_id:
             return task
     raise KeyError(f"no task {instance_id!r} in {', '.join(map(str, paths))}")
 
 
 __all__ = [
-    "ADAPTERS", "Detection", "LoadResult", "RowError", "SourceError", "detect", "detect_corpus", "find_task", "load_corpus_file", "load_rows",
+    "ADAPTERS", "Detection", "LoadResult", "RepoCache", "RowError", "SourceError", "detect", "detect_corpus", "find_task", "load_corpus_file", "load_rows",
     "load_source", "load_sources",
 ]  # fmt: skip

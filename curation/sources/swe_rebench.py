@@ -150,18 +150,27 @@ def with_image_workdirs(tasks: list[Task]) -> tuple[list[Task], int]:
 def local_image_workdirs(images: set[str]) -> dict[str, str]:
     """``{image: WORKDIR}`` for those of ``images`` the local engine holds (one listing, then one
     inspection per image found); an image without a WORKDIR maps to ''."""
-    try:
-        import docker
-
-        client = docker.from_env(timeout=10)
-        local = {tag for image in client.images.list() for tag in image.tags}
-    except Exception:  # noqa: BLE001 - no SDK, no engine, no permission: nothing is known
+    local = local_image_tags()
+    found = {image for image in images if tagged(image) in local}
+    if not found:
         return {}
-    found = {image for image in images if _tagged(image) in local}
+    import docker
+
+    client = docker.from_env(timeout=10)
     return {image: client.images.get(image).attrs.get("Config", {}).get("WorkingDir") or "" for image in found}
 
 
-def _tagged(image: str) -> str:
+def local_image_tags() -> set[str]:
+    """Every ``name:tag`` the local engine holds (one listing); none without an engine."""
+    try:
+        import docker
+
+        return {tag for image in docker.from_env(timeout=10).images.list() for tag in image.tags}
+    except Exception:  # noqa: BLE001 - no SDK, no engine, no permission: nothing is known
+        return set()
+
+
+def tagged(image: str) -> str:
     """Docker lists images as ``name:tag``; a reference without a tag means ``:latest``."""
     last = image.rsplit("/", 1)[-1]
     return image if ":" in last or "@" in last else f"{image}:latest"
