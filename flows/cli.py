@@ -789,8 +789,12 @@ def main() -> None:
     import shutil
     import tempfile
 
+    from flows.supervise import PREFECT_DEFAULTS
     from harness import leftovers
     from harness.config import ConfigError, Settings
+
+    for name, value in PREFECT_DEFAULTS.items():  # unsupervised commands (train, arms) start Prefect too
+        os.environ.setdefault(name, value)
 
     # Every command owns what it starts, as a supervised run does: its processes carry its token and its
     # temporary files (probe workspaces, strengthening scratch) go under the cache in a folder named by

@@ -138,6 +138,14 @@ def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+PREFECT_DEFAULTS = {
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    # a loaded machine starts the temporary server slowly; Prefect's default of 20 s is too short
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+}  # where the user has not said otherwise
+
+
 def supervise(job: Job, settings: Settings) -> Iterator[dict]:
     """Run ``job`` in a worker. Yields ``{"started": what was swept}`` once the run folder is clean,
     then the worker's events (``{"stage", "summary"}`` per finished stage) and a ``{"tick"}`` every
@@ -174,12 +182,7 @@ def _start(job: Job, token: str, scratch: Path) -> tuple[subprocess.Popen[bytes]
         **os.environ,
         leftovers.RUN_ENV: token,
         "TMPDIR": str(scratch),  # every temporary file of the run lands where a sweep finds it
-        "PREFECT_LOGGING_LEVEL": os.environ.get("PREFECT_LOGGING_LEVEL", "WARNING"),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": os.environ.get("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
-        # a loaded machine starts the temporary server slowly; Prefect's default of 20 s is too short
-        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": os.environ.get(
-            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180"
-        ),
+        **{name: os.environ.get(name, value) for name, value in PREFECT_DEFAULTS.items()},
     }
     read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
