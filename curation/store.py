@@ -301,6 +301,7 @@ JOURNAL = "journal"
 _FRAME = struct.Struct("<4sIQ")  # magic, CRC-32 of the body, body length
 _MAGIC = b"SWJ1"
 _META = struct.Struct("<I")  # the body: meta length, meta JSON, then the record batches it places
+FOLD = 512  # journaled batches concatenated at a time while a row group fills
 
 
 @functools.cache
@@ -419,13 +420,14 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
     schema = arrow_schema(PER_TASK[view].model)
     spans, folders, ids = found.spans[view], found.folders[view], found.ids[view]
     fds = [os.open(p, os.O_RDONLY) for p in found.journals]
+    pieces: list[pa.RecordBatch] = []  # every FOLD batches concatenated: a one-row batch costs ~10 kB as it is
     batches: list[pa.RecordBatch] = []
     names: list[str] = []
+    counts: list[int] = []
     rows = 0
 
     def row_group() -> pa.Table:
-        counts = np.array([b.num_rows for b in batches])
-        table = pa.Table.from_batches([pa.concat_batches(batches)])
+        table = pa.Table.from_batches([pa.concat_batches([*pieces, *batches])])
         return table.append_column("_folder", pa.array(names).take(np.repeat(np.arange(len(names)), counts)))
 
     try:
@@ -434,12 +436,15 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
                 j, offset, length = spans[3 * k : 3 * k + 3]
                 batches.append(pa.ipc.read_record_batch(pa.py_buffer(os.pread(fds[j], length, offset)), schema))
                 names.append(folders[k])
-                rows += batches[-1].num_rows
+                counts.append(batches[-1].num_rows)
+                rows += counts[-1]
+                if len(batches) == FOLD:
+                    pieces, batches = [*pieces, pa.concat_batches(batches)], []
                 if rows >= ROW_GROUP_ROWS:
-                    table, batches, names, rows = row_group(), [], [], 0  # the batches go before the write
+                    table, pieces, batches, names, counts, rows = row_group(), [], [], [], [], 0  # dropped before the write
                     writer.write_table(table, row_group_size=table.num_rows)
-            if batches:
-                writer.write_table(row_group(), row_group_size=rows)
+            if names:
+                writer.write_table(table := row_group(), row_group_size=table.num_rows)
     finally:
         for fd in fds:
             os.close(fd)

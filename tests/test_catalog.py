@@ -175,6 +175,21 @@ def test_a_table_journaled_with_another_schema_is_read_from_its_file(run: Path, 
     assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(8))])
 
 
+def test_journaled_parts_fill_row_groups_in_order_without_splitting_a_folder(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("curation.store.ROW_GROUP_ROWS", 40)
+    monkeypatch.setattr("curation.store.FOLD", 2)  # batches concatenated two at a time while a group fills
+    expected = snapshot([run])
+    compact(run)
+    assert snapshot([run]) == expected
+    part = pq.ParquetFile(run / COMPACTED / load_manifest(run).parts["assertions"][0])
+    groups = [part.read_row_group(g, columns=["instance_id", "_folder"]) for g in range(part.num_row_groups)]
+    assert len(groups) > 2 and all(g.num_rows >= 40 for g in groups[:-1])
+    ids = [i for g in groups for i in g.column("instance_id").to_pylist()]
+    assert ids == sorted(ids)
+    homes = [{f for f in g.column("_folder").to_pylist()} for g in groups]
+    assert all(not (a & b) for k, a in enumerate(homes) for b in homes[k + 1 :]), "a folder's rows share one row group"
+
+
 def test_a_folder_of_many_instance_ids_is_sorted_into_its_part(run: Path) -> None:
     changes = [IncrementRecord(config_hash="c", task_hash=f"{i}", instance_id=scale.instance_id(i), flow_run="f",
                                started="2026-01-01T00:00:00", change="new") for i in (5, 1, 3)]  # fmt: skip
