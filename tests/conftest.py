@@ -123,6 +123,13 @@ def backends(bwrap_backend: Backend, docker_backend: Backend) -> dict[str, Backe
     return {"bwrap": bwrap_backend, "docker": docker_backend}
 
 
+def sampled(values: list[str], quick: set[str]) -> list:
+    """Parameters where only ``quick`` run in the default tier and the rest are marked slow: the same
+    check over every sample task repeats itself, so CI runs a few of each kind and the slow tier all."""
+    assert quick <= set(values), quick - set(values)
+    return [pytest.param(v, marks=() if v in quick else pytest.mark.slow) for v in values]
+
+
 BACKEND_PARAMS = [pytest.param("bwrap", marks=pytest.mark.bwrap), pytest.param("docker", marks=pytest.mark.docker)]
 
 

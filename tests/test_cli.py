@@ -143,7 +143,7 @@ def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) ->
         ("curated", ["sample__toposort-1"]), ("raw", both), ("strengthened", both)]  # fmt: skip
 
 
-@pytest.mark.parametrize("engine", ["local", "server"])
+@pytest.mark.parametrize("engine", [pytest.param("local", marks=pytest.mark.slow), "server"])
 def test_rollout_with_a_tiny_model_then_audit(bwrap_backend, tmp_path: Path, engine: str) -> None:  # noqa: ANN001
     """A random tiny model built from a config rolls out end to end on CPU, in process or behind the
     package's vLLM-compatible server; every trajectory ends with a recorded termination reason, its

@@ -83,6 +83,7 @@ def test_arms_hold_what_each_verdict_allows(deck: Path, sample_tasks: dict[str, 
     assert con.execute("select arm, count(*) from deck group by arm order by arm").fetchall() == [("curated", 2), ("raw", 3), ("strengthened", 3)]
 
 
+@pytest.mark.slow  # training runs by default in test_cli's train command and test_trainer
 @pytest.mark.prefect
 def test_paired_arms_train_with_one_config(deck: Path, tmp_path: Path, bwrap_backend, prefect_api) -> None:  # noqa: ANN001
     pytest.importorskip("torch")
