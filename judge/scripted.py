@@ -12,7 +12,8 @@ Policies:
     Strengthening sessions (a prompt with added tests): reviews every kept model-free test as relevant,
     citing the issue sentence of ``STRENGTHEN`` for the task, proposes that entry's test with the same
     citation, and finishes (a task without an entry: finish at once).
-    Verdict sessions: plays the sample corpus from its ground truth (``data/sample/labels.toml``) and the probe patches
+    Verdict sessions: plays the sample corpus from its ground truth (``data/sample/labels.toml``; the real fix
+    commits of ``data/real`` from ``data/real/labels.toml``) and the probe patches
     in ``data/sample/<id>/probes/``, standing in for a model that found them. too_loose: cite the
     model-free survivors that have a distinguishing input; with none, grade the wrong patch as
     plausible_wrong, run ``differential`` on it, and cite it. over_restrictive: grade the alternative patch as
@@ -148,9 +149,16 @@ class Conversation:
         return [(args, result) for name, args, result in self.calls if name == tool]
 
 
+# the sample corpus's ground truth, and the real fix commits' in data/real
+LABEL_FILES = (SAMPLE / "labels.toml", SAMPLE.parent / "real" / "labels.toml")
+
+
 def _label(instance_id: str) -> dict | None:
-    labels = tomllib.loads((SAMPLE / "labels.toml").read_text())["tasks"]
-    return labels.get(instance_id)
+    for path in LABEL_FILES:
+        labels = tomllib.loads(path.read_text())["tasks"]
+        if instance_id in labels:
+            return labels[instance_id]
+    return None
 
 
 def _probe_patch(instance_id: str, relative: str) -> str:

@@ -191,7 +191,8 @@ def test_pipeline1_keeps_a_real_fix_commit(bwrap_backend, tmp_path):
 def test_curate_keeps_the_real_fix_commits(name, request, tmp_path):
     """`swedeck curate` over the three real fix commits on each backend: every task kept by Pipeline 1
     with the upstream tests as FAIL_TO_PASS, probed, and given a verdict. Without a judge endpoint the
-    scripted judge has no script for these tasks, so the verdict is honestly `unjudgeable`."""
+    scripted judge plays data/real/labels.toml: more-itertools' test tries one negative size, and the
+    probes confirm wrong fixes that pass it (`n <= 0`, the test's literal only), which the judge cites."""
     request.getfixturevalue(f"{name}_backend")  # the backend is usable here, or the test fails saying why
     run = tmp_path / "run"
     done = swedeck("curate", str(REAL), "--out", str(run), "--backend", name, "--set", "pipeline1.runs=2")
@@ -204,4 +205,8 @@ def test_curate_keeps_the_real_fix_commits(name, request, tmp_path):
     assert {r["instance_id"] for r in probes if r["n"] > 0} == set(REAL_FAIL_TO_PASS)
     verdicts = query(run, "select instance_id, verdict, detail from verdicts")
     assert sorted(v["instance_id"] for v in verdicts) == sorted(REAL_FAIL_TO_PASS)
-    assert all(v["verdict"] == "unjudgeable" and "no script" in v["detail"] for v in verdicts)
+    assert {v["instance_id"]: v["verdict"] for v in verdicts} == {
+        "mahmoud__boltons-766b554": "accept",
+        "hukkin__tomli-4e245a4": "accept",
+        "more-itertools__more-itertools-d64a7d6": "too_loose",
+    }
