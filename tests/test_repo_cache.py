@@ -19,6 +19,7 @@ from curation.sources.base import RowError
 from curation.sources.recipes import DEFAULT_INSTALL, row_recipe, spec_recipe
 from harness.config import Settings
 from harness.envs import prepare_tree, tree_commit
+from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "data" / "fixtures"
@@ -199,6 +200,26 @@ def test_without_image_or_cached_repository_the_row_is_image_missing(bwrap_backe
     result = process_task(task, bwrap_backend, Pipeline1Config(runs=1), "cfg", tmp_path)
     assert (result.reason, result.stage) == ("env_error", "image_missing")
     assert task.environment.image in result.detail and "--repo-cache" in result.detail
+
+
+@pytest.mark.bwrap
+def test_recipe_environments_have_a_pytest_command(bwrap_backend, tmp_path: Path) -> None:
+    """Regression: the base's pytest has no `pytest` command, so every recipe task whose test command
+    is a corpus row's `pytest -rA ...` ended 'pytest: command not found' (no_fail_to_pass)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "test_a.py").write_text("import sys\n\n\ndef test_a():\n    assert sys.prefix == '/opt/swedeck-env'\n")
+    task = Task(
+        instance_id="local__pytestcmd-1", source="local", repo="local/pytestcmd", problem_statement="p",
+        environment=Environment(recipe=Recipe(install=["true"])), repo_source=RepoSource(kind="files", path=str(repo)),
+        test_cmd=["pytest -rA test_a.py"], answer=Answer(gold_patch="", hidden_tests=HiddenTests()),
+    )  # fmt: skip
+    box = bwrap_backend.open(task)
+    try:
+        done = box.run("pytest -rA -p no:cacheprovider test_a.py")
+    finally:
+        box.close()
+    assert done.exit_code == 0 and "PASSED test_a.py::test_a" in done.output, done.output
 
 
 @pytest.mark.slow
