@@ -30,6 +30,7 @@ import secrets
 import shutil
 import socket
 import struct
+import sys
 import tempfile
 import types
 import typing
@@ -377,7 +378,8 @@ class Journaled:
     journals: list[Path]
     spans: dict[str, array.array]  # view -> (journal, offset, length) per batch, flat
     folders: dict[str, list[str]]  # view -> the folder of each batch
-    ids: dict[str, list[tuple[str, str]]]  # view -> the least and greatest instance_id of each batch
+    first: dict[str, list[str]]  # view -> the least instance_id of each batch, its place in the part
+    mixed: set[str]  # views with a batch of several instance_ids (an increments folder): their rows need a sort
     odd: dict[str, list[Path]]  # view -> files of journaled folders written with another schema
     served: dict[str, set[str]]  # stage -> folders the journals hold
     consumed: dict[str, int]  # journal -> offset read to
@@ -387,8 +389,9 @@ def index_journals(run: Path, listed: Mapping[str, int], read: Mapping[str, int]
     """Index the journal records, past what earlier compactions ``read``, of the ``fresh`` folders as
     they are now (stage -> folder -> stamp)."""
     views = {(t.stage, t.file): view for view, t in PER_TASK.items()}
-    found = Journaled([], {v: array.array("q") for v in PER_TASK}, {v: [] for v in PER_TASK}, {v: [] for v in PER_TASK},
-                      {v: [] for v in PER_TASK}, {stage: set() for stage in fresh}, {})  # fmt: skip
+    found = Journaled(journals=[], spans={v: array.array("q") for v in PER_TASK}, folders={v: [] for v in PER_TASK},
+                      first={v: [] for v in PER_TASK}, mixed=set(), odd={v: [] for v in PER_TASK},
+                      served={stage: set() for stage in fresh}, consumed={})  # fmt: skip
     for name, size in listed.items():
         start = read.get(name, 0)
         path = run / JOURNAL / name
@@ -408,7 +411,9 @@ def index_journals(run: Path, listed: Mapping[str, int], read: Mapping[str, int]
                     continue
                 found.spans[view].extend((j, data + at, length))
                 found.folders[view].append(folder)
-                found.ids[view].append((lo, hi))
+                found.first[view].append(sys.intern(lo))  # one string for all tables of a folder
+                if lo != hi:
+                    found.mixed.add(view)
         found.consumed[name] = offset
     return found
 
@@ -418,7 +423,7 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
     least instance_id, then its name, with the column ``_folder``; row groups about DuckDB's size that
     never split a folder. Memory holds one row group."""
     schema = arrow_schema(PER_TASK[view].model)
-    spans, folders, ids = found.spans[view], found.folders[view], found.ids[view]
+    spans, folders, first = found.spans[view], found.folders[view], found.first[view]
     fds = [os.open(p, os.O_RDONLY) for p in found.journals]
     pieces: list[pa.RecordBatch] = []  # every FOLD batches concatenated: a one-row batch costs ~10 kB as it is
     batches: list[pa.RecordBatch] = []
@@ -432,7 +437,7 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
 
     try:
         with pq.ParquetWriter(path, schema.append(pa.field("_folder", pa.string())), compression="zstd") as writer:
-            for k in sorted(range(len(folders)), key=lambda k: (ids[k][0], folders[k])):
+            for k in sorted(range(len(folders)), key=lambda k: (first[k], folders[k])):
                 j, offset, length = spans[3 * k : 3 * k + 3]
                 batches.append(pa.ipc.read_record_batch(pa.py_buffer(os.pread(fds[j], length, offset)), schema))
                 names.append(folders[k])
@@ -503,7 +508,7 @@ def compact(run: Path) -> Compaction:
             if found.folders[view]:
                 write_journaled(found, view, journaled)
             # in order already: the journal alone, a folder per instance_id (an increments folder holds many)
-            if found.folders[view] and not files_read and not (merge and old) and all(lo == hi for lo, hi in found.ids[view]):
+            if found.folders[view] and not files_read and not (merge and old) and view not in found.mixed:
                 os.replace(journaled, aside)
             else:
                 selects = []
