@@ -456,6 +456,7 @@ class Strengthening(Stamped):
     fail_to_pass: list[str] = Field(default_factory=list)
     executions: int = 0
     duration_s: float = 0.0
+    judge_session: str = ""  # how the judge's session ended ("" when no judge ran)
 
 
 Arm = Literal["raw", "curated", "strengthened"]

@@ -5,7 +5,10 @@ Candidates come from two sources:
 1. *Model-free*: each confirmed survivor's distinguishing input (``probes.differential``) becomes a test
    in the test file's own style (a pytest function, or a method of the FAIL_TO_PASS test's class with
    ``self.assert*`` for unittest) that asserts gold's behaviour on that input: its return value (when
-   its ``repr`` evaluates back to it), the exception type it raises, or what it prints.
+   its ``repr`` evaluates back to it), the exception type it raises, or what it prints. Where the
+   buggy tree already behaves like gold on that input (the survivor broke something the bug left
+   alone), the test repeats the checks of the FAIL_TO_PASS test the input came from first, so it
+   still fails on buggy.
 2. *Judge-written*: tests the judge proposes with ``propose_test`` (``judge.tools``), each citing the
    issue sentences its assertions follow from. In the same session the judge reviews the kept
    model-free tests (``review_test``): relevant with a cited sentence of the issue, or irrelevant
@@ -64,6 +67,7 @@ from harness.records import (
 )
 from harness.sandbox import Backend
 from judge.rules import added_test_leaks, touched_files
+from probes.special_case import find_def
 from probes.workspace import apply_trusted, git, read_text, test_sources
 
 GOLD_RUNS = 3  # k: a kept test passes on gold this many times
@@ -138,7 +142,27 @@ def function_code(name: str, body: Sequence[str], *, method: bool, why: str) -> 
     return "\n".join(lines) + "\n"
 
 
-def model_free_candidate(probe: ProbeResult, sources: dict[str, str]) -> Candidate | None:
+def own_checks(source: str, parts: Sequence[str]) -> str | None:
+    """The statements of the test ``parts`` names (its docstring left out), dedented, as written."""
+    try:
+        fn = find_def(parse(source), parts)
+    except SyntaxError:
+        return None
+    if fn is None:
+        return None
+    body = fn.body[1:] if ast.get_docstring(fn) is not None else fn.body
+    if not body:
+        return None
+    lines = source.splitlines(keepends=True)
+    return textwrap.dedent("".join(lines[body[0].lineno - 1 : fn.end_lineno])).rstrip("\n")
+
+
+def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, anchored: bool = False) -> Candidate | None:
+    """The survivor's distinguishing input as a test. ``anchored``: after the checks of the
+    FAIL_TO_PASS test the input came from. A survivor that breaks what the buggy code already got
+    right (``n <= 0`` for gold's ``n < 0``: ``tail(0, ...)`` is ``[]`` on buggy and gold) gives an
+    input the buggy tree passes, which alone is no FAIL_TO_PASS test; after the original test's checks
+    it fails on buggy where they do and on the survivor where the input does."""
     d = probe.distinguishing
     if d is None:
         return None
@@ -151,6 +175,11 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str]) -> Candida
     if body is None:
         return None
     why = f"gold's behaviour on an input the original tests leave open ({_oneline(d.how)})"
+    if anchored:
+        if (own := own_checks(source, parts)) is None:
+            return None
+        body = [own, *body]
+        why = f"{d.test_id.rpartition('::')[2]}'s checks, then {why}"
     draft = function_code("test_x", body, method=cls is not None, why=why)
     name = f"test_strengthened_{content_hash(draft)[:8]}"
     return Candidate(
@@ -424,10 +453,12 @@ def strengthen(
     existing = "\n".join(text for path in touched_files(task.answer.gold_patch) if (text := read_text(tree / path)) is not None)
     ctx = Context(task, p1, backend, survivors, alternatives, sources, existing, gold_runs=gold_runs, log_dir=log_dir)
 
+    ended = ""  # how the judge's session ended
+
     def done(status: str, reason: str, tests: list[AddedTest], **extra: object) -> Strengthening:
         return Strengthening(**stamp, status=status, reason=reason, survivors=[p.probe_id for p in survivors],  # type: ignore[arg-type]
                              tests=tests, executions=ctx.executions, duration_s=round(time.monotonic() - started, 2),
-                             **extra)  # fmt: skip
+                             judge_session=ended, **extra)  # fmt: skip
 
     if not survivors:
         return done("not_repaired", "no confirmed survivor: no wrong patch the engine told apart from gold passes the tests", [], killed=[])
@@ -439,8 +470,10 @@ def strengthen(
         cand = model_free_candidate(probe, sources)
         if cand is not None and cand.code not in seen:
             seen.add(cand.code)
-            bench.consider(cand)
-    session = f"; judge: {judge(bench)}" if judge is not None else ""
+            if bench.consider(cand).rejected_at == "fails_on_buggy" and (again := model_free_candidate(probe, sources, anchored=True)):
+                bench.consider(again)
+    ended = judge(bench) if judge is not None else ""
+    session = f"; judge: {ended}" if judge is not None else ""
     tests = bench.tests
     kept = [(t, c) for t, c in zip(tests, bench.candidates, strict=True) if not t.rejected_at]
     if not kept:

@@ -7,13 +7,14 @@ agree, a dropped no-op) is no evidence. This engine searches for such an input:
 1. Programs. Each FAIL_TO_PASS test (a pytest function or a unittest/pytest-class method without
    fixture or parametrize arguments) becomes a program: its statements in order, where each assert
    (``assert a == b``, ``self.assertEqual(a, b)``, ...) becomes an *observation* of the operands that
-   call something, and a ``with pytest.raises(...)`` block an observation of its body. The program
-   runs in the test's module namespace (and its class instance after ``setUp``).
-2. Inputs. The test's own literals first (the baseline), then variants that replace one literal in a
-   statement that leads to gold's changed code: neighbouring and boundary values, values of the same
-   shape from the issue text and the hidden tests, Hypothesis-generated values of the same type, and
-   for a name bound to a project value (``DAY_OF_MONTH``) the other public module-level values of that
-   exact type (``MONTH``).
+   call something, a ``with pytest.raises(...)`` block an observation of its body, and the call form
+   (``self.assertRaises(E, lambda: f(x))``, ``pytest.raises(E, f, x)``) an observation of ``f(x)``.
+   The program runs in the test's module namespace (and its class instance after ``setUp``).
+2. Inputs. The test's own literals first (the baseline), then variants that replace one literal
+   (``-1`` is one) in a statement that leads to gold's changed code: neighbouring and boundary values,
+   values of the same shape from the issue text and the hidden tests, Hypothesis-generated values of
+   the same type, and for a name bound to a project value (``DAY_OF_MONTH``) the other public
+   module-level values of that exact type (``MONTH``).
 3. Execution. ``probes/diff_driver.py`` runs every program on gold's tree and on the other patch's tree,
    each in its own sandbox with the hidden tests applied, and records per observation the canonical
    return value, the exception type (messages may be reworded) and the printed output.
@@ -132,6 +133,35 @@ def _assert_call(stmt: ast.stmt) -> ast.Call | None:
     return None
 
 
+def _callable_arg(call: ast.Call) -> int:
+    """Position of the callable in a call-form raises: after the regex for ``assertRaisesRegex``."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return 2 if name.endswith("Regex") else 1
+
+
+def _raises_call(stmt: ast.stmt) -> ast.expr | None:
+    """What a call-form raises statement invokes: ``self.assertRaises(E, lambda: f(x))`` observes
+    ``f(x)`` and ``pytest.raises(E, f, x)`` observes ``f(x)``, so gold's own behaviour there (a value,
+    or which exception) is compared, not whether the assertion machinery passed."""
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return None
+    call = stmt.value
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    at = _callable_arg(call)
+    if name not in RAISES or len(call.args) <= at or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    target, args = call.args[at], call.args[at + 1 :]
+    keywords = [k for k in call.keywords if k.arg not in ("match", "msg")]
+    if isinstance(target, ast.Lambda) and not (args or keywords):
+        lam = target.args
+        if lam.posonlyargs or lam.args or lam.kwonlyargs or lam.vararg or lam.kwarg:
+            return None
+        return target.body
+    return ast.Call(func=target, args=args, keywords=keywords)
+
+
 def _raises_block(stmt: ast.stmt) -> bool:
     if not isinstance(stmt, ast.With):
         return False
@@ -154,8 +184,10 @@ def steps_of(body: Sequence[ast.stmt]) -> list[Step]:
             out += [Step("observe", ast.unparse(n), True) for n in _observed(stmt.test)]
         elif (call := _assert_call(stmt)) is not None:
             out += [Step("observe", ast.unparse(a), True) for a in call.args[:2] if _calls_something(a)]
-        elif _raises_block(stmt):
-            out += steps_of(stmt.body)  # type: ignore[attr-defined]
+        elif (invoked := _raises_call(stmt)) is not None:
+            out.append(Step("observe", ast.unparse(invoked), True))
+        elif _raises_block(stmt):  # its observations raised in the test: never setup for a later input
+            out += [Step(s.kind, s.src, s.kind == "observe") for s in steps_of(stmt.body)]  # type: ignore[attr-defined]
         elif isinstance(stmt, ast.Expr):
             out.append(Step("observe", ast.unparse(stmt.value)))
         else:
@@ -299,11 +331,40 @@ def alternatives_for(value: object, values: Sequence[object]) -> list[tuple[obje
     return unique[:PER_LITERAL]
 
 
+def _number(node: ast.AST) -> ast.Constant | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return node
+    return None
+
+
+def _negative(node: ast.AST) -> bool:
+    """``-1`` is one literal, so its neighbours are 0 and -2, not ``-0`` and ``-2``."""
+    return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _number(node.operand) is not None
+
+
+def literal_value(node: ast.AST) -> object:
+    if _negative(node):
+        return -node.operand.value  # type: ignore[attr-defined]
+    return node.value  # type: ignore[attr-defined]
+
+
+def constant(value: object) -> ast.expr:
+    """The literal for ``value``; a negative number as a unary minus so it unparses in parentheses
+    where it needs them (``(-2).bit_length()``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        return ast.UnaryOp(ast.USub(), ast.Constant(-value))
+    return ast.Constant(value)
+
+
 def _literal_nodes(tree: ast.AST, names: Mapping[str, object]) -> list[ast.AST]:
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float)) and not isinstance(node.value, bool):
-            if not (isinstance(node.value, str) and len(node.value) > 200):
+    out: list[ast.AST] = []
+    signed = set()
+    for node in ast.walk(tree):  # breadth first: a unary minus comes before its operand
+        if _negative(node):
+            signed.add(id(node.operand))  # type: ignore[attr-defined]
+            out.append(node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float)) and not isinstance(node.value, bool):
+            if id(node) not in signed and not (isinstance(node.value, str) and len(node.value) > 200):
                 out.append(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
             out.append(node)
@@ -342,10 +403,11 @@ def variants(
                     tries.append(_variant(base, i, step, k, alternatives, ast.Name(attr), f"{node.id} -> {attr} (same type, {module})",
                                           [f"from {module} import {attr}"]))  # fmt: skip
             else:
-                for value, how in alternatives_for(node.value, values):  # type: ignore[attr-defined]
-                    variant = _variant(base, i, step, k, alternatives, ast.Constant(value), f"{node.value!r} -> {value!r} ({how})", [])  # type: ignore[attr-defined]
-                    if isinstance(node.value, str) and isinstance(value, str):  # type: ignore[attr-defined]
-                        variant.renamed = (node.value, value)  # type: ignore[attr-defined]
+                old = literal_value(node)
+                for value, how in alternatives_for(old, values):
+                    variant = _variant(base, i, step, k, alternatives, constant(value), f"{old!r} -> {value!r} ({how})", [])
+                    if isinstance(old, str) and isinstance(value, str):
+                        variant.renamed = (old, value)
                     tries.append(variant)
             sites.append(tries)
     out: list[Program] = []

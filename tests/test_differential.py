@@ -3,6 +3,7 @@ hand-made trees (host Python), then gold against survivors of the sample corpus 
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from probes.differential import (
     DRIVER,
     Program,
     alternatives_for,
+    constant,
     equivariant,
     first_difference,
     free_names,
@@ -88,8 +90,48 @@ def test_pytest_statements_become_observations_and_setup() -> None:
         ("observe", "price(-1, 'USD', rate)"),  # the raises block's body, observed
         ("exec", "for n in (1, 2):\n    price(n, 'USD', rate)"),  # a compound statement runs with its asserts stripped
     ]
-    assert [s.assertion for s in steps] == [False, True, True, False, False]
+    # the raises block's observation raised in the test: a later distinguishing input does not run it as setup
+    assert [s.assertion for s in steps] == [False, True, True, True, False]
     assert free_names(steps) == ["Rate", "price"]
+
+
+RAISES_CALLS_FILE = '''
+import unittest
+import pytest
+from lib import price, Rate
+
+class NegativeTests(unittest.TestCase):
+    def test_negative(self):
+        self.assertRaises(ValueError, lambda: price(-1, "USD", Rate(1)))
+        self.assertRaises(ValueError, price, -2, "USD", Rate(1))
+        self.assertRaisesRegex(ValueError, "negative", price, -3, "USD", Rate(1))
+
+def test_negative_pytest():
+    pytest.raises(ValueError, price, -4, "USD", Rate(1))
+'''
+
+
+def test_the_call_form_of_raises_observes_the_call_it_makes() -> None:
+    """Regression (more-itertools' real fix commit: ``self.assertRaises(ValueError, lambda: list(mi.tail(-1,
+    'ABCDEFG')))``): the whole assertRaises call was observed, so gold's behaviour on a variant was
+    'AssertionError' and the test written from it asserted the assertion machinery failing. Now the
+    callable's call is observed: a value or which exception, as gold gives it."""
+    found = programs({"tests/test_r.py": RAISES_CALLS_FILE},
+                     ["tests/test_r.py::NegativeTests::test_negative", "tests/test_r.py::test_negative_pytest"])  # fmt: skip
+    assert [[(s.kind, s.src, s.assertion) for s in p.steps] for p in found] == [
+        [("observe", "price(-1, 'USD', Rate(1))", True), ("observe", "price(-2, 'USD', Rate(1))", True),
+         ("observe", "price(-3, 'USD', Rate(1))", True)],
+        [("observe", "price(-4, 'USD', Rate(1))", True)],
+    ]  # fmt: skip
+
+
+def test_a_negative_number_is_one_literal() -> None:
+    """``-4`` varies as -3, -5, 0, ... (not as ``-0`` or ``--4``), and a negative replacement keeps its
+    parentheses where it needs them."""
+    (base,) = programs({"tests/test_r.py": RAISES_CALLS_FILE}, ["tests/test_r.py::test_negative_pytest"])
+    amounts = [p.how for p in variants(base, [True], [], {}, 40) if p.how.startswith("-4 -> ")]
+    assert amounts[:4] == ["-4 -> -3 (neighbour)", "-4 -> -5 (neighbour)", "-4 -> 0 (boundary)", "-4 -> 1 (boundary)"]
+    assert ast.unparse(ast.Call(ast.Attribute(constant(-2), "bit_length"), [], [])) == "(-2).bit_length()"
 
 
 def test_only_replayable_tests_become_programs() -> None:
@@ -142,11 +184,13 @@ EQUIVALENT = LIB.replace('return f"{currency} {amount * rate.factor}"', '''total
     return f"{currency} {total}"''')
 
 
-def _search(tmp_path: Path, other_lib: str) -> tuple[Program | None, int]:
-    sources = {"tests/test_a.py": PYTEST_FILE}
-    gold_root = make_tree(tmp_path / "gold" / "repo", LIB, {"test_a.py": PYTEST_FILE})
-    other_root = make_tree(tmp_path / "other" / "repo", other_lib, {"test_a.py": PYTEST_FILE})
-    (base,) = programs({"tests/test_a.py": PYTEST_FILE}, ["tests/test_a.py::test_price"])
+def _search(tmp_path: Path, other_lib: str, test: str = PYTEST_FILE, name: str = "test_price") -> tuple[Program | None, int, list[dict]]:
+    """The first program (the test's own, then its variants) on which ``other_lib`` differs from
+    LIB, how many were tried, and gold's observations of it."""
+    sources = {"tests/test_a.py": test}
+    gold_root = make_tree(tmp_path / "gold" / "repo", LIB, {"test_a.py": test})
+    other_root = make_tree(tmp_path / "other" / "repo", other_lib, {"test_a.py": test})
+    (base,) = programs(sources, [f"tests/test_a.py::{name}"])
     first = drive(gold_root, [base], discover=True)
     observed = first["results"][base.key]
     reached = [any(o["reached"] for o in observed if o["step"] == i) for i in range(len(base.steps))]
@@ -154,19 +198,30 @@ def _search(tmp_path: Path, other_lib: str) -> tuple[Program | None, int]:
     gold, other = drive(gold_root, progs), drive(other_root, progs)
     for tried, p in enumerate(progs, 1):
         if first_difference(gold["results"][p.key], other["results"][p.key]) is not None:
-            return p, tried
-    return None, len(progs)
+            return p, tried, gold["results"][p.key]
+    return None, len(progs), []
 
 
 def test_a_special_cased_patch_is_told_apart_on_an_input_the_tests_never_use(tmp_path: Path) -> None:
-    found, tried = _search(tmp_path, SPECIAL_CASED)
+    found, tried, _ = _search(tmp_path, SPECIAL_CASED)
     assert found is not None and tried > 1, "the test's own literals cannot tell them apart; a variant must"
     assert "EUR" in found.how or "SEK" in found.how or "-> " in found.how
 
 
 def test_an_equivalent_rewrite_is_likely_equivalent(tmp_path: Path) -> None:
-    found, tried = _search(tmp_path, EQUIVALENT)
+    found, tried, _ = _search(tmp_path, EQUIVALENT)
     assert found is None and tried > 20
+
+
+def test_a_call_form_raises_test_tells_a_boundary_mutant_apart_by_gold_s_own_value(tmp_path: Path) -> None:
+    """``amount <= 0`` instead of gold's ``amount < 0`` passes a test that only checks -1 raises; at 0
+    gold returns a value and the mutant raises, and that (not an AssertionError of assertRaises) is
+    what the engine records."""
+    test = "from lib import price, Rate\n\ndef test_n():\n    pytest.raises(ValueError, lambda: price(-1, 'USD', Rate(1)))\n"
+    test = "import pytest\n" + test
+    found, tried, gold = _search(tmp_path, LIB.replace("if amount < 0:", "if amount <= 0:"), test, "test_n")
+    assert found is not None and tried > 1 and found.steps[0].src == "price(0, 'USD', Rate(1))", found
+    assert gold == [{"step": 0, "raised": "", "value": "'USD 0'", "stdout": "", "reached": True, "literal": "'USD 0'"}]
 
 
 def test_names_bound_to_project_values_are_swapped_for_values_of_the_same_type(tmp_path: Path) -> None:

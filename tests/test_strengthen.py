@@ -40,6 +40,7 @@ from judge.strengthen import (
     confirmed_survivors,
     insert_test,
     model_free_body,
+    model_free_candidate,
     strengthen,
     validate,
 )
@@ -71,6 +72,34 @@ def test_a_distinguishing_input_becomes_an_assertion_of_gold_behaviour_in_the_fi
     # a value whose repr does not evaluate back to it cannot be asserted; a timeout tells nothing
     assert model_free_body(distinguishing(literal=""), unittest=False, pytest_imported=True) is None
     assert model_free_body(distinguishing(gold=Behaviour(raised="timeout")), unittest=False, pytest_imported=True) is None
+
+
+def test_an_input_the_buggy_tree_gets_right_is_asserted_after_the_original_test_s_checks() -> None:
+    """more-itertools' real fix: ``n <= 0`` survives a test that checks only ``tail(-1, ...)`` raises,
+    and is told apart at ``tail(0, ...)``, where buggy and gold both give ``[]``. Alone that test passes
+    on buggy; anchored, it first runs the FAIL_TO_PASS test's own checks (its docstring left out)."""
+    source = textwrap.dedent('''
+        class TailTests(TestCase):
+            def test_sized_negative(self):
+                """Negative tail sizes should raise for sized iterables."""
+                self.assertRaises(ValueError, lambda: list(mi.tail(-1, 'ABCDEFG')))
+    ''')
+    d = distinguishing(test_id="tests/test_recipes.py::TailTests::test_sized_negative", how="-1 -> 0 (neighbour)", setup=[],
+                       call="list(mi.tail(0, 'ABCDEFG'))", gold=Behaviour(value='["list", []]'), other=Behaviour(raised="ValueError"),
+                       literal="[]")  # fmt: skip
+    probe = ProbeResult(config_hash="c", task_hash="t", instance_id="i", probe_id="p", kind="plausible_wrong", origin="model_free",
+                        operator="mutate_compare", description="", patch="", reward=1.0, reason="", selected_reward=None,
+                        executions=1, differing=[], log_path="", distinguishing=d)  # fmt: skip
+    sources = {"tests/test_recipes.py": source}
+    alone = model_free_candidate(probe, sources)
+    anchored = model_free_candidate(probe, sources, anchored=True)
+    assert alone is not None and anchored is not None and alone.cls == anchored.cls == "TailTests"
+    assert alone.code.splitlines()[2:] == ["    self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])"]
+    assert anchored.code.splitlines()[2:] == [
+        "    self.assertRaises(ValueError, lambda: list(mi.tail(-1, 'ABCDEFG')))",
+        "    self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])",
+    ]
+    assert anchored.name != alone.name and "test_sized_negative's checks" in anchored.code.splitlines()[1]
 
 
 def test_a_test_goes_at_the_end_of_the_module_or_of_its_class() -> None:
@@ -197,6 +226,7 @@ def test_too_loose_tasks_are_repaired(repaired, probe_backend, instance_id: str)
     # the model-free tests, reviewed by the judge, and the judge's own test, each through every step
     free = [t for t in kept if t.source == "model_free"]
     assert free and all(t.relevance == "accepted" and t.issue_quote for t in free) and "finished" in record.reason
+    assert record.judge_session.startswith("finished after") and record.reason.endswith(f"; judge: {record.judge_session}")
     (written,) = [t for t in kept if t.source == "judge"]
     assert written.relevance == "accepted" and written.issue_quote == STRENGTHEN[instance_id]["cites"][0] and written.kills
     assert all([c.step for c in t.checks] == steps and all(c.passed for c in t.checks) for t in kept)
