@@ -113,7 +113,7 @@ def _strip_asserts(stmt: ast.stmt) -> ast.stmt:
         def visit_Assert(self, node: ast.Assert) -> ast.AST:
             return ast.copy_location(ast.Expr(node.test), node)
 
-    return ast.fix_missing_locations(Strip().visit(ast.parse(ast.unparse(stmt)).body[0]))
+    return ast.fix_missing_locations(Strip().visit(parse(ast.unparse(stmt)).body[0]))
 
 
 def _observed(node: ast.AST) -> list[ast.AST]:
@@ -223,7 +223,7 @@ def free_names(steps: Iterable[Step]) -> list[str]:
     """Names the steps read that they do not bind: the test module's globals."""
     loaded, bound = [], set()
     for step in steps:
-        for node in ast.walk(ast.parse(step.src)):
+        for node in ast.walk(parse(step.src)):
             if isinstance(node, ast.Name):
                 (loaded.append(node.id) if isinstance(node.ctx, ast.Load) else bound.add(node.id))
     return [n for n in dict.fromkeys(loaded) if n not in bound and n not in BUILTINS and n != "self"]
@@ -372,7 +372,7 @@ def _literal_nodes(tree: ast.AST, names: Mapping[str, object]) -> list[ast.AST]:
 
 
 def _replace(src: str, index: int, names: Mapping[str, object], new: ast.expr) -> str:
-    tree = ast.parse(src)
+    tree = parse(src)
     target = _literal_nodes(tree, names)[index]
 
     class Swap(ast.NodeTransformer):
@@ -395,7 +395,7 @@ def variants(
     sites: list[list[Program]] = []
     for i in order:
         step = base.steps[i]
-        nodes = _literal_nodes(ast.parse(step.src), alternatives)
+        nodes = _literal_nodes(parse(step.src), alternatives)
         for k, node in enumerate(nodes):
             tries: list[Program] = []
             if isinstance(node, ast.Name):
@@ -445,7 +445,7 @@ def renamed_everywhere(base: Program, old: str, new: str) -> Program:
         def visit_Constant(self, node: ast.Constant) -> ast.AST:
             return ast.Constant(new) if node.value == old else node
 
-    steps = [Step(s.kind, ast.unparse(Rename().visit(ast.parse(s.src))), s.assertion) for s in base.steps]
+    steps = [Step(s.kind, ast.unparse(Rename().visit(parse(s.src))), s.assertion) for s in base.steps]
     return Program(key=f"{base.key}#rename:{old!r}->{new!r}", test_id=base.test_id, test_file=base.test_file, cls=base.cls,
                    method=base.method, steps=steps, how=f"{old!r} -> {new!r} everywhere", imports=list(base.imports))  # fmt: skip
 

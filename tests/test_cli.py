@@ -82,26 +82,7 @@ def test_broken_task_folder_is_reported_with_its_field(tmp_path: Path) -> None:
     assert "sample__bad-1" in done.stderr and "gold.patch" in done.stderr
 
 
-@pytest.mark.prefect
-def test_p1_and_query(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
-    src = tmp_path / "src"
-    for name in ("sample__mdtable-1", "sample__semverlite-1"):
-        shutil.copytree(SAMPLE / name, src / name)
-    out = tmp_path / "out"
-    summary = json.loads(swedeck("p1", str(src), "--out", str(out), "--json", "--set", "pipeline1.runs=2").stdout)
-    assert summary["kept"] == 1 and summary["rejected"] == {"no_fail_to_pass": 1}
-    db = out / "catalog.duckdb"
-    rows = json.loads(swedeck("query", "select instance_id, decision, reason from p1_results order by 1", "--db", str(db), "--json").stdout)
-    assert rows == [
-        {"instance_id": "sample__mdtable-1", "decision": "reject", "reason": "no_fail_to_pass"},
-        {"instance_id": "sample__semverlite-1", "decision": "keep", "reason": ""},
-    ]
-    csv = swedeck("query", "select count(*) as n from runs", "--db", str(db), "--csv").stdout
-    assert csv.splitlines() == ["n", "8"]
-    bad = swedeck("query", "select * from nowhere", "--db", str(db), check=False)
-    assert bad.returncode == 2 and "nowhere" in bad.stderr
-
-
+@pytest.mark.slow  # probes on the sample corpus run by default in test_probes; the command is thin
 def test_probe_prints_scored_probes(bwrap_backend) -> None:  # noqa: ANN001
     rows = json.loads(swedeck("probe", "sample__moneyfmt-1", "--json", "--set", "pipeline1.runs=1").stdout)
     assert rows and {r["origin"] for r in rows} == {"model_free"}
@@ -117,12 +98,25 @@ def test_probe_refuses_a_task_pipeline1_rejects(bwrap_backend) -> None:  # noqa:
 
 
 @pytest.mark.prefect
-def test_judge_command_with_the_scripted_judge(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+def test_p1_query_judge_and_deck_commands(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+    """One run folder through the commands a user chains: p1, query, judge (scripted), deck."""
     src = tmp_path / "src"
-    for name in ("sample__cronexpr-1", "sample__toposort-1"):
+    for name in ("sample__cronexpr-1", "sample__toposort-1", "sample__mdtable-1"):
         shutil.copytree(SAMPLE / name, src / name)
     out = tmp_path / "out"
-    swedeck("p1", str(src), "--out", str(out), "--set", "pipeline1.runs=1")
+    summary = json.loads(swedeck("p1", str(src), "--out", str(out), "--json", "--set", "pipeline1.runs=1").stdout)
+    assert summary["kept"] == 2 and summary["rejected"] == {"no_fail_to_pass": 1}
+    db = out / "catalog.duckdb"
+    rows = json.loads(swedeck("query", "select instance_id, decision, reason from p1_results order by 1", "--db", str(db), "--json").stdout)
+    assert rows == [
+        {"instance_id": "sample__cronexpr-1", "decision": "keep", "reason": ""},
+        {"instance_id": "sample__mdtable-1", "decision": "reject", "reason": "no_fail_to_pass"},
+        {"instance_id": "sample__toposort-1", "decision": "keep", "reason": ""},
+    ]
+    csv = swedeck("query", "select count(*) as n from runs", "--db", str(db), "--csv").stdout
+    assert csv.splitlines() == ["n", "6"]  # one buggy and one gold run per task
+    bad = swedeck("query", "select * from nowhere", "--db", str(db), check=False)
+    assert bad.returncode == 2 and "nowhere" in bad.stderr
     # regression: a half-committed task folder left by a killed writer crashed the judge (no task.json);
     # the run's start sweeps it, as it does a half-committed Pipeline 2 folder
     for stage, table in (("p1", "result.parquet"), ("p2", "verdict.parquet")):

@@ -39,3 +39,21 @@ def test_regression_concurrent_parses_do_not_raise_ast_recursion_depth_mismatch(
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_regression_ast_recursion_mismatch_in_pipeline2_every_parse_takes_the_lock() -> None:
+    """Regression: the differential engine called ``ast.parse`` directly, and a Pipeline 2 run judged a
+    task `failed: AST constructor recursion depth mismatch`. Code that runs in the flows' threads
+    parses through harness.pyast only."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    direct = [
+        f"{path.relative_to(root)}:{n}"
+        for package in ("harness", "curation", "probes", "judge", "flows", "training")
+        for path in sorted((root / package).rglob("*.py"))
+        if path.name != "pyast.py" and "plugins" not in path.parts  # plugins run in the sandbox's own process
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "ast.parse(" in line and "pyast.parse(" not in line
+    ]
+    assert direct == []
