@@ -20,7 +20,7 @@ from flows.runners import check_nodes
 from harness.config import SandboxConfig
 from harness.sandbox import EnvError
 
-pytestmark = [pytest.mark.bwrap, pytest.mark.prefect]
+pytestmark = [pytest.mark.bwrap, pytest.mark.prefect, pytest.mark.slow]  # a two-node Ray cluster per module: the local runner is the default tier's
 # a kept task, a task whose gold is wrong (kept by Pipeline 1) and one rejected for no FAIL_TO_PASS test
 SUBSET = ("sample__semverlite-1", "sample__toposort-1", "sample__mdtable-1")
 RESULT = ("instance_id", "decision", "reason", "fail_to_pass", "pass_to_pass", "flaky", "binding_assertions", "expected_status")
