@@ -15,7 +15,7 @@ from curation.store import commit_folder
 from flows.hygiene import sweep_run_folder
 from harness import leftovers
 from harness.config import Settings
-from harness.records import LoadError
+from harness.records import Pipeline1Result
 
 
 def dead_token() -> str:
@@ -121,7 +121,7 @@ def test_the_run_folder_loses_partial_folders_and_orphaned_logs_only(tmp_path: P
     (logs / "before.log").write_text("the committed attempt's log")
     past = time.time() - 60
     os.utime(logs / "before.log", (past, past))
-    commit_folder(out / "p1" / "task-a", [("result", LoadError, [])])
+    commit_folder(out / "p1" / "task-a", [("result", Pipeline1Result, [])])
     (logs / "after.log").write_text("an attempt killed before it committed")
     later = time.time() + 60
     os.utime(logs / "after.log", (later, later))
