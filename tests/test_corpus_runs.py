@@ -187,6 +187,7 @@ def test_pipeline1_keeps_a_real_fix_commit(bwrap_backend, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # Pipeline 1, probes, the judge and strengthening of the too-loose task: past 600 s under load
 @pytest.mark.parametrize("name", BACKEND_PARAMS)
 def test_curate_keeps_the_real_fix_commits(name, request, tmp_path):
     """`swedeck curate` over the three real fix commits on each backend: every task kept by Pipeline 1
