@@ -21,7 +21,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import TEST_LIMITS
 
 from curation.decks import strengthened_task
 from curation.pipeline1 import Pipeline1Config, process_task
@@ -39,8 +38,8 @@ TASK = "more-itertools__more-itertools-d64a7d6"
 
 @pytest.mark.slow
 @pytest.mark.bwrap
-def test_strengthening_kills_the_surviving_wrong_probes_of_a_real_fix_commit(backend_factory, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
-    backend = backend_factory("bwrap", TEST_LIMITS)
+def test_strengthening_kills_the_surviving_wrong_probes_of_a_real_fix_commit(bwrap_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    backend = bwrap_backend  # the default limits: on a loaded machine this suite once took over 20 s (probes get their own timeout)
     task = find_task(TASK, [REAL])
     p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path)
     assert (p1.decision, p1.fail_to_pass) == ("keep", ["tests/test_recipes.py::TailTests::test_sized_negative"]), p1.detail
