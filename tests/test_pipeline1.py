@@ -179,6 +179,7 @@ def _p1(src: Path, out: Path, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
+@pytest.mark.slow  # three runs of five tasks; the default tier resumes after a signal in test_signals
 @pytest.mark.prefect
 def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
     src = _copy_tasks(tmp_path / "src", *KILL_TASKS)
