@@ -115,11 +115,16 @@ def _emit(key: tuple[str, str, int, str, str], count: int) -> None:
             row["count"] = count
         data = (json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8")
         with _STATE.lock:
-            if _STATE.fd is None:
-                _STATE.fd = os.open(_STATE.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            _open_log()
             os.write(_STATE.fd, data)
     except Exception:
         pass
+
+
+def _open_log() -> None:
+    """Open the event log once (callers hold the lock)."""
+    if _STATE.fd is None:
+        _STATE.fd = os.open(_STATE.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
 
 def _flush_repeats() -> None:
@@ -343,7 +348,8 @@ def pytest_configure(config):
     if not _STATE.path:
         return
     try:  # an empty log still tells the grader that the tests ran instrumented
-        _STATE.fd = os.open(_STATE.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with _STATE.lock:
+            _open_log()
     except Exception:
         pass
     try:
