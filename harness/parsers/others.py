@@ -88,8 +88,24 @@ parse_rspec_lines = word_lines(
     r"^(?P<name>.+) - (?P<word>passed|failed|pending)$",
     {"passed": P, "failed": F, "pending": S},
 )
-# Cucumber's step lines in its pretty/progress output as SWE-bench reads them: "<scenario> ......F"
-parse_cucumber = word_lines(r"^(?P<name>.*?) \.+(?P<word>[.F])", {".": P, "F": F})
+_CUCUMBER_SCENARIO = re.compile(r"^(?P<name>.+?) (?P<steps>[.FPU\-]+)(?: \([\d.]+s\))?$")
+
+
+def parse_cucumber(text: str) -> dict[str, Status]:
+    """Statuses from ``cucumber --format progress`` with jekyll's scenario lines, which SWE-bench's
+    ``parse_log_cucumber`` reads: ``features/x.feature:8  Scenario: Name ..F (0.01s)``, one progress mark
+    per step (``.`` passed, ``F`` failed, ``-`` skipped, ``P`` pending, ``U`` undefined), keyed by the
+    text before the marks. A failed step fails the scenario; a pending or undefined one, which a
+    non-strict run does not fail, skips it."""
+    statuses: dict[str, Status] = {}
+    for line in decolor(text).splitlines():
+        if (match := _CUCUMBER_SCENARIO.match(line.strip())) is None:
+            continue
+        steps = match["steps"]
+        status = F if "F" in steps else S if "P" in steps or "U" in steps or set(steps) == {"-"} else P
+        record(statuses, match["name"], status)
+    return statuses
+
 
 # ---------------------------------------------------------------------------------------- PHP
 
