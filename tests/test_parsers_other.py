@@ -202,6 +202,7 @@ REAL_RUNS = [
     ("ruby/rspec-id", "parse_log_rspec_transformed_json"),
     ("ruby/rspec-plain", "parse_log_rspec_transformed_json"),
     ("ruby/cucumber", "parse_log_cucumber"),
+    ("doctest/xml", "parse_log_doctest"),
 ]
 
 
@@ -253,6 +254,19 @@ def test_regression_cucumber_scenario_failing_at_its_first_step_or_pending() -> 
     assert statuses["features/calc.feature:18  Scenario: Exploding at once"] is F
     assert statuses["features/calc.feature:22  Scenario: Pending step"] is S
     assert statuses["features/calc.feature:27  Scenario: Undefined step"] is S
+
+
+def test_regression_doctest_exception_is_an_error() -> None:
+    """A test case that threw was FAILED; doctest's own JUnit reporter calls it an error."""
+    assert "<Exception crash=\"false\">" in (LOGS / "doctest/xml/log.txt").read_text()
+    assert _parse("parse_log_doctest", "doctest/xml")["throws"] is E
+
+
+def test_regression_doctest_report_broken_by_test_output_runs_nothing() -> None:
+    """A test printing ``a < b`` under ``-r=xml`` made the report unparsable and the parser raise."""
+    log = (LOGS / "doctest/xml/log.txt").read_text()
+    assert resolve_parser("parse_log_doctest")(log.replace("<TestSuite>", "<TestSuite>\nif a < b", 1)) == {}
+    assert _parse("parse_log_doctest", "doctest/xml")["fails"] is F  # it printed a passing <TestCase> of its name
 
 
 def test_mocha_spec_tree_keys_by_describe_path() -> None:
@@ -390,15 +404,6 @@ HAND_WRITTEN = {
                            {"test_adds": P, "test_fails": F, "test_later": S}),
     "parse_log_lua_nvim": ("Success: \t||\tcalc adds\nFail:    \t||\tcalc fails\nSuccess: \t2\nFailed : \t1\n",
                            {"calc adds": P, "calc fails": F}),
-    "parse_log_doctest": (
-        ('<?xml version="1.0"?>\n<doctest binary="t"><TestSuite><TestCase name="calc" filename="t.cpp" line="3">'
-        '<SubCase name="adds"><Expression success="true" type="CHECK"/></SubCase>'
-        '<SubCase name="fails"><Expression success="false" type="CHECK"/></SubCase>'
-        '<OverallResultsAsserts successes="1" failures="1" test_case_success="false"/></TestCase>'
-        '<TestCase name="plain" filename="t.cpp" line="9"><OverallResultsAsserts successes="1" failures="0" test_case_success="true"/>'
-        "</TestCase></TestSuite></doctest>\n"),
-        {"calc > adds": P, "calc > fails": F, "plain": P},
-    ),
     "parse_log_cpp": (
         "tests/test_ujson.py::test_encode PASSED\ntests/test_ujson.py::TestX::test_decode FAILED\n",
         {"test_encode": P, "test_decode": F},

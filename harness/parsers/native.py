@@ -94,34 +94,40 @@ parse_googletest = word_lines(
 # ---------------------------------------------------------------------------------------- doctest
 
 
+def _doctest_status(section: ET.Element) -> Status:
+    """A test case's or subcase's outcome from its own children: an exception it threw is an error
+    (doctest's JUnit reporter says so too), a failed expression a failure."""
+    if section.find("Exception") is not None:
+        return E
+    if any(e.get("success") == "false" for e in section.findall("Expression")):
+        return F
+    results = section.find("OverallResultsAsserts")
+    return F if results is not None and results.get("test_case_success") == "false" and not section.findall("SubCase") else P
+
+
 def parse_doctest(text: str) -> dict[str, Status]:
-    """Statuses from doctest's XML reporter (``-r=xml``) printed into the log: a subcase is keyed
-    ``test case > subcase`` as SWE-bench keys it, a test case without subcases by its name. A case
-    fails when one of its expressions or its exception check failed; ``skipped="true"`` skips it."""
+    """Statuses from doctest's XML reporter (``-s -r=xml``) printed into the log: a subcase is keyed
+    ``test case > subcase`` as SWE-bench keys it, a test case without subcases by its name;
+    ``skipped="true"`` skips it. Output the tests print lands inside the XML: a report it makes
+    unreadable counts as no test run, never as an exception in the grader."""
     start, end = text.find("<doctest"), text.find("</doctest>")
     if start < 0 or end < 0:
         return {}
+    try:
+        report = ET.fromstring(text[start : end + len("</doctest>")])
+    except ET.ParseError:
+        return {}
     statuses: dict[str, Status] = {}
-    for case in ET.fromstring(text[start : end + len("</doctest>")]).iter("TestCase"):
+    for case in report.iter("TestCase"):
         name = case.get("name", "")
         if case.get("skipped") == "true":
             record(statuses, name, S)
             continue
         subcases = case.findall(".//SubCase")
         for subcase in subcases:
-            failed = any(
-                e.get("success") == "false" for e in subcase.iter("Expression")
-            )
-            record(statuses, f"{name} > {subcase.get('name', '')}", F if failed else P)
+            record(statuses, f"{name} > {subcase.get('name', '')}", _doctest_status(subcase))
         if not subcases:
-            results = case.find("OverallResultsAsserts")
-            failed = results is not None and (
-                results.get("failures", "0") != "0"
-                or results.get("test_case_success") == "false"
-            )
-            record(
-                statuses, name, F if failed or case.find("Exception") is not None else P
-            )
+            record(statuses, name, _doctest_status(case))
     return statuses
 
 
