@@ -203,6 +203,8 @@ REAL_RUNS = [
     ("ruby/rspec-plain", "parse_log_rspec_transformed_json"),
     ("ruby/cucumber", "parse_log_cucumber"),
     ("doctest/xml", "parse_log_doctest"),
+    ("gradle/events", "parse_log_gradle_custom"),
+    ("gradle/reports", "parse_log_gradlew_v1"),
 ]
 
 
@@ -269,6 +271,14 @@ def test_regression_doctest_report_broken_by_test_output_runs_nothing() -> None:
     assert _parse("parse_log_doctest", "doctest/xml")["fails"] is F  # it printed a passing <TestCase> of its name
 
 
+def test_regression_gradle_task_line_is_not_a_test() -> None:
+    """Gradle's plain console ends a failed run with the task's line, which was read as a test ':test'."""
+    assert ":test FAILED" in (LOGS / "gradle/events/log.txt").read_text().splitlines()
+    statuses = _parse("parse_log_gradle_custom", "gradle/events")
+    assert ":test" not in statuses
+    assert statuses["com.example.CalcTest > fails"] is F  # its printed "... > fails PASSED" is not shown
+
+
 def test_mocha_spec_tree_keys_by_describe_path() -> None:
     statuses = _parse("parse_log_calypso", "mocha/spec")
     assert statuses["math - nested - deep - with dash"] is P
@@ -323,10 +333,6 @@ HAND_WRITTEN = {
         ("  Passed Calc.Tests.Adds [3 ms]\n  Failed Calc.Tests.Fails [5 ms]\n  Skipped Calc.Tests.Later\n"
         "[xUnit.net 00:00:01.23]     Calc.Tests.Other [FAIL]\n"),
         {"Calc.Tests.Adds": P, "Calc.Tests.Fails": F, "Calc.Tests.Later": S, "Calc.Tests.Other": F},
-    ),
-    "parse_log_gradle_custom": (
-        "com.x.CalcTest > adds PASSED\ncom.x.CalcTest > fails FAILED\n    java.lang.AssertionError\ncom.x.CalcTest > later SKIPPED\n",
-        {"com.x.CalcTest > adds": P, "com.x.CalcTest > fails": F, "com.x.CalcTest > later": S},
     ),
     "parse_log_ant": ("    [junit] [PASS] adds\n    [junit] [FAIL] fails\n    [junit] [ERR] errors\n", {"adds": P, "fails": F, "errors": E}),
     "parse_log_scala": (
@@ -421,11 +427,6 @@ HAND_WRITTEN = {
         ("Running com.x.CalcTest\nTests run: 3, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.05 sec <<< FAILURE!\n"
         "Running com.x.OtherTest\nTests run: 1, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 sec\n"),
         {"com.x.CalcTest": F, "com.x.OtherTest": P},
-    ),
-    "parse_log_gradlew_v1": (
-        ('<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name="com.x.CalcTest" tests="2">\n'
-        '  <testcase name="adds()" classname="com.x.CalcTest"/>\n  <testcase name="fails()" classname="com.x.CalcTest"><failure/></testcase>\n</testsuite>\n'),
-        {"adds() (com.x.CalcTest)": P, "fails() (com.x.CalcTest)": F},
     ),
 }  # fmt: skip
 

@@ -87,9 +87,10 @@ def parse_maven(text: str) -> dict[str, Status]:
 # ---------------------------------------------------------------------------------------- Gradle, Ant
 
 # Gradle with test events logged (SWE-bench's init script): "com.x.CalcTest > adds PASSED",
-# "com.x.CalcTest > fails FAILED", "com.x.CalcTest > skipped SKIPPED"
+# "com.x.CalcTest > fails FAILED", "com.x.CalcTest > skipped SKIPPED"; a failed task's line in the
+# plain console (":test FAILED", from Gradle 5 "> Task :test FAILED") is no test.
 parse_gradle = word_lines(
-    r"^(?P<name>[^>\s].*?)\s+(?P<word>PASSED|FAILED|SKIPPED)(?:\s+\(\d+(?:\.\d+)?s\))?$",
+    r"^(?P<name>[^>\s:].*?)\s+(?P<word>PASSED|FAILED|SKIPPED)(?:\s+\(\d+(?:\.\d+)?s\))?$",
     {"PASSED": P, "FAILED": F, "SKIPPED": S},
 )
 # Ant's JUnit task with a one-line-per-test formatter (Lombok): "[junit] [PASS] name", "[FAIL]", "[ERR]"
