@@ -205,6 +205,7 @@ REAL_RUNS = [
     ("doctest/xml", "parse_log_doctest"),
     ("gradle/events", "parse_log_gradle_custom"),
     ("gradle/reports", "parse_log_gradlew_v1"),
+    ("karma/mocha", "parse_log_karma"),
 ]
 
 
@@ -279,6 +280,20 @@ def test_regression_gradle_task_line_is_not_a_test() -> None:
     assert statuses["com.example.CalcTest > fails"] is F  # its printed "... > fails PASSED" is not shown
 
 
+def test_regression_karma_mocha_reporter_skipped_test_is_skipped() -> None:
+    """karma-mocha-reporter prints a skipped test with the pass mark: it was PASSED as 'is skipped (skipped)'."""
+    assert "    ✔ is skipped (skipped)" in (LOGS / "karma/mocha/log.txt").read_text()
+    statuses = _parse("parse_log_karma", "karma/mocha")
+    assert statuses["Calc > is skipped"] is S and "Calc > is skipped (skipped)" not in statuses
+
+
+@pytest.mark.parametrize("name", ["parse_log_chart_js", "parse_log_bpmn_js", "parse_log_openlayers"])
+def test_karma_progress_reporter_names_the_failures(name: str) -> None:
+    """Karma's progress reporter names only failing tests ("<browser> <path and title> FAILED")."""
+    failed = {k: v for k, v in _expected("karma/progress").items() if v is F}
+    assert len(failed) == 3 and _parse(name, "karma/progress") == failed
+
+
 def test_mocha_spec_tree_keys_by_describe_path() -> None:
     statuses = _parse("parse_log_calypso", "mocha/spec")
     assert statuses["math - nested - deep - with dash"] is P
@@ -297,15 +312,6 @@ def test_jest_verbose_tree_with_describe_path() -> None:
 # docstring and regexes document (SWE-rebench V2 and SWE-bench 5 sources above) and the runner's docs.
 
 HAND_WRITTEN = {
-    "parse_log_karma": (
-        "Starting browser ChromeHeadless\n  Calc\n    ✔ adds\n    ✖ fails\n    nested\n      ✔ deep\nSUMMARY:\n✖ 1 test failed\n",
-        {"Calc > adds": P, "Calc > fails": F, "Calc > nested > deep": P},
-    ),
-    "parse_log_chart_js": (
-        ("Chrome Headless 120.0.6099.109 (Linux x86_64) Chart.helpers.core should clone FAILED\n"
-        "\tExpected 1 to be 2.\nChrome Headless 120.0.6099.109 (Linux x86_64): Executed 3 of 3 (1 FAILED) (0.2 secs)\n"),
-        {"Chart.helpers.core should clone": F},
-    ),
     "parse_log_js_3": (
         "TAP version 13\nok 1 - calc {\n    ok 1 - adds\n    not ok 2 - fails\n    ok 3 - later # SKIP\n}\nok 2 - top\n",
         {"calc": P, "calc :: adds": P, "calc :: fails": F, "calc :: later": S, "top": P},

@@ -40,6 +40,8 @@ _TREE_DETAILS = re.compile(
     r"^\s*(?:\d+ passing\b|● |console\.\w+$|SUMMARY:|TOTAL:|Executed \d+ of)"
 )
 _TREE_FILE = re.compile(r"^(?:PASS|FAIL) ")
+# karma-mocha-reporter gives a skipped test the pass mark and this suffix: "✔ later (skipped)"
+_KARMA_SKIPPED = " (skipped)"
 
 
 def tree_reporter(joiner: str | None) -> Parser:
@@ -74,6 +76,8 @@ def tree_reporter(joiner: str | None) -> Parser:
                 continue
             title = _TREE_SUFFIX.sub("", test["title"]).strip()
             status = F if test["number"] else _TREE_MARKS[test["mark"]]
+            if status is P and title.endswith(_KARMA_SKIPPED):
+                title, status = title.removesuffix(_KARMA_SKIPPED), S
             if test["mark"] in ("○", "✎"):
                 title = next(
                     (title[len(p) :] for p in _TREE_PREFIX if title.startswith(p)),
