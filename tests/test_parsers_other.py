@@ -206,6 +206,7 @@ REAL_RUNS = [
     ("gradle/events", "parse_log_gradle_custom"),
     ("gradle/reports", "parse_log_gradlew_v1"),
     ("karma/mocha", "parse_log_karma"),
+    ("r/testthat", "parse_log_r"),
 ]
 
 
@@ -377,11 +378,6 @@ HAND_WRITTEN = {
         ("Test Summary: | Pass  Fail  Error  Total  Time\ncalc          |    2     1      1      4  0.5s\n"
         "  adds        |    2                   2  0.0s\n  broken      |          1      1      2  0.1s\n"),
         {"calc": E, "adds": P, "broken": E},
-    ),
-    "parse_log_r": (
-        ("✔ |  3       | adding [0.1s]\n✖ |  1 1     | dividing\n\n── Failed tests ──\n"
-        "── Failure ('test-divide.R:5:3'): divides by zero ──\n── Error ('test-divide.R:9:3'): parses input ──\n"),
-        {"adding": P, "dividing": F, "divides by zero": F, "parses input": E},
     ),
     "parse_log_r_v2": (
         ("* checking for file 'calc/DESCRIPTION' ... OK\n* checking examples ... ERROR\n* checking tests ...\n"

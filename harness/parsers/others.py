@@ -285,14 +285,16 @@ _TESTTHAT_CONTEXT = re.compile(
     r"^(?P<mark>[✔✖⠏]) \|[\s\dFWSE]*\|\s+(?P<name>.+?)(?:\s+\[[\d.]+\s*\w+\])?$"
 )
 _TESTTHAT_PROBLEM = re.compile(
-    r"^(?:── )?(?P<word>Failure|Error) \(.+?\): (?P<name>.+?)(?: ─+)?$"
+    r"^(?:── )?(?P<word>Failure|Error|Skip) \(.+?\): (?P<name>.+?)(?: ─+)?$"
 )
+_TESTTHAT_WORD = {"Failure": F, "Error": E, "Skip": S}
 
 
 def parse_testthat(text: str) -> dict[str, Status]:
     """Statuses from testthat's progress reporter: one line per file context (``✔ |  3 | calc``,
-    ``✖ | 1 2 | calc``), and a ``Failure (test-calc.R:5:3): fails`` header per failing test, keyed by
-    context or test name as SWE-rebench's ``parse_log_r`` keys them."""
+    ``✖ | 1 2 | calc``), and a ``Failure (test-calc.R:5:3): fails`` header per failing test (``Error``
+    for one that raised, ``Skip`` for a skipped one), keyed by context or test name as SWE-rebench's
+    ``parse_log_r`` keys them. Passing tests are named only through their context."""
     statuses: dict[str, Status] = {}
     for line in decolor(text).splitlines():
         line = line.strip()
@@ -301,7 +303,7 @@ def parse_testthat(text: str) -> dict[str, Status]:
         ] != "⠏":
             record(statuses, context["name"], P if context["mark"] == "✔" else F)
         elif (problem := _TESTTHAT_PROBLEM.match(line)) is not None:
-            record(statuses, problem["name"], F if problem["word"] == "Failure" else E)
+            record(statuses, problem["name"], _TESTTHAT_WORD[problem["word"]])
     return statuses
 
 
