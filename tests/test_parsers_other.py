@@ -207,6 +207,8 @@ REAL_RUNS = [
     ("gradle/reports", "parse_log_gradlew_v1"),
     ("karma/mocha", "parse_log_karma"),
     ("r/testthat", "parse_log_r"),
+    ("ocaml/alcotest", "parse_log_ocaml"),
+    ("ocaml/alcotest", "parse_log_ocaml_v3"),
 ]
 
 
@@ -293,6 +295,16 @@ def test_karma_progress_reporter_names_the_failures(name: str) -> None:
     """Karma's progress reporter names only failing tests ("<browser> <path and title> FAILED")."""
     failed = {k: v for k, v in _expected("karma/progress").items() if v is F}
     assert len(failed) == 3 and _parse(name, "karma/progress") == failed
+
+
+@pytest.mark.parametrize("name", ["parse_log_ocaml", "parse_log_ocaml_v3"])
+def test_regression_alcotest_first_failure_marked_with_an_arrow(name: str) -> None:
+    """Alcotest marks a run's first failure "> [FAIL] ...": the line was not read, so the "[OK]" line
+    the failing test printed itself made it PASSED."""
+    log = (LOGS / "ocaml/alcotest/log.txt").read_text()
+    assert "> [FAIL]        calc                 1   fails." in log
+    assert "  [OK]          calc                 1   fails." in log
+    assert _parse(name, "ocaml/alcotest")["calc 1 fails."] is F
 
 
 def test_mocha_spec_tree_keys_by_describe_path() -> None:
@@ -398,16 +410,11 @@ HAND_WRITTEN = {
         {"/app/test/calc_test.dart: adds": P, "/app/test/calc_test.dart: fails": F, "/app/test/calc_test.dart: later": S,
          "/app/test/broken_test.dart": E},
     ),
-    "parse_log_ocaml": (
-        "  [OK]          calc          0   adds.\n  [FAIL]        calc          1   fails.\n  [SKIP]        calc          2   later.\n",
-        {"calc 0 adds.": P, "calc 1 fails.": F, "calc 2 later.": S},
-    ),
     "parse_log_ocaml_v2": (
         ("Running[1]: (cd _build/default/test && ./test_calc.exe)\nOutput[1]:\nTesting calc: OK\n"
         "Running[2]: (cd _build/default/test && ./test_io.exe)\nOutput[2]:\nFAIL io read\n"),
         {"test_calc.exe": P, "test_io.exe": F},
     ),
-    "parse_log_ocaml_v3": ("[OK] calc   adds\n[FAIL] calc fails\n[SKIP] calc later\n", {"calc adds": P, "calc fails": F, "calc later": S}),
     "parse_log_ocaml_v4": ("PASSED test_adds\nFAILED test_fails    expected 3\nSKIPPED test_later\n",
                            {"test_adds": P, "test_fails": F, "test_later": S}),
     "parse_log_lua_nvim": ("Success: \t||\tcalc adds\nFail:    \t||\tcalc fails\nSuccess: \t2\nFailed : \t1\n",

@@ -400,9 +400,10 @@ def parse_dart_expanded(text: str) -> dict[str, Status]:
 
 # ---------------------------------------------------------------------------------------- OCaml
 
-# Alcotest: "[OK]          calc          0   adds.", "[FAIL]        calc          1   fails.", "[SKIP] ..."
+# Alcotest: "[OK]          calc          0   adds.", "[FAIL]        calc          1   fails.", "[SKIP] ...";
+# the first failure of a run is marked "> [FAIL] ..."
 parse_alcotest = word_lines(
-    r"^\[(?P<word>OK|PASS|FAIL|FAILED|ERROR|ERR|SKIP|SKIPPED|TODO)\]\s+(?P<name>\S.*?\s+\d+\s+.+)$",
+    r"^(?:> )?\[(?P<word>OK|PASS|FAIL|FAILED|ERROR|ERR|SKIP|SKIPPED|TODO)\]\s+(?P<name>\S.*?\s+\d+\s+.+)$",
     {
         "OK": P,
         "PASS": P,
@@ -425,7 +426,7 @@ def _collapse(parse: Parser) -> Parser:
 parse_alcotest = _collapse(parse_alcotest)
 # Any "[WORD] name" line (SWE-rebench's parse_log_ocaml_v3); its whole body, blanks collapsed, is the id
 parse_bracket_word = _collapse(word_lines(
-    r"^\[(?P<word>[A-Za-z]+)\]\s+(?P<name>.+)$",
+    r"^(?:> )?\[(?P<word>[A-Za-z]+)\]\s+(?P<name>.+)$",
     {**{w: P for w in ("OK", "PASS", "PASSED", "SUCCESS")}, **{w: S for w in ("SKIP", "SKIPPED", "TODO", "PENDING", "DISABLED")},
      **{w: F for w in ("FAIL", "FAILED", "ERROR", "EXCEPTION", "CRASH", "FATAL", "KO", "PANIC")}},
 ))  # fmt: skip
