@@ -209,6 +209,9 @@ REAL_RUNS = [
     ("r/testthat", "parse_log_r"),
     ("ocaml/alcotest", "parse_log_ocaml"),
     ("ocaml/alcotest", "parse_log_ocaml_v3"),
+    ("haskell/hspec-specdoc", "parse_log_haskell_v2"),
+    ("haskell/hspec-checks", "parse_log_haskell"),
+    ("haskell/tasty", "parse_log_haskell"),
 ]
 
 
@@ -305,6 +308,23 @@ def test_regression_alcotest_first_failure_marked_with_an_arrow(name: str) -> No
     assert "> [FAIL]        calc                 1   fails." in log
     assert "  [OK]          calc                 1   fails." in log
     assert _parse(name, "ocaml/alcotest")["calc 1 fails."] is F
+
+
+def test_regression_hspec_2_8_pending_line_and_dotted_failure_list() -> None:
+    """Hspec 2.8 writes a pending example's reason on a deeper "# PENDING: ..." line, which made the
+    example a describe block ('Calc.later.#'), and lists failures as "1) Calc.add fails", which added
+    'Calc.add fails' beside 'Calc.add.fails'."""
+    log = (LOGS / "haskell/hspec-specdoc/log.txt").read_text()
+    assert "    # PENDING: not today" in log and "  1) Calc.add fails" in log
+    statuses = _parse("parse_log_haskell_v2", "haskell/hspec-specdoc")
+    assert statuses["Calc.later"] is S and statuses["Calc.add.fails"] is F
+    assert not [k for k in statuses if "#" in k or k.startswith("Calc.add ")]
+
+
+def test_regression_hspec_checks_pending_mark() -> None:
+    """Hspec's checks formatter marks a pending example "[‐]": it was missing from the statuses."""
+    assert "  later [‐]" in (LOGS / "haskell/hspec-checks/log.txt").read_text()
+    assert _parse("parse_log_haskell", "haskell/hspec-checks")["later"] is S
 
 
 def test_mocha_spec_tree_keys_by_describe_path() -> None:

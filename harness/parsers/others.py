@@ -165,15 +165,16 @@ def parse_exunit(text: str) -> dict[str, Status]:
 
 _TASTY = re.compile(r"^\s*(?P<name>\S.*?):\s+(?P<word>OK|FAIL|ERROR|SKIP|PENDING)\b")
 _HSPEC_MARK = re.compile(
-    r"^\s*(?:(?P<mark>[✓✔✗✘]) (?P<name>.+?)(?: \([\d.]+m?s\))?|(?P<bname>\S.*?) \[(?P<bmark>[✓✔✗✘])\])$"
+    r"^\s*(?:(?P<mark>[✓✔✗✘]) (?P<name>.+?)(?: \([\d.]+m?s\))?|(?P<bname>\S.*?) \[(?P<bmark>[✓✔✗✘‐])\])$"
 )
 _HUNIT = re.compile(r"^### (?P<word>Failure|Error) in: (?P<name>.+)$")
 _HASKELL_WORD = {"OK": P, "FAIL": F, "ERROR": E, "SKIP": S, "PENDING": S, "Failure": F, "Error": E,
-                 "✓": P, "✔": P, "✗": F, "✘": F}  # fmt: skip
+                 "✓": P, "✔": P, "✗": F, "✘": F, "‐": S}  # fmt: skip
 
 
 def parse_haskell(text: str) -> dict[str, Status]:
-    """Statuses from tasty (``  adds: OK (0.01s)``), Hspec with check marks (``✔ adds``, ``adds [✘]``)
+    """Statuses from tasty (``  adds: OK (0.01s)``), Hspec with check marks (``✔ adds``, ``adds [✘]``,
+    ``later [‐]`` pending)
     and HUnit (``### Failure in: adds``), keyed by the test's own name as SWE-rebench's
     ``parse_log_haskell`` keys it."""
     statuses: dict[str, Status] = {}
@@ -201,9 +202,11 @@ _HSPEC_FAILURE = re.compile(r"^\s+\d+\) (?P<path>.+)$")
 
 def parse_hspec_tree(text: str) -> dict[str, Status]:
     """Statuses from Hspec's default (specdoc) output: a tree indented two spaces a level, a leaf being
-    an example (``adds FAILED [1]``, ``later PENDING``), keyed by its path joined with ``.`` as
-    SWE-rebench's ``parse_log_haskell_v2`` keys it; the ``Failures:`` list (``1) Calc, adds``) confirms
-    failures. The tree starts after ``Test suite ...: RUNNING...`` and ends at ``Failures:`` or the summary."""
+    an example (``adds FAILED [1]``, ``later PENDING``, or from Hspec 2.8 ``later`` followed by a deeper
+    ``# PENDING: reason`` line), keyed by its path joined with ``.`` as SWE-rebench's
+    ``parse_log_haskell_v2`` keys it; the ``Failures:`` list confirms failures (``1) Calc, add, fails``,
+    from Hspec 2.8 ``1) Calc.add fails``). The tree starts after ``Test suite ...: RUNNING...`` and ends
+    at ``Failures:`` or the summary."""
     lines = decolor(text).splitlines()
     start = next(
         (
@@ -220,9 +223,7 @@ def parse_hspec_tree(text: str) -> dict[str, Status]:
         if line.strip() == "Failures:":
             in_failures = True
         elif in_failures and (failure := _HSPEC_FAILURE.match(line)) is not None:
-            failures.append(
-                ".".join(part.strip() for part in failure["path"].split(","))
-            )
+            failures.append(failure["path"].strip())
         elif (
             not in_failures
             and line.strip()
@@ -233,18 +234,25 @@ def parse_hspec_tree(text: str) -> dict[str, Status]:
             tree.append((len(line) - len(line.lstrip()), line.strip()))
     statuses: dict[str, Status] = {}
     path: list[str] = []
+    # a failure list entry as Hspec 2.8 spells it ("Calc.add fails") -> the example's key
+    spelled: dict[str, str] = {}
     for i, (indent, content) in enumerate(tree):
+        if content.startswith("# PENDING"):
+            continue
         match = _HSPEC_INLINE.match(content)
         assert match is not None  # the pattern matches any text
         del path[indent // 2 :]
         path.append(match["name"])
-        if i + 1 < len(tree) and tree[i + 1][0] > indent:
+        following = tree[i + 1] if i + 1 < len(tree) else None
+        pending = following is not None and following[1].startswith("# PENDING")
+        if following is not None and following[0] > indent and not pending:
             continue  # a describe block
-        record(
-            statuses, ".".join(path), F if match["fail"] else S if match["skip"] else P
-        )
-    for name in failures:
-        record(statuses, name, F)
+        key = ".".join(path)
+        spelled[f"{'.'.join(path[:-1])} {path[-1]}"] = key
+        record(statuses, key, F if match["fail"] else S if match["skip"] or pending else P)
+    for entry in failures:
+        key = ".".join(part.strip() for part in entry.split(",")) if "," in entry else spelled.get(entry, entry)
+        record(statuses, key, F)
     return statuses
 
 
