@@ -142,7 +142,8 @@ parse_sbt_junit = junit_in_log("{classname} {name}")
 # ---------------------------------------------------------------------------------------- Leiningen
 
 _LEIN_NS = re.compile(r"^lein test (?::only )?(?P<ns>[\w.\-]+)")
-_LEIN_BAD = re.compile(r"^(?P<word>FAIL|ERROR) in ")
+# "FAIL in (fails) (core_test.clj:5)": clojure.test always names the test and its file and line
+_LEIN_BAD = re.compile(r"^(?P<word>FAIL|ERROR) in \(.+\) \(\S+:\d+\)$")
 
 
 def parse_lein(text: str) -> dict[str, Status]:
