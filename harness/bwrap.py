@@ -75,7 +75,8 @@ class BwrapBackend:
         if env.image is not None and env.recipe is None:
             raise ImageMissing(
                 f"{task.instance_id}: the bwrap backend cannot run a Docker image ({env.image}); use --backend docker, "
-                "or --repo-cache DIR holding the repository to build its environment from the row's install spec"
+                "or, for a Python row, --repo-cache DIR holding the repository to build its environment from the row's "
+                "install spec (the base root filesystem has Python's toolchain only: rows in other languages need their image)"
             )
         self._rootfs()
         env_dir = self.env_dir(task)

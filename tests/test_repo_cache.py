@@ -1,11 +1,13 @@
-"""SWE-bench-shaped rows without their image (issue 12): the environment built from the row's install
-spec, the repository from a local repository cache (``--repo-cache``). The end-to-end runs use a real
-fix commit of a real public library (r1chardj0n3s/parse #113, bundled in data/fixtures/repos)."""
+"""SWE-bench-shaped and SWE-rebench V2 Python rows without their image (issue 12): the environment
+built from the row's install spec, the repository from a local repository cache (``--repo-cache``).
+The end-to-end runs use a real fix commit of a real public library (r1chardj0n3s/parse #113, bundled
+in data/fixtures/repos), as a SWE-bench 4 row and as a SWE-rebench V2 row."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import types
@@ -16,7 +18,12 @@ import pytest
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources import RepoCache, SourceError, load_corpus_file, load_sources
 from curation.sources.base import RowError
-from curation.sources.recipes import DEFAULT_INSTALL, row_recipe, spec_recipe
+from curation.sources.recipes import (
+    DEFAULT_INSTALL,
+    first_requirements,
+    row_recipe,
+    spec_recipe,
+)
 from harness.config import Settings
 from harness.envs import prepare_tree, tree_commit
 from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
@@ -26,6 +33,8 @@ FIXTURES = ROOT / "data" / "fixtures"
 REPOS = FIXTURES / "repos"
 ROW_FILE = FIXTURES / "swe_bench_repo_cache.jsonl"
 ROW = json.loads(ROW_FILE.read_text())
+V2_FILE = FIXTURES / "swe_rebench_v2_repo_cache.jsonl"
+V2_ROW = json.loads(V2_FILE.read_text())
 BASE = ROW["base_commit"]
 FIX = "19689cf5b4e0b025821be2e59e0bff0ab5977361"
 
@@ -102,28 +111,88 @@ def test_install_spec_keys_in_swebench_order_and_what_is_left_out() -> None:
         spec_recipe({"pip_packages": {"pytest": "8"}}, "o")
 
 
-def test_swebench_spec_is_used_when_the_package_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """(b): the row has no install_config; swebench knows its repository and version. The spec is
-    written as swebench publishes MAP_REPO_VERSION_TO_SPECS (python, packages, install, pip_packages,
-    test_cmd) and MAP_REPO_TO_REQS_PATHS."""
-    spec = {
-        "python": "3.11",
-        "packages": "requirements.txt",
-        "install": "python -m pip install -e .",
-        "pip_packages": ["setuptools==70.0.0", "Werkzeug==2.3.7"],
-        "test_cmd": "pytest -rA",
-    }
-    fake_swebench(monkeypatch, {ROW["repo"]: {ROW["version"]: spec}}, {ROW["repo"]: ["requirements/tests.txt"]})
-    (task,) = load_sources([ROW_FILE], RepoCache(REPOS)).tasks
-    assert task.environment.recipe is not None
-    assert task.environment.recipe.install == [
-        "python -m pip install -r requirements/tests.txt",
-        "python -m pip install setuptools==70.0.0 Werkzeug==2.3.7",
+# Verbatim from swebench 4.1.0 (PyPI wheel, swebench/harness/constants/python.py), the last release
+# line with MAP_REPO_VERSION_TO_SPECS: `import swebench.harness.constants` runs swebench/__init__.py,
+# which imports its collection and Docker harness (bs4, ghapi, GitPython, datasets, docker, ...), so
+# the package is not installed here. swebench 5.0.2 has no spec table at all.
+SWEBENCH_4_SPECS = {
+    "pallets/flask": {
+        "2.0": {
+            "python": "3.9",
+            "packages": "requirements.txt",
+            "install": "python -m pip install -e .",
+            "pip_packages": [
+                "setuptools==70.0.0", "Werkzeug==2.3.7", "Jinja2==3.0.1", "itsdangerous==2.1.2", "click==8.0.1",
+                "MarkupSafe==2.1.3",
+            ],
+            "test_cmd": "pytest -rA",
+        },
+    },
+    "psf/requests": {"2.0": {"python": "3.9", "packages": "pytest", "install": "python -m pip install .", "test_cmd": "pytest -rA"}},
+    "pyvista/pyvista": {},
+}  # fmt: skip
+SWEBENCH_4_REQS_PATHS = {
+    "pallets/flask": ["requirements/dev.txt"],
+    "pyvista/pyvista": ["requirements_test.txt", "requirements.txt"],
+}
+
+
+def task_of(repo: str, version: str) -> tuple[Task, dict]:
+    """The fixture row as a row of ``repo`` at ``version``."""
+    (task,) = load_sources([ROW_FILE]).tasks
+    return task.model_copy(update={"repo": repo}), {**ROW, "repo": repo, "version": version}
+
+
+def test_swebench_specs_in_the_real_release_shape_become_recipes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(b): the row has no install_config; swebench knows its repository and version."""
+    fake_swebench(monkeypatch, SWEBENCH_4_SPECS, SWEBENCH_4_REQS_PATHS)
+    flask, _ = row_recipe(*task_of("pallets/flask", "2.0"))
+    assert flask.install == [
+        "python -m pip install -r requirements/dev.txt",
+        "python -m pip install setuptools==70.0.0 Werkzeug==2.3.7 Jinja2==3.0.1 itsdangerous==2.1.2 click==8.0.1 MarkupSafe==2.1.3",
         "python -m pip install -e .",
     ]
-    assert task.environment.recipe.origin.startswith(f"swebench spec {ROW['repo']} {ROW['version']}")
-    other = {**ROW, "version": "0.1"}  # a version swebench has no spec for: the default
-    assert row_recipe(task, other)[0].install == [DEFAULT_INSTALL]
+    assert flask.origin == "swebench spec pallets/flask 2.0; asks for python 3.9, the base's python runs it"
+    requests, _ = row_recipe(*task_of("psf/requests", "2.0"))
+    assert requests.install == ["python -m pip install pytest", "python -m pip install ."]
+    assert row_recipe(*task_of("pallets/flask", "0.1"))[0].install == [DEFAULT_INSTALL]  # a version it has no spec for
+    fake_swebench(monkeypatch, {ROW["repo"]: {ROW["version"]: SWEBENCH_4_SPECS["pallets/flask"]["2.0"]}}, {})
+    (task,) = load_sources([ROW_FILE], RepoCache(REPOS)).tasks  # through the loader, and no reqs path: requirements.txt
+    assert task.environment.recipe is not None and task.environment.recipe.install[0] == "python -m pip install -r requirements.txt"
+
+
+def test_swebench_5_without_a_spec_table_gives_the_default_recipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: swebench 5.x's harness.constants has no MAP_REPO_VERSION_TO_SPECS; reading it
+    raised AttributeError, which the loader records against every SWE-bench row as our_code."""
+    fake_swebench(monkeypatch, {}, {})
+    del sys.modules["swebench.harness.constants"].MAP_REPO_VERSION_TO_SPECS
+    loaded = load_sources([ROW_FILE], RepoCache(REPOS))
+    assert not loaded.errors
+    (task,) = loaded.tasks
+    assert task.environment.recipe is not None and task.environment.recipe.install == [DEFAULT_INSTALL]
+
+
+def test_of_several_requirement_paths_the_first_the_tree_has_is_installed(tmp_path: Path) -> None:
+    """SWE-bench installs the first of a repository's requirement paths that exists at the commit
+    (pyvista: requirements_test.txt, else requirements.txt), never all of them."""
+    command = first_requirements(SWEBENCH_4_REQS_PATHS["pyvista/pyvista"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text('#!/bin/sh\necho "python $*"\n')
+    (bin_dir / "python").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+
+    (tmp_path / "requirements.txt").write_text("")
+    assert run().stdout == "python -m pip install -r requirements.txt\n"
+    (tmp_path / "requirements_test.txt").write_text("")
+    assert run().stdout == "python -m pip install -r requirements_test.txt\n"
+    for name in ("requirements.txt", "requirements_test.txt"):
+        (tmp_path / name).unlink()
+    missing = run()
+    assert missing.returncode != 0 and "none of requirements_test.txt requirements.txt is in the tree" in missing.stderr
 
 
 # ------------------------------------------------------------------------------------------ the repository cache
@@ -167,6 +236,42 @@ def test_repository_cache_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         load_sources([ROW_FILE], RepoCache(tmp_path / "nope"))
 
 
+def test_a_python_swe_rebench_v2_row_becomes_a_recipe_task_from_its_install_config() -> None:
+    """V2's install_config (base_image_name, docker_specs, install, log_parser, test_cmd): the install
+    commands replayed but the system package step, the row's own test command, parser and workdir."""
+    (image_task,) = load_sources([V2_FILE]).tasks
+    loaded = load_sources([V2_FILE], RepoCache(REPOS))
+    (task,) = loaded.tasks
+    assert task.environment.image is None and task.environment.recipe is not None
+    assert task.environment.recipe.install == ["pip install -e ."]
+    assert task.environment.recipe.origin == (
+        "SWE-rebench V2 install_config; asks for python 3.11, the base's python runs it; "
+        "left out: `apt-get update -qq && apt-get install -y -qq locales`"
+    )
+    assert (task.repo_source.kind, task.repo_source.ref) == ("bundle", V2_ROW["base_commit"])
+    assert task.environment.workdir == "/parse"
+    assert (task.test_cmd, task.log_parser) == ([V2_ROW["install_config"]["test_cmd"]], "parse_log_pytest")
+    assert task.answer == image_task.answer and task.answer.fail_to_pass == V2_ROW["FAIL_TO_PASS"]
+    assert "1 of 1 rows built from a recipe" in loaded.detected[0].reason
+
+
+def test_swe_rebench_v2_rows_in_other_languages_keep_their_image(tmp_path: Path) -> None:
+    """A recipe builds Python environments only: a Go row keeps its image even with its repository
+    cached, and the load says why."""
+    go_row = next(json.loads(line) for line in (FIXTURES / "swe_rebench_v2.jsonl").read_text().splitlines() if '"language": "go"' in line)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    for name in ("gopherco__ringbuf", "r1chardj0n3s__parse"):  # any bundle will do: the Go row never looks
+        shutil.copy(REPOS / "r1chardj0n3s__parse.bundle", cache / f"{name}.bundle")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps(go_row) + "\n" + json.dumps({**V2_ROW, "language": "Python"}) + "\n")
+    loaded = load_sources([rows], RepoCache(cache))
+    go, python = sorted(loaded.tasks, key=lambda t: t.instance_id)
+    assert go.environment.image == go_row["image_name"] and go.environment.recipe is None and go.repo_source.kind == "image"
+    assert python.environment.recipe is not None
+    assert "rows in other languages than Python keep their image (1 go): the base root filesystem has Python's toolchain only" in loaded.detected[0].reason
+
+
 def test_a_cloned_repository_is_sealed_at_the_base_commit(tmp_path: Path, swedeck_env: Settings, no_swebench: None) -> None:
     clone = tmp_path / "r1chardj0n3s__parse"
     subprocess.run(["git", "clone", "-q", str(REPOS / "r1chardj0n3s__parse.bundle"), str(clone)], check=True)
@@ -200,6 +305,14 @@ def test_without_image_or_cached_repository_the_row_is_image_missing(bwrap_backe
     result = process_task(task, bwrap_backend, Pipeline1Config(runs=1), "cfg", tmp_path)
     assert (result.reason, result.stage) == ("env_error", "image_missing")
     assert task.environment.image in result.detail and "--repo-cache" in result.detail
+
+
+@pytest.mark.bwrap
+def test_a_go_swe_rebench_v2_row_on_bwrap_is_image_missing_saying_why(bwrap_backend, tmp_path: Path) -> None:
+    (go,) = [t for t in load_sources([FIXTURES / "swe_rebench_v2.jsonl"], RepoCache(REPOS)).tasks if t.log_parser == "parse_log_gotest"]
+    result = process_task(go, bwrap_backend, Pipeline1Config(runs=1), "cfg", tmp_path)
+    assert (result.reason, result.stage) == ("env_error", "image_missing")
+    assert go.environment.image in result.detail and "Python's toolchain only" in result.detail, result.detail
 
 
 @pytest.mark.bwrap
@@ -259,3 +372,21 @@ def test_p1_on_docker_builds_from_the_repository_cache_when_the_image_is_missing
     assert done.returncode == 0, done.stderr[-3000:]
     (missing,) = query(tmp_path / "plain", "select reason, stage from p1_results")
     assert (missing["reason"], missing["stage"]) == ("env_error", "image_missing")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", [pytest.param("bwrap", marks=pytest.mark.bwrap), pytest.param("docker", marks=pytest.mark.docker)])
+def test_p1_runs_a_python_swe_rebench_v2_row_from_the_repository_cache(tmp_path: Path, backend: str) -> None:
+    """The V2 row of the same fix commit: its install_config's commands build the environment, its
+    test command runs in /parse, and the task is kept with the row's FAIL_TO_PASS and PASS_TO_PASS."""
+    run = tmp_path / "run"
+    done = swedeck("p1", str(V2_FILE), "--repo-cache", str(REPOS), "--out", str(run), "--backend", backend,
+                   "--set", "sandbox.pull=never", "--set", "pipeline1.runs=1", "--json")  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    (result,) = query(run, "select reason, detail, fail_to_pass, pass_to_pass from p1_results")
+    assert result["reason"] == "", result["detail"]
+    assert result["fail_to_pass"] == V2_ROW["FAIL_TO_PASS"]
+    assert sorted(result["pass_to_pass"]) == sorted(V2_ROW["PASS_TO_PASS"])
+    (stored,) = run.glob("p1/*/task.json")
+    environment = json.loads(stored.read_text())["environment"]
+    assert environment["recipe"]["origin"].startswith("SWE-rebench V2 install_config") and environment["workdir"] == "/parse"

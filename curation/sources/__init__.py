@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from curation.sources import r2e_gym, scale_swe, swe_bench, swe_rebench
 from curation.sources.base import RowError
-from curation.sources.recipes import RepoCache
+from curation.sources.recipes import RepoCache, other_language
 from harness.names import id_problem
 from harness.parsers import UnsupportedParser, check_parser
 from harness.records import LoadError, Task
@@ -125,6 +125,7 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_ca
     errors: list[LoadError] = []
     versions: dict[tuple[str, str], int] = {}
     from_recipe = 0
+    image_only: dict[str, int] = {}  # V2 rows in languages a recipe cannot build, by language
     for where, row in rows:
         if not isinstance(row, str):
             version = _VERSIONS[corpus](row)
@@ -136,6 +137,8 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_ca
             if repo_cache is not None:
                 resolved = repo_cache.resolve(task, row)
                 from_recipe += resolved is not task
+                if language := other_language(task, row):
+                    image_only[language] = image_only.get(language, 0) + 1
                 task = resolved
             problem = id_problem(task.instance_id)
             if problem:  # an id is a name: a path-like one would put results outside the run folder
@@ -167,6 +170,9 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_ca
         reason += f"; workdir from the image for {asked} of {len(tasks)} rows, else /<repo-name>"
     if repo_cache is not None:
         reason += f"; {from_recipe} of {len(tasks)} rows built from a recipe (Recipe.origin says which), the repository from {repo_cache.root}"
+        if image_only:
+            languages = ", ".join(f"{n} {language}" for language, n in sorted(image_only.items()))
+            reason += f"; rows in other languages than Python keep their image ({languages}): the base root filesystem has Python's toolchain only"
     detected = [
         Detection(location=location, corpus=corpus, version=version, rows=n, reason=f"{reason}; {why}")
         for (version, why), n in versions.items()

@@ -2,22 +2,28 @@
 the repository from a local repository cache (``--repo-cache DIR``, config ``sources.repo_cache``).
 
 The cache holds ``<owner>__<name>.bundle`` git bundles or ``<owner>__<name>/`` clones (names matched
-without regard to case, as GitHub matches them). A SWE-bench, SWE-Gym or SWE-rebench v1 task whose
-image this backend cannot run (bwrap runs none; docker runs those its engine holds) and whose
-repository is in the cache becomes a recipe task: its tree is the cached repository at the row's
-``base_commit``, and its environment is built from, in this order,
+without regard to case, as GitHub matches them). A SWE-bench, SWE-Gym, SWE-rebench v1 or Python
+SWE-rebench V2 task whose image this backend cannot run (bwrap runs none; docker runs those its
+engine holds) and whose repository is in the cache becomes a recipe task: its tree is the cached
+repository at the row's ``base_commit``, and its environment is built from, in this order,
 
-(a) the row's own ``install_config`` (SWE-rebench), else
+(a) the row's own ``install_config`` (SWE-rebench v1: a SWE-bench spec; V2: ``install`` commands,
+    the Python version in ``docker_specs.python_version``), else
 (b) SWE-bench's spec for the row's repository and version (``MAP_REPO_VERSION_TO_SPECS``) when the
-    ``swebench`` package is installed, else
+    ``swebench`` package of a release that has it (up to 4.x; 5.x builds from Dockerfiles and has no
+    spec table) is installed, else
 (c) ``python -m pip install -e .``.
 
 Specs are replayed the way SWE-bench's harness replays them, in a virtual environment instead of a
-conda env: ``packages`` (``requirements.txt``: each ``reqs_path`` of the tree; else the listed
-packages, through pip), ``pip_packages``, ``pre_install``, ``install``; ``env_vars`` are exported for
-builds and tests. What a virtual environment cannot do is left out and said in ``Recipe.origin``
-(a conda ``environment.yml``, system packages, another Python than the base's). The test command
-stays the row's own, run in the workdir the row names.
+conda env: ``packages`` (``requirements.txt``: the first of the ``reqs_path`` files that the tree
+has; else the listed packages, through pip), ``pip_packages``, ``pre_install``, ``install``;
+``env_vars`` are exported for builds and tests. What a virtual environment cannot do is left out and
+said in ``Recipe.origin`` (a conda ``environment.yml``, system packages, another Python than the
+base's). A failing command fails the build, naming it (V2's image build ignored failing install
+commands; a build that hid a failure would cache a broken environment). The test command stays the
+row's own, run in the workdir the row names.
+
+V2 rows in other languages keep their image: the base root filesystem holds Python's toolchain only.
 """
 
 from __future__ import annotations
@@ -32,12 +38,13 @@ from typing import Any
 from curation.sources.base import RowError, json_object
 from harness.records import Environment, Recipe, RepoSource, Task
 
-# the adapters whose rows carry SWE-bench's fields (repo, base_commit, version, install spec)
-SOURCES = ("swe_bench", "swe_gym", "swe_rebench_v1")
+# the adapters whose rows name an install spec or can do with the default one
+SOURCES = ("swe_bench", "swe_gym", "swe_rebench_v1", "swe_rebench_v2")
+V2 = "swe_rebench_v2"
 PIP_INSTALL = "python -m pip install"
 DEFAULT_INSTALL = f"{PIP_INSTALL} -e ."
-# pre_install commands that install system packages: they need root and the distribution's
-# mirrors, neither of which a recipe build has
+# commands that install system packages: they need root and the distribution's mirrors, neither of
+# which a recipe build has
 SYSTEM_PACKAGERS = ("apt-get ", "apt ", "yum ", "dnf ", "apk ", "conda ")
 
 
@@ -69,7 +76,7 @@ def spec_recipe(spec: Mapping[str, Any], origin: str, reqs_paths: list[str] | No
         raise RowError(f"{where}.packages", f"expected a string, got {type(packages).__name__}")
     if packages.strip() == "requirements.txt":
         paths = _commands(spec.get("reqs_path"), f"{where}.reqs_path") or reqs_paths or ["requirements.txt"]
-        install += [f"{PIP_INSTALL} -r {shlex.quote(p)}" for p in paths]
+        install.append(first_requirements(paths))
     elif packages.strip() == "environment.yml":
         left_out.append("the conda environment.yml")
     elif packages.strip():
@@ -77,19 +84,21 @@ def spec_recipe(spec: Mapping[str, Any], origin: str, reqs_paths: list[str] | No
     pip_packages = _commands(spec.get("pip_packages"), f"{where}.pip_packages")
     if pip_packages:
         install.append(f"{PIP_INSTALL} {' '.join(_shell_word(p) for p in pip_packages)}")
-    for command in _commands(spec.get("pre_install"), f"{where}.pre_install"):
-        if command.startswith(SYSTEM_PACKAGERS):
-            left_out.append(f"`{command}`")
-        else:
-            install.append(command)
-    install += _commands(spec.get("install"), f"{where}.install")
+    for key in ("pre_install", "install"):
+        for command in _commands(spec.get(key), f"{where}.{key}"):
+            if command.startswith(SYSTEM_PACKAGERS):
+                left_out.append(f"`{command}`")
+            else:
+                install.append(command)
     env_vars = spec.get("env_vars") or {}
     if not isinstance(env_vars, Mapping):
         raise RowError(f"{where}.env_vars", f"expected a mapping, got {type(env_vars).__name__}")
     activation = " ".join(f"export {k}={shlex.quote(str(v))};" for k, v in env_vars.items())
     notes = [origin]
-    if spec.get("python"):
-        notes.append(f"asks for python {spec['python']}, the base's python runs it")
+    docker_specs = spec.get("docker_specs") or {}
+    python = spec.get("python") or (docker_specs.get("python_version") if isinstance(docker_specs, Mapping) else None)
+    if python:
+        notes.append(f"asks for python {python}, the base's python runs it")
     if left_out:
         notes.append("left out: " + ", ".join(left_out))
     return Recipe(install=install, origin="; ".join(notes)), activation
@@ -102,17 +111,40 @@ def swebench_spec(repo: str, version: str) -> tuple[Mapping[str, Any], list[str]
         from swebench.harness import constants
     except ImportError:
         return None
-    spec = constants.MAP_REPO_VERSION_TO_SPECS.get(repo, {}).get(version)
+    # swebench 5.x dropped the table (its images come from per-task Dockerfiles)
+    spec = getattr(constants, "MAP_REPO_VERSION_TO_SPECS", {}).get(repo, {}).get(version)
     if spec is None:
         return None
     return spec, list(getattr(constants, "MAP_REPO_TO_REQS_PATHS", {}).get(repo, []))
+
+
+def first_requirements(paths: list[str]) -> str:
+    """Install the first of ``paths`` the tree has, as SWE-bench's harness takes the first of a
+    repository's requirement paths that exists at the commit; none of them fails the build."""
+    if len(paths) == 1:
+        return f"{PIP_INSTALL} -r {shlex.quote(paths[0])}"
+    words = " ".join(shlex.quote(p) for p in paths)
+    # no exec or exit: the sandbox may run the command inside a script of its own
+    return (
+        f'r=$(for r in {words}; do if [ -f "$r" ]; then echo "$r"; break; fi; done); '
+        f'if [ -n "$r" ]; then {PIP_INSTALL} -r "$r"; else echo "none of {words} is in the tree" >&2; false; fi'
+    )
+
+
+def other_language(task: Task, row: Mapping[str, Any]) -> str:
+    """The language of a V2 row that is not Python (its image is its only environment), else ''."""
+    if task.source != V2:
+        return ""
+    language = str(row.get("language") or "").strip().lower()
+    return "" if language == "python" else language or "an unnamed language"
 
 
 def row_recipe(task: Task, row: Mapping[str, Any]) -> tuple[Recipe, str]:
     """The recipe and activation for a row's environment: (a) its install_config, (b) SWE-bench's
     spec, (c) an editable install of the tree."""
     if row.get("install_config") is not None:
-        return spec_recipe(json_object(row, "install_config"), "SWE-rebench install_config")
+        which = "SWE-rebench V2 install_config" if task.source == V2 else "SWE-rebench install_config"
+        return spec_recipe(json_object(row, "install_config"), which)
     version = str(row.get("version") or "").strip()
     found = swebench_spec(task.repo, version)
     if found is not None:
@@ -165,7 +197,7 @@ class RepoCache:
         from curation.sources.swe_rebench import tagged
 
         image = task.environment.image
-        if task.source not in SOURCES or image is None or tagged(image) in self._local_images:
+        if task.source not in SOURCES or image is None or other_language(task, row) or tagged(image) in self._local_images:
             return task
         source = self.source(task.repo, task.base_commit)
         return task if source is None else as_recipe_task(task, row, source)

@@ -1,7 +1,8 @@
 """SWE-rebench rows -> Task: V2 (``nebius/SWE-rebench-V2``, 20 languages) and v1 (``nebius/SWE-rebench``).
 
 V2 rows ship a prebuilt image (``image_name``) with the install commands already run, so
-``install_config.install`` is not replayed. ``install_config`` has a row-varying schema and arrives
+``install_config.install`` is not replayed, except for a Python row whose image cannot run here and
+whose repository is in a ``--repo-cache`` (``recipes``). ``install_config`` has a row-varying schema and arrives
 as a struct/dict or as a JSON string; its ``test_cmd`` is a string or a list of commands and its
 ``log_parser`` names one of SWE-rebench's parsers (kept as is, resolved by the harness). Every
 language loads: the harness runs whatever the image holds. The workdir is the image's own working
