@@ -335,6 +335,16 @@ def test_regression_lein_fail_line_printed_by_a_test() -> None:
     assert _parse("parse_log_lein", "lein/test")["calc.other-test"] is P
 
 
+@pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
+def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
+    """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
+    reactor summary per module; the Maven parser also reads the classes and failed methods Surefire
+    prints in the same log (tested on maven/surefire in test_parsers.py)."""
+    expected = _expected(case)
+    statuses = _parse(name, case)
+    assert {k: statuses.get(k) for k in expected} == expected
+
+
 def test_mocha_spec_tree_keys_by_describe_path() -> None:
     statuses = _parse("parse_log_calypso", "mocha/spec")
     assert statuses["math - nested - deep - with dash"] is P
@@ -446,15 +456,6 @@ HAND_WRITTEN = {
     "parse_log_cpp": (
         "tests/test_ujson.py::test_encode PASSED\ntests/test_ujson.py::TestX::test_decode FAILED\n",
         {"test_encode": P, "test_decode": F},
-    ),
-    "parse_log_maven": (
-        "+ mvn test -Dtest=com.x.CalcTest#adds\n[INFO] BUILD SUCCESS\n+ mvn test -Dtest=com.x.CalcTest#fails\n[INFO] BUILD FAILURE\n",
-        {"com.x.CalcTest#adds": P, "com.x.CalcTest#fails": F},
-    ),
-    "parse_log_java_mvn_v2": (
-        ("[INFO] Reactor Summary for piranha 1.0:\n[INFO] Piranha - Core ..................... SUCCESS [  1.2 s]\n"
-        "[INFO] Piranha - HTTP ..................... FAILURE [  1.241 s]\n[INFO] Piranha - Server ................... SKIPPED\n"),
-        {"Piranha - Core": P, "Piranha - HTTP": F, "Piranha - Server": S},
     ),
     "parse_log_kotlin_junit": (
         ("Running com.x.CalcTest\nTests run: 3, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.05 sec <<< FAILURE!\n"
