@@ -272,6 +272,39 @@ def test_swe_rebench_v2_rows_in_other_languages_keep_their_image(tmp_path: Path)
     assert "rows in other languages than Python keep their image (1 go): the base root filesystem has Python's toolchain only" in loaded.detected[0].reason
 
 
+def test_an_image_name_with_the_default_registry_is_the_name_docker_lists() -> None:
+    from docker.auth import INDEX_NAME
+
+    from curation.sources.swe_rebench import tagged
+
+    assert tagged(f"{INDEX_NAME}/{V2_ROW['image_name']}") == V2_ROW["image_name"]
+    assert tagged(f"{INDEX_NAME}/library/python") == "python:latest"
+    assert tagged("127.0.0.1:5000/a/b") == "127.0.0.1:5000/a/b:latest"  # another registry stays in the name
+
+
+@pytest.mark.docker
+def test_a_v2_image_named_with_the_default_registry_is_found_on_the_engine(docker_backend, swedeck_env: Settings, tmp_path: Path) -> None:
+    """Regression: V2's image_name carries the default registry's host, which Docker drops from the
+    names it lists, so a V2 image on the engine was never found: its workdir was not read, and with a
+    repository cache the row was built from a recipe although docker could run its image."""
+    import docker
+    from docker.auth import INDEX_NAME
+
+    client = docker.from_env()
+    image = f"{INDEX_NAME}/swedeck-test/r1chardj0n3s-parse:113-{os.getpid()}"
+    (tmp_path / "Dockerfile").write_text(f"FROM {swedeck_env.base_image}\nWORKDIR /src/parse\n")
+    client.images.build(path=str(tmp_path), tag=image, rm=True)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({**V2_ROW, "image_name": image}) + "\n")
+    try:
+        loaded = load_sources([rows], RepoCache(REPOS, images=True))
+    finally:
+        client.images.remove(image, force=True)
+    (task,) = loaded.tasks
+    assert task.environment.recipe is None and task.environment.image == image
+    assert task.environment.workdir == "/src/parse" and "workdir from the image for 1 of 1 rows" in loaded.detected[0].reason
+
+
 def test_a_cloned_repository_is_sealed_at_the_base_commit(tmp_path: Path, swedeck_env: Settings, no_swebench: None) -> None:
     clone = tmp_path / "r1chardj0n3s__parse"
     subprocess.run(["git", "clone", "-q", str(REPOS / "r1chardj0n3s__parse.bundle"), str(clone)], check=True)

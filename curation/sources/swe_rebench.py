@@ -172,6 +172,12 @@ def local_image_tags() -> set[str]:
 
 
 def tagged(image: str) -> str:
-    """Docker lists images as ``name:tag``; a reference without a tag means ``:latest``."""
+    """``image`` as Docker lists it: ``name:tag`` (no tag means ``:latest``), without the default
+    registry's host and its ``library/`` namespace, which the engine drops from the names it lists
+    (V2's ``image_name`` carries the host)."""
+    from docker.auth import INDEX_NAME, resolve_repository_name
+
     last = image.rsplit("/", 1)[-1]
-    return image if ":" in last or "@" in last else f"{image}:latest"
+    reference = image if ":" in last or "@" in last else f"{image}:latest"
+    registry, name = resolve_repository_name(reference)
+    return name.removeprefix("library/") if registry == INDEX_NAME else reference
