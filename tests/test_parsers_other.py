@@ -213,6 +213,7 @@ REAL_RUNS = [
     ("haskell/hspec-checks", "parse_log_haskell"),
     ("haskell/tasty", "parse_log_haskell"),
     ("lein/test", "parse_log_lein"),
+    ("automake/make-check", "parse_log_jq"),
 ]
 
 
@@ -335,6 +336,18 @@ def test_regression_lein_fail_line_printed_by_a_test() -> None:
     assert _parse("parse_log_lein", "lein/test")["calc.other-test"] is P
 
 
+def test_regression_automake_test_suite_log_is_not_read() -> None:
+    """``cat test-suite.log`` after ``make check`` printed a section per test that did not pass: its
+    header (``FAIL: tests/fails``, the log's name without ``.test``) added a key per section, and the
+    result lines the test printed itself (``PASS: tests/ghost.test``) were read as results."""
+    log = (LOGS / "automake/make-check/log.txt").read_text()
+    assert "FAIL: tests/fails\n=================\n" in log and "PASS: tests/ghost.test" in log
+    statuses = _parse("parse_log_jq", "automake/make-check")
+    assert "tests/fails" not in statuses and "tests/ghost.test" not in statuses
+    assert statuses["tests/fails.test"] is F and statuses["tests/known.test"] is XF
+    assert statuses == _expected("automake/make-check")
+
+
 @pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
 def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
     """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
@@ -377,8 +390,6 @@ HAND_WRITTEN = {
         "[ok]: SET and GET (2 ms)\n[err]: EXPIRE works in tests/unit/expire.tcl\n[skip]: DEBUG only\n[ignore]: Slow\n",
         {"SET and GET": P, "EXPIRE works": F, "DEBUG only": S, "Slow": S},
     ),
-    "parse_log_jq": ("PASS: tests/jqtest\nFAIL: tests/shtest\nSKIP: tests/optional\nXFAIL: tests/known\n",
-                     {"tests/jqtest": P, "tests/shtest": F, "tests/optional": S, "tests/known": XF}),
     "parse_log_micropython_test": ("pass  basics/int.py\nFAIL  basics/str.py\nskip  extmod/ssl.py\n",
                                    {"basics/int.py": P, "basics/str.py": F, "extmod/ssl.py": S}),
     "parse_log_swift": (

@@ -174,11 +174,55 @@ parse_redis = word_lines(
     r"^\[(?P<word>ok|err|skip|ignore|exception)\]: (?P<name>.+?)(?: in \S+)?(?: \(\d+ ms\))?$",
     {"ok": P, "err": F, "skip": S, "ignore": S, "exception": E},
 )
-# automake's test driver (jq's make check): "PASS: tests/jqtest", "FAIL: tests/shtest", "XFAIL: ..."
-parse_automake = word_lines(
-    r"^(?P<word>PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): (?P<name>.+)$",
-    {"PASS": P, "FAIL": F, "SKIP": S, "XFAIL": XF, "XPASS": XP, "ERROR": E},
-)
+# automake's parallel test driver (jq's make check): "PASS: tests/jqtest", "FAIL: tests/shtest", "XFAIL: ..."
+_AUTOMAKE_RESULT = re.compile(r"^(?P<word>PASS|FAIL|SKIP|XFAIL|XPASS|ERROR): (?P<name>\S.*?)\s*$")
+_AUTOMAKE_WORDS = {"PASS": P, "FAIL": F, "SKIP": S, "XFAIL": XF, "XPASS": XP, "ERROR": E}
+
+
+def _automake_section(lines: list[str], i: int) -> re.Match[str] | None:
+    """The header of a test-suite.log section at line ``i``: ``FAIL: tests/x`` (the test's log name),
+    underlined with as many ``=`` and followed by a blank line, as the driver writes the file."""
+    header = _AUTOMAKE_RESULT.match(lines[i])
+    if header is None or i + 2 >= len(lines):
+        return None
+    underline = lines[i + 1].rstrip()
+    if underline != "=" * len(lines[i].rstrip()) or lines[i + 2].strip():
+        return None
+    return header
+
+
+def parse_automake(text: str) -> dict[str, Status]:
+    """Statuses from automake's parallel test driver, the line it prints per test during ``make check``
+    (``PASS: tests/jqtest``, ``XFAIL: tests/known.test``), keyed by the test's name as printed.
+
+    A test-suite.log printed into the log (``cat test-suite.log`` after a failure, ``make check
+    VERBOSE=1``) is not read: it has a section per test that did not pass, a ``FAIL: tests/x`` header
+    (the log file's name, without the test's extension: another key) underlined with ``=``, then the
+    test's own output, which may print anything, result lines included, then the driver's closing
+    ``FAIL tests/x.test (exit status: 1)``. A section runs to the last such closing line of its test
+    before the next section, so output the test printed cannot end it early."""
+    lines = decolor(text).splitlines()
+    statuses: dict[str, Status] = {}
+    headers = [i for i in range(len(lines)) if _automake_section(lines, i) is not None]
+    skip_to: dict[int, int] = {}
+    for n, start in enumerate(headers):
+        end = headers[n + 1] if n + 1 < len(headers) else len(lines)
+        header = _automake_section(lines, start)
+        assert header is not None
+        closing = re.compile(
+            rf"^{header['word']} {re.escape(header['name'])}(?:\.[^\s/]+)? \(exit status: -?\d+\)$"
+        )
+        last = max((j for j in range(start + 2, end) if closing.match(lines[j].strip())), default=end - 1)
+        skip_to[start] = last + 1
+    i = 0
+    while i < len(lines):
+        if i in skip_to:
+            i = skip_to[i]
+            continue
+        if (result := _AUTOMAKE_RESULT.match(lines[i].strip())) is not None:
+            record(statuses, result["name"], _AUTOMAKE_WORDS[result["word"]])
+        i += 1
+    return statuses
 # MicroPython's tests/run-tests.py: "pass  basics/int.py", "FAIL  basics/x.py", "skip  extmod/y.py"
 parse_micropython = word_lines(
     r"^(?P<word>pass|FAIL|skip)\s+(?P<name>\S.*)$", {"pass": P, "FAIL": F, "skip": S}
