@@ -214,6 +214,7 @@ REAL_RUNS = [
     ("haskell/tasty", "parse_log_haskell"),
     ("lein/test", "parse_log_lein"),
     ("automake/make-check", "parse_log_jq"),
+    ("pytest-verbose/names", "parse_log_cpp"),
 ]
 
 
@@ -348,6 +349,16 @@ def test_regression_automake_test_suite_log_is_not_read() -> None:
     assert statuses == _expected("automake/make-check")
 
 
+def test_regression_pytest_names_progress_line_printed_by_a_test() -> None:
+    """A failing test printed "tests/test_ujson.py::test_ghost PASSED": shown again under "Captured
+    stdout call" in the FAILURES section, it was read as a progress line and added test_ghost."""
+    log = (LOGS / "pytest-verbose/names/log.txt").read_text()
+    assert "Captured stdout call" in log and "\ntests/test_ujson.py::test_ghost PASSED\n" in log
+    statuses = _parse("parse_log_cpp", "pytest-verbose/names")
+    assert "test_ghost" not in statuses and statuses["test_skipped"] is S
+    assert statuses["test_same"] is F  # TestDecode's passed, TestOther's failed
+
+
 @pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
 def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
     """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
@@ -464,10 +475,6 @@ HAND_WRITTEN = {
                            {"test_adds": P, "test_fails": F, "test_later": S}),
     "parse_log_lua_nvim": ("Success: \t||\tcalc adds\nFail:    \t||\tcalc fails\nSuccess: \t2\nFailed : \t1\n",
                            {"calc adds": P, "calc fails": F}),
-    "parse_log_cpp": (
-        "tests/test_ujson.py::test_encode PASSED\ntests/test_ujson.py::TestX::test_decode FAILED\n",
-        {"test_encode": P, "test_decode": F},
-    ),
     "parse_log_kotlin_junit": (
         ("Running com.x.CalcTest\nTests run: 3, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.05 sec <<< FAILURE!\n"
         "Running com.x.OtherTest\nTests run: 1, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 sec\n"),

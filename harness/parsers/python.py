@@ -380,14 +380,22 @@ _PYTEST_VERBOSE = re.compile(
 )
 
 
+_PYTEST_SECTION = re.compile(r"^={3,} (?P<title>.+?) ={3,}$")
+
+
 def parse_pytest_names(text: str) -> dict[str, Status]:
     """Statuses keyed by test name alone (the part after the last ``::``), from ``pytest -v``'s
     progress lines and the short test summary, as SWE-rebench's ``parse_log_cpp`` keys the pytest
-    suites of C extensions. A name in several files or classes keeps its worst outcome."""
+    suites of C extensions. A name in several files or classes keeps its worst outcome. Progress lines
+    are read only before the report's sections (``ERRORS``, ``FAILURES``, ``PASSES``, ...), where the
+    output the tests printed is shown, until the next ``test session starts``."""
     statuses: dict[str, Status] = {}
+    in_report = False
     for line in decolor(text).splitlines():
-        match = _PYTEST_VERBOSE.match(line.strip())
-        if match is not None:
+        line = line.strip()
+        if (section := _PYTEST_SECTION.match(line)) is not None:
+            in_report = section["title"] != "test session starts"
+        elif not in_report and (match := _PYTEST_VERBOSE.match(line)) is not None:
             record(statuses, match["id"].rsplit("::", 1)[-1], Status(match["word"]))
     for test_id, status in parse_pytest(text).items():
         record(statuses, test_id.rsplit("::", 1)[-1], status)
