@@ -215,6 +215,8 @@ REAL_RUNS = [
     ("lein/test", "parse_log_lein"),
     ("automake/make-check", "parse_log_jq"),
     ("pytest-verbose/names", "parse_log_cpp"),
+    ("maven/surefire2", "parse_log_kotlin_junit"),
+    ("maven/surefire2", "parse_java_mvn"),
 ]
 
 
@@ -359,6 +361,16 @@ def test_regression_pytest_names_progress_line_printed_by_a_test() -> None:
     assert statuses["test_same"] is F  # TestDecode's passed, TestOther's failed
 
 
+def test_regression_surefire_count_line_printed_by_a_test() -> None:
+    """A test printing "Running com.example.GhostTest" and a count line added a passing class
+    GhostTest: Surefire 2.20+ names the class on its own count lines (" - in com.example.CalcTest")."""
+    log = (LOGS / "maven/surefire2/log.txt").read_text()
+    assert "Running com.example.GhostTest\nTests run: 1, Failures: 0, Errors: 0, Skipped: 0\n" in log
+    statuses = _parse("parse_log_kotlin_junit", "maven/surefire2")
+    assert "com.example.GhostTest" not in statuses and statuses["com.example.CalcTest"] is F
+    assert statuses["com.example.LaterTest"] is S  # every test of it ignored
+
+
 @pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
 def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
     """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
@@ -475,6 +487,10 @@ HAND_WRITTEN = {
                            {"test_adds": P, "test_fails": F, "test_later": S}),
     "parse_log_lua_nvim": ("Success: \t||\tcalc adds\nFail:    \t||\tcalc fails\nSuccess: \t2\nFailed : \t1\n",
                            {"calc adds": P, "calc fails": F}),
+    # Surefire before 2.20 (Maven 3.8's default 2.12.4): "Running X" and "Tests run: ..." unprefixed, the
+    # lines upstream reads; Debian has 2.22.3 only (its 2.12.4 and 2.17 are relocations to it), ~/.m2 holds
+    # 2.12.4's plugin without its JUnit providers, and Maven Central is not reachable. A real 2.22.3 log
+    # is maven/surefire2 above.
     "parse_log_kotlin_junit": (
         ("Running com.x.CalcTest\nTests run: 3, Failures: 1, Errors: 0, Skipped: 0, Time elapsed: 0.05 sec <<< FAILURE!\n"
         "Running com.x.OtherTest\nTests run: 1, Failures: 0, Errors: 0, Skipped: 0, Time elapsed: 0.01 sec\n"),

@@ -55,17 +55,22 @@ def parse_maven(text: str) -> dict[str, Status]:
     of its tests failed or errored), failing methods ``com.x.CalcTest.fails``, as SWE-rebench's
     ``parse_java_mvn`` keys them. Also read: reactor summary lines (modules, SWE-rebench's
     ``parse_java_mvn_v2``), a ``-Dtest=NAME`` command followed by its build result (SWE-bench's
-    ``parse_log_maven``), and Surefire XML reports printed into the log, which name every method."""
+    ``parse_log_maven``), and Surefire XML reports printed into the log, which name every method.
+
+    Surefire from 2.20 ends each class's count line with `` - in com.x.CalcTest``; in a log that has
+    such lines a count line without the class (the run's total, or one a test printed after printing
+    ``Running com.x.Ghost``) names no class. Older Surefire names the class on the ``Running`` line."""
     statuses: dict[str, Status] = {}
     running: str | None = None
     one_test: str | None = None
-    for line in decolor(text).splitlines():
-        line = line.strip()
+    lines = [line.strip() for line in decolor(text).splitlines()]
+    named = any(_MVN_COUNTS.search(line) and _MVN_IN_CLASS.search(line) for line in lines)
+    for line in lines:
         if (start := _MVN_RUNNING.match(line)) is not None:
             running = start["cls"]
         elif (counts := _MVN_COUNTS.search(line)) is not None:
             in_class = _MVN_IN_CLASS.search(line)
-            cls = in_class["cls"] if in_class else running
+            cls = in_class["cls"] if in_class else None if named else running
             if cls is not None:
                 record(statuses, cls, _class_status(counts))
             running = None
