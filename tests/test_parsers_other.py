@@ -233,6 +233,15 @@ def test_vitest_verbose_names_every_test_it_prints() -> None:
     }
 
 
+def test_ant_line_formatter_names_every_test_run() -> None:
+    """The "[PASS|FAIL|ERR] name" formatter prints nothing for an ignored JUnit 4 test; the test's own
+    "[PASS] fails(...)", echoed after its suite, cannot hide the failure."""
+    expected = _expected("ant/junit")
+    assert expected["skipped(com.example.CalcTest)"] is S
+    assert "    [junit] [PASS] fails(com.example.CalcTest)" in (LOGS / "ant/junit/log.txt").read_text()
+    assert _parse("parse_log_ant", "ant/junit") == {k: v for k, v in expected.items() if v is not S}
+
+
 def test_phpunit_testdox_marks_an_error_as_a_failure() -> None:
     expected = _expected("phpunit/testdox")
     assert expected["Calc > Errors"] is E
@@ -425,7 +434,6 @@ HAND_WRITTEN = {
         "[xUnit.net 00:00:01.23]     Calc.Tests.Other [FAIL]\n"),
         {"Calc.Tests.Adds": P, "Calc.Tests.Fails": F, "Calc.Tests.Later": S, "Calc.Tests.Other": F},
     ),
-    "parse_log_ant": ("    [junit] [PASS] adds\n    [junit] [FAIL] fails\n    [junit] [ERR] errors\n", {"adds": P, "fails": F, "errors": E}),
     "parse_log_scala": (
         ("[info] CalcSpec:\n[info] - should add (5 milliseconds)\n[info] - should fail *** FAILED *** (3 milliseconds)\n"
         "[info] - should wait !!! IGNORED !!!\n"),
