@@ -217,6 +217,7 @@ REAL_RUNS = [
     ("pytest-verbose/names", "parse_log_cpp"),
     ("maven/surefire2", "parse_log_kotlin_junit"),
     ("maven/surefire2", "parse_java_mvn"),
+    ("tap/node-tap-buffered", "parse_log_js_3"),
 ]
 
 
@@ -380,6 +381,16 @@ def test_regression_surefire_count_line_printed_by_a_test() -> None:
     assert statuses["com.example.LaterTest"] is S  # every test of it ignored
 
 
+def test_regression_node_tap_buffered_subtests_time_and_lone_brace() -> None:
+    """node-tap's "ok 2 - test/other.js # time=23ms {" kept "# time=23ms" in every key (a new key each
+    run), and a failed file's "{", on a line of its own after its YAML, opened no block."""
+    log = (LOGS / "tap/node-tap-buffered/log.txt").read_text()
+    assert "\n  ...\n{\n" in log and "# time=" in log
+    statuses = _parse("parse_log_js_3", "tap/node-tap-buffered")
+    assert not [k for k in statuses if "#" in k]
+    assert statuses["test/calc.js :: fails"] is F and statuses["test/other.js :: other"] is P
+
+
 @pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
 def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
     """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
@@ -408,10 +419,6 @@ def test_jest_verbose_tree_with_describe_path() -> None:
 # docstring and regexes document (SWE-rebench V2 and SWE-bench 5 sources above) and the runner's docs.
 
 HAND_WRITTEN = {
-    "parse_log_js_3": (
-        "TAP version 13\nok 1 - calc {\n    ok 1 - adds\n    not ok 2 - fails\n    ok 3 - later # SKIP\n}\nok 2 - top\n",
-        {"calc": P, "calc :: adds": P, "calc :: fails": F, "calc :: later": S, "top": P},
-    ),
     "parse_log_cpp_v3": (
         "[1/3] File: save jpeg... OK\n[2/3] image::Threshold (form 1)... FAILED\n[3/3] io::Skip... SKIPPED\n",
         {"File: save jpeg": P, "image::Threshold (form 1)": F, "io::Skip": S},

@@ -112,9 +112,10 @@ parse_karma_failures = word_lines(
 # ---------------------------------------------------------------------------------------- TAP
 
 _TAP_RESULT = re.compile(
-    r"^(?P<ok>not ok|ok)\b(?: (?P<number>\d+))?(?P<rest>.*?)(?P<open> \{)?$"
+    r"^(?P<ok>not ok|ok)\b(?: (?P<number>\d+))?(?P<rest>.*?)(?P<open> ?\{)?$"
 )
 _TAP_DIRECTIVE = re.compile(r"\s+#\s*(?P<word>skip|todo)\b.*$", re.IGNORECASE)
+_TAP_COMMENT = re.compile(r"\s+#.*$")
 
 
 def tap(nested: bool) -> Parser:
@@ -123,16 +124,26 @@ def tap(nested: bool) -> Parser:
 
     A result with a SKIP or TODO directive is SKIPPED (TAP does not count a TODO failure). Flat keys
     are the text after the test number, as SWE-bench keys them; ``nested`` keys drop the ``- `` and
-    join the titles of enclosing ``{ }`` blocks with `` :: ``, as SWE-rebench's ``parse_log_js_3`` does.
+    what follows `` #`` (node-tap's ``# time=12ms``) and join the titles of enclosing buffered
+    subtests, ``{ }`` blocks, with `` :: ``, as SWE-rebench's ``parse_log_js_3`` does. A block opens
+    with ``{`` at the end of its result line or, after a failed one's YAML diagnostics, on a line of
+    its own (as node-tap writes it and its tap-parser reads it).
     """
 
     def parse(text: str) -> dict[str, Status]:
         statuses: dict[str, Status] = {}
         blocks: list[str] = []
+        last: str | None = None  # the title of the latest result, which a "{" line alone opens
         for line in decolor(text).splitlines():
             line = line.strip()
+            if nested and line == "{":
+                if last is not None:
+                    blocks.append(last)
+                last = None
+                continue
             if nested and line and not line.strip("}"):
                 del blocks[len(blocks) - line.count("}") :]
+                last = None
                 continue
             result = _TAP_RESULT.match(line)
             if result is None or not result["number"]:
@@ -141,11 +152,13 @@ def tap(nested: bool) -> Parser:
             directive = _TAP_DIRECTIVE.search(rest)
             title = rest[: directive.start()] if directive else rest
             if nested:
-                title = title.removeprefix("- ").strip()
+                title = _TAP_COMMENT.sub("", title.removeprefix("- ")).strip()
             status = S if directive else P if result["ok"] == "ok" else F
             record(statuses, " :: ".join([*blocks, title]) if nested else title, status)
+            last = title
             if nested and result["open"]:
                 blocks.append(title)
+                last = None
         return statuses
 
     return parse
