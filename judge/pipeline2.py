@@ -45,6 +45,19 @@ def finished(out: Path, task: Task, config_hash: str, judged: bool) -> bool:
     return True
 
 
+def earlier_probes(out: Path, task: Task, config_hash: str) -> list[ProbeResult] | None:
+    """The model-free probes an earlier attempt committed for this content and config, when that
+    attempt was not judged (endpoint down, budget spent): a retry grades them again for nothing.
+    Each is stored with its latest grade (a judge may have confirmed it by a full grade)."""
+    folder = result_path(out, task.instance_id)
+    if not (folder / "counts.parquet").exists():
+        return None
+    (counts,) = read_records(folder / "counts.parquet", ProbeCounts)
+    if (counts.config_hash, counts.task_hash) != (config_hash, task.task_hash()):
+        return None
+    return [p for p in read_records(folder / "probes.parquet", ProbeResult) if p.origin == "model_free"]
+
+
 def verdicts(out: Path) -> dict[str, VerdictRecord]:
     """Every stored verdict of the run directory ``out``, by instance id."""
     found = {}
@@ -66,7 +79,9 @@ def process_task(
 ) -> tuple[list[ProbeResult], VerdictRecord | None]:
     stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
     log_dir = under(out / "logs", task.instance_id)
-    probes = probe_task(task, backend, p1, stamp, selection=config.selection, log_dir=log_dir, differential=config.differential) if config.probes else []
+    probes = earlier_probes(out, task, config_hash)
+    if probes is None:
+        probes = probe_task(task, backend, p1, stamp, selection=config.selection, log_dir=log_dir, differential=config.differential) if config.probes else []
     verdict, written = None, []
     if settings is not None:
         verdict, written = judge_task(
