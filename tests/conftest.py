@@ -199,12 +199,13 @@ def make_patch(tmp_path: Path, swedeck_env: Settings) -> Callable[[Task, PatchEd
 
 
 @pytest.fixture(scope="session")
-def prefect_api(swedeck_env):  # noqa: ANN001, ANN201
-    """A temporary Prefect API for in-process flows, stopped before pytest closes its output."""
+def prefect_api(swedeck_env) -> Iterator[str]:  # noqa: ANN001
+    """A temporary Prefect API for in-process flows, stopped before pytest closes its output; its URL."""
+    from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=90):
-        yield
+        yield PREFECT_API_URL.value()
 
 
 def catalog_rows(db: Path, sql: str) -> list[tuple]:

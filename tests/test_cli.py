@@ -14,6 +14,15 @@ import pytest
 
 from data import FIXTURES, SAMPLE
 
+pytestmark = pytest.mark.prefect  # every command reports to the session's Prefect API
+
+
+@pytest.fixture(autouse=True)
+def shared_prefect_api(prefect_api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Commands report to the session's Prefect API, as under a user's `prefect server start`; else each
+    flow command starts a temporary server of its own (10-20 s; tests/test_signals.py covers that path)."""
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api)
+
 
 def swedeck(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True, env=os.environ)
@@ -97,7 +106,6 @@ def test_probe_refuses_a_task_pipeline1_rejects(bwrap_backend) -> None:  # noqa:
     assert done.returncode == 1 and "no_fail_to_pass" in done.stderr
 
 
-@pytest.mark.prefect
 def test_p1_query_judge_and_deck_commands(bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
     """One run folder through the commands a user chains: p1, query, judge (scripted), deck."""
     src = tmp_path / "src"
@@ -188,17 +196,17 @@ def test_regression_config_errors_are_one_message_not_a_traceback(tmp_path: Path
 def test_train_command_runs_and_resumes(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "train"
-    args = ["train", "--out", str(out), "--set", "train.updates=3", "--set", "train.warmup_steps=10",
-            "--set", "train.group_size=4", "--set", "train.dtype=\"bfloat16\""]  # fmt: skip
-    swedeck(*args)
+    small = ["--set", "train.warmup_steps=10", "--set", "train.group_size=2", "--set", "train.groups_per_update=2",
+             "--set", "train.dtype=\"bfloat16\""]  # fmt: skip
+    swedeck("train", "--out", str(out), "--set", "train.updates=2", *small)
     assert (out / "metrics.png").stat().st_size > 0 and (out / "checkpoint.pt").exists()
     import duckdb
 
     rows = duckdb.sql(f"SELECT update, weight_version FROM '{out}/metrics/*.parquet' ORDER BY update").fetchall()
-    assert rows == [(0, 1), (1, 2), (2, 3)]
-    swedeck(*args[:-4], "--set", "train.updates=5", "--set", "train.warmup_steps=10", "--set", "train.group_size=4",
-            "--set", "train.dtype=\"bfloat16\"", check=False)  # a changed config is refused, not mixed in  # fmt: skip
-    assert duckdb.sql(f"SELECT count(*) FROM '{out}/metrics/*.parquet'").fetchall() == [(3,)]
+    assert rows == [(0, 1), (1, 2)]
+    refused = swedeck("train", "--out", str(out), "--set", "train.updates=3", *small, check=False)
+    assert refused.returncode != 0  # a changed config is refused, not mixed in
+    assert duckdb.sql(f"SELECT count(*) FROM '{out}/metrics/*.parquet'").fetchall() == [(2,)]
 
 
 @pytest.mark.slow

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LABELS, TEST_LIMITS, VALID_IDS, git
+from conftest import LABELS, TEST_LIMITS, VALID_IDS, git, sampled
 from curation.pipeline1 import Pipeline1Config, process_task
 from harness.envs import prepare_tree
 from harness.records import Answer, Environment, HiddenTests, Pipeline1Result, ProbeResult, Recipe, Task, content_hash
@@ -393,6 +393,8 @@ TOO_LOOSE = sorted(k for k, v in LABELS.items() if v["label"] == "too_loose")
 OVER_RESTRICTIVE = sorted(k for k, v in LABELS.items() if v["label"] == "over_restrictive")
 CORPUS_IDS = TOO_LOOSE + OVER_RESTRICTIVE + VALID_IDS
 SOUNDNESS_IDS = ["sample__intervals-1", "sample__moneyfmt-1", "sample__slugkit-1"]
+QUICK_VALID = {"sample__intervals-1", "sample__semverlite-1"}
+QUICK = {*TOO_LOOSE, *OVER_RESTRICTIVE, *QUICK_VALID}  # the tasks probed in the default tier
 # probes graded per task and kind in these tests (generation interleaves operators, so the first
 # ones cover every operator); the labelled tasks get more
 CAP = {"labelled": (12, 6), "valid": (8, 4)}
@@ -404,10 +406,15 @@ def probe_backend(backend_factory: Callable):  # noqa: ANN201
 
 
 @pytest.fixture(scope="module")
-def corpus(sample_tasks: dict[str, Task], probe_backend, swedeck_env, tmp_path_factory) -> dict[str, tuple[Pipeline1Result, list[Candidate], list[ProbeResult]]]:  # noqa: ANN001
+def corpus(sample_tasks: dict[str, Task], probe_backend, swedeck_env, tmp_path_factory) -> Callable[[str], tuple[Pipeline1Result, list[Candidate], list[ProbeResult]]]:  # noqa: ANN001
+    """A task's Pipeline 1 result, picked probes and their grades, computed on first use (the slow
+    tier uses all of CORPUS_IDS, the default tier QUICK)."""
     out = tmp_path_factory.mktemp("probes")
-    results = {}
-    for instance_id in CORPUS_IDS:
+    results: dict[str, tuple[Pipeline1Result, list[Candidate], list[ProbeResult]]] = {}
+
+    def probed(instance_id: str) -> tuple[Pipeline1Result, list[Candidate], list[ProbeResult]]:
+        if instance_id in results:
+            return results[instance_id]
         task = sample_tasks[instance_id]
         p1 = process_task(task, probe_backend, Pipeline1Config(runs=1), "test", out)
         assert p1.decision == "keep", (instance_id, p1.reason, p1.detail)
@@ -421,7 +428,9 @@ def corpus(sample_tasks: dict[str, Task], probe_backend, swedeck_env, tmp_path_f
         print(f"\n{instance_id} ({LABELS[instance_id]['label']}): {len(picked)} probes")
         for r in graded:
             print(f"  {r.kind:19} {r.operator:22} reward={r.reward:.0f} selected={r.selected_reward} exec={r.executions:3} {r.description}")
-    return results
+        return results[instance_id]
+
+    return probed
 
 
 def _rewards(results: list[ProbeResult], kind: str) -> dict[str, list[float]]:
@@ -432,33 +441,34 @@ def _rewards(results: list[ProbeResult], kind: str) -> dict[str, list[float]]:
     return out
 
 
-def test_probe_results_are_complete_records(corpus, sample_tasks: dict[str, Task]) -> None:  # noqa: ANN001
-    for instance_id, (p1, picked, graded) in corpus.items():
-        assert len(graded) == len(picked) > 0
-        for c, r in zip(picked, graded, strict=True):
-            assert r.origin == "model_free" and r.kind == c.kind and r.patch == c.patch
-            assert r.probe_id == probe_id(sample_tasks[instance_id], c)
-            assert r.probe_id == content_hash([instance_id, c.kind, c.operator, c.patch])
-            assert r.instance_id == instance_id and r.task_hash == sample_tasks[instance_id].task_hash()
-            assert set(r.tests_run) <= set(p1.expected_status) and r.executions >= len(r.tests_run)
-            # a probe runs something unless its change can impact no test (then it keeps gold's pattern)
-            assert (r.executions > 0 and r.log_path) or (r.decided_by == "selection" and r.reward == 1.0 and r.inherited == len(p1.expected_status))
-            if r.reward == 1.0:  # every test ran, or ran unless the probe could not change its outcome
-                assert len(set(r.tests_run)) + r.inherited == len(p1.expected_status)
-            assert r.reward in (0.0, 1.0) and (r.reward == 1.0) == (r.reason == "ok")
-            assert r.reward == 0.0 or r.differing == []
-        assert selection(p1) == p1.fail_to_pass
+@pytest.mark.parametrize("instance_id", sampled(CORPUS_IDS, QUICK))
+def test_probe_results_are_complete_records(corpus, sample_tasks: dict[str, Task], instance_id: str) -> None:  # noqa: ANN001
+    p1, picked, graded = corpus(instance_id)
+    assert len(graded) == len(picked) > 0
+    for c, r in zip(picked, graded, strict=True):
+        assert r.origin == "model_free" and r.kind == c.kind and r.patch == c.patch
+        assert r.probe_id == probe_id(sample_tasks[instance_id], c)
+        assert r.probe_id == content_hash([instance_id, c.kind, c.operator, c.patch])
+        assert r.instance_id == instance_id and r.task_hash == sample_tasks[instance_id].task_hash()
+        assert set(r.tests_run) <= set(p1.expected_status) and r.executions >= len(r.tests_run)
+        # a probe runs something unless its change can impact no test (then it keeps gold's pattern)
+        assert (r.executions > 0 and r.log_path) or (r.decided_by == "selection" and r.reward == 1.0 and r.inherited == len(p1.expected_status))
+        if r.reward == 1.0:  # every test ran, or ran unless the probe could not change its outcome
+            assert len(set(r.tests_run)) + r.inherited == len(p1.expected_status)
+        assert r.reward in (0.0, 1.0) and (r.reward == 1.0) == (r.reason == "ok")
+        assert r.reward == 0.0 or r.differing == []
+    assert selection(p1) == p1.fail_to_pass
 
 
 @pytest.mark.parametrize("instance_id", TOO_LOOSE)
 def test_too_loose_suites_let_a_special_cased_patch_through(corpus, instance_id: str) -> None:  # noqa: ANN001
-    _, _, graded = corpus[instance_id]
+    _, _, graded = corpus(instance_id)
     survivors = {r.operator for r in graded if r.kind == "plausible_wrong" and r.reward == 1.0}
     assert survivors == {"special_case"}, _rewards(graded, "plausible_wrong")
 
 
 def test_slugkit_private_helper_pin_is_found_by_renaming_it(corpus) -> None:  # noqa: ANN001
-    _, _, graded = corpus["sample__slugkit-1"]
+    _, _, graded = corpus("sample__slugkit-1")
     alt = _rewards(graded, "correct_alternative")
     assert alt["rename_private_helper"] == [0.0], alt
     (renamed,) = [r for r in graded if r.operator == "rename_private_helper"]
@@ -467,14 +477,14 @@ def test_slugkit_private_helper_pin_is_found_by_renaming_it(corpus) -> None:  # 
 
 
 def test_ratelimit_private_state_pin_is_missed_by_every_rewrite(corpus) -> None:  # noqa: ANN001
-    _, _, graded = corpus["sample__ratelimit-1"]
+    _, _, graded = corpus("sample__ratelimit-1")
     alt = _rewards(graded, "correct_alternative")
     assert alt and all(reward == 1.0 for rewards in alt.values() for reward in rewards), alt
 
 
-@pytest.mark.parametrize("instance_id", VALID_IDS)
+@pytest.mark.parametrize("instance_id", sampled(VALID_IDS, QUICK_VALID))
 def test_valid_tasks_kill_wrong_probes_and_pass_gold_equivalent_rewrites(corpus, instance_id: str) -> None:  # noqa: ANN001
-    _, _, graded = corpus[instance_id]
+    _, _, graded = corpus(instance_id)
     wrong = [r for r in graded if r.kind == "plausible_wrong"]
     assert any(r.reward == 0.0 for r in wrong), _rewards(graded, "plausible_wrong")
     alt = [r for r in graded if r.kind == "correct_alternative"]
@@ -482,14 +492,14 @@ def test_valid_tasks_kill_wrong_probes_and_pass_gold_equivalent_rewrites(corpus,
 
 
 def test_rename_locals_passes_wherever_gold_introduced_locals(corpus) -> None:  # noqa: ANN001
-    renames = [r for _, _, graded in corpus.values() for r in graded if r.operator == "rename_locals"]
-    assert len(renames) >= 3
+    renames = [r for instance_id in sorted(QUICK) for r in corpus(instance_id)[2] if r.operator == "rename_locals"]
+    assert len(renames) >= 2  # the golds of two of these tasks introduce locals
     assert all(r.reward == 1.0 for r in renames), [(r.instance_id, r.reward) for r in renames]
 
 
 @pytest.mark.parametrize("instance_id", SOUNDNESS_IDS)
 def test_selection_gives_the_same_rewards_with_fewer_executions(corpus, instance_id, sample_tasks, probe_backend) -> None:  # noqa: ANN001
-    p1, picked, selected = corpus[instance_id]
+    p1, picked, selected = corpus(instance_id)
     stamp = {"config_hash": "test", "task_hash": sample_tasks[instance_id].task_hash(), "instance_id": instance_id}
     full = run_probes(sample_tasks[instance_id], picked, probe_backend, p1, stamp, selection=False, workers=2)
     assert [r.reward for r in selected] == [r.reward for r in full]

@@ -3,7 +3,6 @@ head and a worker node, each with one CPU and its own sandbox cache) gives the l
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator

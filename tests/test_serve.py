@@ -19,7 +19,9 @@ from conftest import catalog_rows
 from data import SAMPLE
 from test_prefect_server import prefect_server  # noqa: F401 - the fixture
 
-pytestmark = [pytest.mark.prefect, pytest.mark.bwrap]
+# slow: the cron fires on the next minute boundary (about 2 minutes in all); the default tier runs the
+# same flows from the CLI and against a started server (tests/test_prefect_server.py)
+pytestmark = [pytest.mark.prefect, pytest.mark.bwrap, pytest.mark.slow]
 CONFIG = """
 [pipeline1]
 runs = 1

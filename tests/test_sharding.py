@@ -140,6 +140,7 @@ def test_regression_a_rank_that_cannot_build_its_model_is_reported_at_start(tmp_
         ShardedPolicy(build_policy(CONFIG, VOCAB), config, VOCAB)
 
 
+@pytest.mark.slow  # the default tier resumes a sharded step from its checkpoint and a one-device run after a kill
 def test_a_sharded_run_trains_and_resumes_after_a_kill(tmp_path: Path) -> None:
     env = ToyEnv(skill=0.5)  # half the warmed-up answers right: groups of mixed reward, so a gradient
     config = TrainConfig(
