@@ -391,6 +391,24 @@ def test_regression_node_tap_buffered_subtests_time_and_lone_brace() -> None:
     assert statuses["test/calc.js :: fails"] is F and statuses["test/other.js :: other"] is P
 
 
+def test_r_cmd_check_gives_every_check_r_reads() -> None:
+    """R's own reader of a check log skips the first check, which the parser reads too."""
+    statuses = _parse("parse_log_r_v2", "r/check")
+    assert statuses == {**_expected("r/check"), "for file ‘calc/DESCRIPTION’": P}
+
+
+def test_regression_r_check_indented_output_and_warning_after_the_dots() -> None:
+    """A failing test's output, shown indented under "Complete output:", printed a check line that was
+    read as a check; and offline the dependency check prints "...Warning: unable to access index"
+    right after its dots, so the check was not read at all."""
+    log = (LOGS / "r/check/log.txt").read_text()
+    assert "\n  * checking whether the tests lie ... OK\n" in log
+    assert "* checking package dependencies ...Warning: unable to access index" in log
+    statuses = _parse("parse_log_r_v2", "r/check")
+    assert "whether the tests lie" not in statuses and statuses["package dependencies"] is P
+    assert statuses["tests"] is E and statuses["Rd \\usage sections"] is F
+
+
 @pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
 def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
     """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
@@ -473,11 +491,6 @@ HAND_WRITTEN = {
         ("Test Summary: | Pass  Fail  Error  Total  Time\ncalc          |    2     1      1      4  0.5s\n"
         "  adds        |    2                   2  0.0s\n  broken      |          1      1      2  0.1s\n"),
         {"calc": E, "adds": P, "broken": E},
-    ),
-    "parse_log_r_v2": (
-        ("* checking for file 'calc/DESCRIPTION' ... OK\n* checking examples ... ERROR\n* checking tests ...\n"
-        "  Running 'testthat.R'\n OK\n* checking PDF version of manual ... WARNING\n"),
-        {"for file 'calc/DESCRIPTION'": P, "examples": E, "tests": P, "PDF version of manual": F},
     ),
     "parse_log_dart": (
         ('{"type":"testStart","test":{"id":1,"name":"loading test/calc_test.dart"}}\n'

@@ -315,26 +315,32 @@ def parse_testthat(text: str) -> dict[str, Status]:
     return statuses
 
 
-_R_CHECK = re.compile(r"^\* checking (?P<name>.+?) \.\.\.(?: (?P<word>[A-Z]+))?$")
+_R_CHECK = re.compile(r"^\* checking (?P<name>.+?) \.\.\.(?P<rest>.*)$")
+# " OK", " [12s/13s] OK" (the check's timing, as R's own reader of check logs allows it)
+_R_CHECK_RESULT = re.compile(r"^ (?:\[[^ ]*\] )?(?P<word>[A-Z]+)$")
 _R_CHECK_WORD = {"OK": P, "NOTE": P, "NOTES": P, "WARNING": F, "WARNINGS": F, "ERROR": E, "ERRORS": E,
                  "FAIL": F, "FAILED": F, "SKIPPED": S}  # fmt: skip
 
 
 def parse_r_check(text: str) -> dict[str, Status]:
-    """Statuses per check from ``R CMD check``: ``* checking whether package can be installed ... OK``;
-    a check whose result word comes on a later line (after its own output) gets that word."""
+    """Statuses per check from ``R CMD check``: ``* checking whether package can be installed ... OK``,
+    keyed by the check's text, its word mapped as SWE-rebench's ``parse_log_r_v2`` maps it. A check
+    whose word comes on a later line (``* checking tests ...``, then ``Running 'x.R'`` lines, or a
+    warning printed right after the dots) gets that word. Check lines start at the line's first
+    column: output R shows indented (a failing test's ``Complete output:``) is not read as checks."""
     statuses: dict[str, Status] = {}
     pending: str | None = None
     for line in decolor(text).splitlines():
-        line = line.strip()
+        line = line.rstrip()
         if (check := _R_CHECK.match(line)) is not None:
-            pending = None if check["word"] else check["name"]
-            if check["word"]:
-                record(statuses, check["name"], _R_CHECK_WORD.get(check["word"], P))
+            result = _R_CHECK_RESULT.match(check["rest"])
+            pending = None if result else check["name"]
+            if result is not None:
+                record(statuses, check["name"], _R_CHECK_WORD.get(result["word"], P))
         elif (
             pending is not None
-            and line
-            and (word := line.strip(".:!").split()[0].upper()) in _R_CHECK_WORD
+            and line.strip()
+            and (word := line.strip().strip(".:!").split()[0].upper()) in _R_CHECK_WORD
         ):
             record(statuses, pending, _R_CHECK_WORD[word])
             pending = None
