@@ -7,9 +7,11 @@ missing the tests that need it FAIL with a message saying so; nothing is skipped
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
@@ -166,6 +168,30 @@ def git(args: list[str], cwd: Path, *, check: bool = True) -> str:
     if check and done.returncode:
         raise AssertionError(f"git {' '.join(args)} failed in {cwd}: {done.stderr}")
     return done.stdout
+
+
+def staged_diff(root: Path, files: Mapping[str, str]) -> str:
+    """The diff of writing ``files`` into the git work tree ``root``, which is left as it was."""
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    git(["add", "-A"], root)
+    out = git(["diff", "--cached", "HEAD"], root)
+    git(["reset", "-q", "--hard", "HEAD"], root)
+    git(["clean", "-qfd"], root)
+    return out
+
+
+def swedeck_cli(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
+    """The ``swedeck`` command in a subprocess, as a user runs it (wide columns: rich wraps nothing)."""
+    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="200"), timeout=timeout, check=False)  # fmt: skip
+
+
+def cli_query(run: Path, sql: str) -> list[dict]:
+    done = swedeck_cli("query", "--db", str(run), "--json", sql)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 PatchEdits = Mapping[str, "str | bytes | None | Callable[[str], str]"]

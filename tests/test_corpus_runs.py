@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import BACKEND_PARAMS
+from conftest import BACKEND_PARAMS, cli_query, swedeck_cli
 
 from curation.pipeline1 import derive
 from harness.records import Status
@@ -22,15 +19,6 @@ CORPUS_FILES = [
 ]  # fmt: skip
 
 
-def swedeck(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True,
-                          env=dict(os.environ, COLUMNS="200"), timeout=timeout, check=False)  # fmt: skip
-
-
-def query(run: Path, sql: str) -> list[dict]:
-    done = swedeck("query", "--db", str(run), "--json", sql)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 PASSED, FAILED, ERROR = Status.PASSED, Status.FAILED, Status.ERROR
 
@@ -132,10 +120,10 @@ def test_p1_over_every_corpus_ends_each_row_with_a_reason(bwrap_backend, tmp_pat
     loaded = load_sources(sources)
     rows = sum(len(load_corpus_file(s).tasks) + len(load_corpus_file(s).errors) for s in sources[:-1]) + 1
 
-    done = swedeck("p1", *sources, "--out", str(tmp_path / "run"), "--backend", "bwrap", "--json")
+    done = swedeck_cli("p1", *sources, "--out", str(tmp_path / "run"), "--backend", "bwrap", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    results = query(tmp_path / "run", "select instance_id, reason, detail from p1_results")
-    errors = query(tmp_path / "run", "select location, stage, field from load_errors")
+    results = cli_query(tmp_path / "run", "select instance_id, reason, detail from p1_results")
+    errors = cli_query(tmp_path / "run", "select location, stage, field from load_errors")
     assert len(results) + len(errors) == rows == len(loaded.tasks) + len(loaded.errors)
     assert {r["instance_id"] for r in results} == {t.instance_id for t in loaded.tasks}
     reasons = {r["instance_id"]: r["reason"] for r in results}
@@ -196,15 +184,15 @@ def test_curate_keeps_the_real_fix_commits(name, request, tmp_path):
     probes confirm wrong fixes that pass it (`n <= 0`, the test's literal only), which the judge cites."""
     request.getfixturevalue(f"{name}_backend")  # the backend is usable here, or the test fails saying why
     run = tmp_path / "run"
-    done = swedeck("curate", str(REAL), "--out", str(run), "--backend", name, "--set", "pipeline1.runs=2")
+    done = swedeck_cli("curate", str(REAL), "--out", str(run), "--backend", name, "--set", "pipeline1.runs=2")
     assert done.returncode == 0, done.stderr[-3000:]
-    p1 = {r["instance_id"]: r for r in query(run, "select instance_id, decision, fail_to_pass from p1_results")}
+    p1 = {r["instance_id"]: r for r in cli_query(run, "select instance_id, decision, fail_to_pass from p1_results")}
     assert {i: (r["decision"], r["fail_to_pass"]) for i, r in p1.items()} == {
         i: ("keep", f2p) for i, f2p in REAL_FAIL_TO_PASS.items()
     }
-    probes = query(run, "select instance_id, count(*) as n from probes group by instance_id")
+    probes = cli_query(run, "select instance_id, count(*) as n from probes group by instance_id")
     assert {r["instance_id"] for r in probes if r["n"] > 0} == set(REAL_FAIL_TO_PASS)
-    verdicts = query(run, "select instance_id, verdict, detail from verdicts")
+    verdicts = cli_query(run, "select instance_id, verdict, detail from verdicts")
     assert sorted(v["instance_id"] for v in verdicts) == sorted(REAL_FAIL_TO_PASS)
     assert {v["instance_id"]: v["verdict"] for v in verdicts} == {
         "mahmoud__boltons-766b554": "accept",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import TEST_LIMITS, git
+from conftest import TEST_LIMITS, git, staged_diff
 from test_probes import applied, make_gold, make_repo, make_task
 
 from curation.pipeline1 import Pipeline1Config, process_task
@@ -282,15 +282,6 @@ def test_gigabytes():
 SIZES_ISSUE = "parse_size() rejects gigabytes and terabytes: `5G` and `2T` raise ValueError instead of giving a byte count.\n"
 
 
-def _diff(root: Path, files: dict[str, str]) -> str:
-    for path, text in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    git(["add", "-A"], root)
-    out = git(["diff", "--cached", "HEAD"], root)
-    git(["reset", "-q", "--hard", "HEAD"], root)
-    git(["clean", "-qfd"], root)
-    return out
 
 
 @pytest.mark.slow
@@ -308,8 +299,8 @@ def test_a_data_level_fix_gets_probes_and_a_confirmed_survivor(tmp_path: Path, b
         (work / path).write_text(text)
     git(["add", "-A"], work)
     git(["commit", "-q", "-m", "base"], work)
-    (folder / "gold.patch").write_text(_diff(work, {"pkg/sizes.py": SIZES_GOLD}))
-    (folder / "tests.patch").write_text(_diff(work, {"tests/test_sizes.py": SIZES_TESTS}))
+    (folder / "gold.patch").write_text(staged_diff(work, {"pkg/sizes.py": SIZES_GOLD}))
+    (folder / "tests.patch").write_text(staged_diff(work, {"tests/test_sizes.py": SIZES_TESTS}))
     (folder / "issue.md").write_text(SIZES_ISSUE)
     (folder / "task.toml").write_text(
         'instance_id = "unit__sizes-1"\ntest_cmd = ["python -m pytest tests/test_sizes.py"]\nlog_parser = "pytest"\n'

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_LIMITS, git, sampled
+from conftest import TEST_LIMITS, git, sampled, staged_diff
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources.local import load_task_folder
 from harness.envs import prepare_tree
@@ -299,15 +299,6 @@ def test_nothing():
 TEST_IDS = [f"tests/test_calc.py::test_{n}" for n in ("add", "add_zero", "mul", "clamp", "nothing")]
 
 
-def _diff(root: Path, files: dict[str, str]) -> str:
-    for path, text in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    git(["add", "-A"], root)
-    out = git(["diff", "--cached", "HEAD"], root)
-    git(["reset", "-q", "--hard", "HEAD"], root)
-    git(["clean", "-qfd"], root)
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -328,8 +319,8 @@ def calc(tmp_path_factory: pytest.TempPathFactory, backend_factory: Callable) ->
         (work / path).write_text((repo / path).read_text())
     git(["add", "-A"], work)
     git(["commit", "-q", "-m", "base"], work)
-    (folder / "gold.patch").write_text(_diff(work, {"pkg/calc.py": CALC.replace("a - b", "a + b")}))
-    (folder / "tests.patch").write_text(_diff(work, {"tests/test_calc.py": CALC_TESTS}))
+    (folder / "gold.patch").write_text(staged_diff(work, {"pkg/calc.py": CALC.replace("a - b", "a + b")}))
+    (folder / "tests.patch").write_text(staged_diff(work, {"tests/test_calc.py": CALC_TESTS}))
     (folder / "issue.md").write_text("add() subtracts.\n")
     (folder / "task.toml").write_text(
         'instance_id = "unit__calc-1"\ntest_cmd = ["python -m pytest tests/test_calc.py"]\nlog_parser = "pytest"\n'
@@ -350,7 +341,7 @@ def _probe(task: Task, swedeck_env, kind: str, old: str, new: str) -> Candidate:
         git(["clone", "-q", str(tree), str(work)], tree.parent)
     gold = CALC.replace("a - b", "a + b")
     assert old in gold
-    return Candidate(kind=kind, operator="hand", description=f"{old!r} -> {new!r}", patch=_diff(work, {"pkg/calc.py": gold.replace(old, new)}))
+    return Candidate(kind=kind, operator="hand", description=f"{old!r} -> {new!r}", patch=staged_diff(work, {"pkg/calc.py": gold.replace(old, new)}))
 
 
 def _stamp(task: Task) -> dict[str, str]:

@@ -27,6 +27,7 @@ from curation.sources.recipes import (
 from harness.config import Settings
 from harness.envs import prepare_tree, tree_commit
 from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
+from conftest import cli_query, swedeck_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "data" / "fixtures"
@@ -39,15 +40,6 @@ BASE = ROW["base_commit"]
 FIX = "19689cf5b4e0b025821be2e59e0bff0ab5977361"
 
 
-def swedeck(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True,
-                          env=dict(os.environ, COLUMNS="200"), timeout=timeout, check=False)  # fmt: skip
-
-
-def query(run: Path, sql: str) -> list[dict]:
-    done = swedeck("query", "--db", str(run), "--json", sql)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 @pytest.fixture
@@ -323,7 +315,7 @@ def test_fixture_bundle_is_small_and_reaches_the_fix() -> None:
 
 
 def test_repo_cache_that_is_not_a_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = swedeck("p1", str(ROW_FILE), "--repo-cache", str(tmp_path / "nope"), "--out", str(tmp_path / "run"),
+    done = swedeck_cli("p1", str(ROW_FILE), "--repo-cache", str(tmp_path / "nope"), "--out", str(tmp_path / "run"),
                    "--set", f"sources.repo_cache={tmp_path / 'nope'}")  # fmt: skip
     assert done.returncode == 2 and "no such folder" in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()
@@ -375,9 +367,9 @@ def test_p1_runs_a_real_swe_bench_row_from_the_repository_cache(tmp_path: Path) 
     keeps the task with the row's FAIL_TO_PASS and PASS_TO_PASS; without the cache the row is
     image_missing, saying how to run it."""
     run = tmp_path / "cached"
-    done = swedeck("p1", str(ROW_FILE), "--repo-cache", str(REPOS), "--out", str(run), "--backend", "bwrap", "--json")
+    done = swedeck_cli("p1", str(ROW_FILE), "--repo-cache", str(REPOS), "--out", str(run), "--backend", "bwrap", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    (result,) = query(run, "select reason, fail_to_pass, pass_to_pass from p1_results")
+    (result,) = cli_query(run, "select reason, fail_to_pass, pass_to_pass from p1_results")
     assert result["reason"] == ""
     assert result["fail_to_pass"] == json.loads(ROW["FAIL_TO_PASS"])
     assert sorted(result["pass_to_pass"]) == sorted(json.loads(ROW["PASS_TO_PASS"]))
@@ -385,9 +377,9 @@ def test_p1_runs_a_real_swe_bench_row_from_the_repository_cache(tmp_path: Path) 
     environment = json.loads(stored.read_text())["environment"]
     assert environment["recipe"]["origin"].startswith("default: `python -m pip install -e .`")
 
-    done = swedeck("p1", str(ROW_FILE), "--out", str(tmp_path / "plain"), "--backend", "bwrap", "--json")
+    done = swedeck_cli("p1", str(ROW_FILE), "--out", str(tmp_path / "plain"), "--backend", "bwrap", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    (missing,) = query(tmp_path / "plain", "select reason, stage, detail from p1_results")
+    (missing,) = cli_query(tmp_path / "plain", "select reason, stage, detail from p1_results")
     assert (missing["reason"], missing["stage"]) == ("env_error", "image_missing") and "--repo-cache" in missing["detail"]
 
 
@@ -395,15 +387,15 @@ def test_p1_runs_a_real_swe_bench_row_from_the_repository_cache(tmp_path: Path) 
 @pytest.mark.docker
 def test_p1_on_docker_builds_from_the_repository_cache_when_the_image_is_missing(tmp_path: Path) -> None:
     run = tmp_path / "cached"
-    done = swedeck("p1", str(ROW_FILE), "--repo-cache", str(REPOS), "--out", str(run), "--backend", "docker",
+    done = swedeck_cli("p1", str(ROW_FILE), "--repo-cache", str(REPOS), "--out", str(run), "--backend", "docker",
                    "--set", "sandbox.pull=never", "--set", "pipeline1.runs=1", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    (result,) = query(run, "select reason, fail_to_pass from p1_results")
+    (result,) = cli_query(run, "select reason, fail_to_pass from p1_results")
     assert (result["reason"], result["fail_to_pass"]) == ("", json.loads(ROW["FAIL_TO_PASS"]))
 
-    done = swedeck("p1", str(ROW_FILE), "--out", str(tmp_path / "plain"), "--backend", "docker", "--set", "sandbox.pull=never", "--json")
+    done = swedeck_cli("p1", str(ROW_FILE), "--out", str(tmp_path / "plain"), "--backend", "docker", "--set", "sandbox.pull=never", "--json")
     assert done.returncode == 0, done.stderr[-3000:]
-    (missing,) = query(tmp_path / "plain", "select reason, stage from p1_results")
+    (missing,) = cli_query(tmp_path / "plain", "select reason, stage from p1_results")
     assert (missing["reason"], missing["stage"]) == ("env_error", "image_missing")
 
 
@@ -413,10 +405,10 @@ def test_p1_runs_a_python_swe_rebench_v2_row_from_the_repository_cache(tmp_path:
     """The V2 row of the same fix commit: its install_config's commands build the environment, its
     test command runs in /parse, and the task is kept with the row's FAIL_TO_PASS and PASS_TO_PASS."""
     run = tmp_path / "run"
-    done = swedeck("p1", str(V2_FILE), "--repo-cache", str(REPOS), "--out", str(run), "--backend", backend,
+    done = swedeck_cli("p1", str(V2_FILE), "--repo-cache", str(REPOS), "--out", str(run), "--backend", backend,
                    "--set", "sandbox.pull=never", "--set", "pipeline1.runs=1", "--json")  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    (result,) = query(run, "select reason, detail, fail_to_pass, pass_to_pass from p1_results")
+    (result,) = cli_query(run, "select reason, detail, fail_to_pass, pass_to_pass from p1_results")
     assert result["reason"] == "", result["detail"]
     assert result["fail_to_pass"] == V2_ROW["FAIL_TO_PASS"]
     assert sorted(result["pass_to_pass"]) == sorted(V2_ROW["PASS_TO_PASS"])
