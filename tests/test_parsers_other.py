@@ -218,6 +218,7 @@ REAL_RUNS = [
     ("maven/surefire2", "parse_log_kotlin_junit"),
     ("maven/surefire2", "parse_java_mvn"),
     ("tap/node-tap-buffered", "parse_log_js_3"),
+    ("ruby/spec-reporter", "parse_log_ruby_v1"),
 ]
 
 
@@ -469,11 +470,6 @@ HAND_WRITTEN = {
         {"CalcSpec:: adds": P, "CalcSpec:: fails": F},
     ),
     "parse_log_scala_v2": ("  + adds 12ms\n  x fails 3ms\n", {"adds": P, "fails": F}),
-    "parse_log_ruby_v1": (
-        ("CalcTest\n  test_adds                                       PASS (0.02s)\n"
-        "  test_fails                                      FAIL (0.01s)\n  test_later                                      SKIP (0.00s)\n"),
-        {"CalcTest::test_adds": P, "CalcTest::test_fails": F, "CalcTest::test_later": S},
-    ),
     "parse_log_php_v1": (
         "   PASS  Tests\\Unit\\CalcTest\n  ✓ it adds  0.02s\n  ⨯ it fails  0.01s\n  - it waits → later\n",
         {"it adds": P, "it fails": F, "it waits": S},
