@@ -219,6 +219,7 @@ REAL_RUNS = [
     ("maven/surefire2", "parse_java_mvn"),
     ("tap/node-tap-buffered", "parse_log_js_3"),
     ("ruby/spec-reporter", "parse_log_ruby_v1"),
+    ("ocaml/dune-verbose", "parse_log_ocaml_v2"),
 ]
 
 
@@ -410,6 +411,14 @@ def test_regression_r_check_indented_output_and_warning_after_the_dots() -> None
     assert statuses["tests"] is E and statuses["Rd \\usage sections"] is F
 
 
+def test_regression_dune_failed_test_reported_as_a_command() -> None:
+    """dune --verbose prints a failing test's output under "Command [2] exited with code 1:", not an
+    "Output[2]:" block: the failing executables were missing from the statuses."""
+    assert "Command [3] exited with code 2:" in (LOGS / "ocaml/dune-verbose/log.txt").read_text()
+    statuses = _parse("parse_log_ocaml_v2", "ocaml/dune-verbose")
+    assert statuses["test_io.exe"] is F and statuses["test_quiet.exe"] is F  # the second printed nothing
+
+
 @pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
 def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
     """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
@@ -501,11 +510,6 @@ HAND_WRITTEN = {
         "00:01 +1 ~1 -1: /app/test/calc_test.dart: later\n00:02 +1 ~1 -2: loading /app/test/broken_test.dart [E]\n"),
         {"/app/test/calc_test.dart: adds": P, "/app/test/calc_test.dart: fails": F, "/app/test/calc_test.dart: later": S,
          "/app/test/broken_test.dart": E},
-    ),
-    "parse_log_ocaml_v2": (
-        ("Running[1]: (cd _build/default/test && ./test_calc.exe)\nOutput[1]:\nTesting calc: OK\n"
-        "Running[2]: (cd _build/default/test && ./test_io.exe)\nOutput[2]:\nFAIL io read\n"),
-        {"test_calc.exe": P, "test_io.exe": F},
     ),
     "parse_log_ocaml_v4": ("PASSED test_adds\nFAILED test_fails    expected 3\nSKIPPED test_later\n",
                            {"test_adds": P, "test_fails": F, "test_later": S}),

@@ -452,12 +452,15 @@ parse_word_first = word_lines(
 
 _DUNE_RUNNING = re.compile(r"^Running\[(?P<id>\d+)\]: \((?P<command>.+)\)$")
 _DUNE_OUTPUT = re.compile(r"^Output\[(?P<id>\d+)\]:")
+# dune's report of a failed action, its output after the "$ (command)" line
+_DUNE_FAILED = re.compile(r"^Command \[(?P<id>\d+)\] (?:exited with code \d+|got signal \w+):$")
 
 
 def parse_dune(text: str) -> dict[str, Status]:
-    """Statuses per test executable from ``dune test --display short``'s ``Running[N]: (cd ... && ./t.exe)``
+    """Statuses per test executable from ``dune test --verbose``'s ``Running[N]: (cd ... && ./t.exe)``
     and ``Output[N]:`` blocks: an output line with FAIL/ERROR/EXCEPTION/CRASH/FATAL fails the
-    executable, SKIP skips it, and one that printed output without them passed."""
+    executable, SKIP skips it, and one that printed output without them passed. dune prints the
+    output of an action that failed under ``Command [N] exited with code 1:`` instead, which fails it."""
     statuses: dict[str, Status] = {}
     commands: dict[str, str] = {}
     current: str | None = None
@@ -473,6 +476,10 @@ def parse_dune(text: str) -> dict[str, Status]:
             current = None
         elif (output := _DUNE_OUTPUT.match(line)) is not None:
             current = commands.get(output["id"])
+        elif (failed := _DUNE_FAILED.match(line)) is not None:
+            current = commands.get(failed["id"])
+            if current is not None:
+                record(statuses, current, F)
         elif current is not None and line:
             upper = line.upper()
             bad = any(
