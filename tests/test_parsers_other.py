@@ -220,6 +220,7 @@ REAL_RUNS = [
     ("tap/node-tap-buffered", "parse_log_js_3"),
     ("ruby/spec-reporter", "parse_log_ruby_v1"),
     ("ocaml/dune-verbose", "parse_log_ocaml_v2"),
+    ("deno/quarto", "parse_log_quarto_cli"),
 ]
 
 
@@ -419,6 +420,17 @@ def test_regression_dune_failed_test_reported_as_a_command() -> None:
     assert statuses["test_io.exe"] is F and statuses["test_quiet.exe"] is F  # the second printed nothing
 
 
+def test_regression_quarto_temporary_files_and_steps() -> None:
+    """Quarto's names hold temporary files (/tmp/3e63...d3.qmd), a new key each run, which SWE-bench's
+    parse_log_quarto_cli numbers in order (/tmp/0); and Deno's indented steps ("  first ... ok") were
+    read as tests of their own."""
+    log = (LOGS / "deno/quarto/log.txt").read_text()
+    assert "\n  first ... " in log and ".qmd ... " in log
+    statuses = _parse("parse_log_quarto_cli", "deno/quarto")
+    assert statuses["[smoke] > render > /tmp/0"] is P and statuses["[smoke] > render > /tmp/1site"] is F
+    assert "first" not in statuses and statuses["[unit] > lint"] is F
+
+
 @pytest.mark.parametrize(("case", "name"), [("maven/one-test", "parse_log_maven"), ("maven/reactor", "parse_java_mvn_v2")])
 def test_maven_one_test_per_call_and_reactor_summary(case: str, name: str) -> None:
     """SWE-bench's one mvn call per test (the traced -Dtest and its build result) and SWE-rebench's
@@ -451,7 +463,6 @@ HAND_WRITTEN = {
         "[1/3] File: save jpeg... OK\n[2/3] image::Threshold (form 1)... FAILED\n[3/3] io::Skip... SKIPPED\n",
         {"File: save jpeg": P, "image::Threshold (form 1)": F, "io::Skip": S},
     ),
-    "parse_log_quarto_cli": ("[smoke] render.qmd ... ok (3ms)\n[unit] lint ... FAILED (2ms)\n", {"[smoke] render.qmd": P, "[unit] lint": F}),
     "parse_log_cpp_v2": ("Test adds        passed\nTest fails       failed\nTest later       skipped\n", {"adds": P, "fails": F, "later": S}),
     "parse_log_redis": (
         "[ok]: SET and GET (2 ms)\n[err]: EXPIRE works in tests/unit/expire.tcl\n[skip]: DEBUG only\n[ignore]: Slow\n",

@@ -83,6 +83,7 @@ PARSERS: dict[str, Parser] = {
     "karma_failures": js.parse_karma_failures,
     "tap": tap(nested=False),
     "tap_nested": tap(nested=True),
+    "quarto_deno": js.parse_quarto_deno,
     # Go, Rust, C, C++, Swift, C#
     "gotest": parse_gotest,
     "cargo": parse_cargo,
@@ -167,6 +168,7 @@ _CORPUS_NAMES = {
     **dict.fromkeys(["parse_log_chart_js", "parse_log_bpmn_js", "parse_log_openlayers"], "karma_failures"),
     "parse_log_tap": "tap",
     "parse_log_js_3": "tap_nested",
+    "parse_log_quarto_cli": "quarto_deno",
     # Go, Rust, C, C++, Swift, C#
     "parse_log_gotest": "gotest",
     "parse_log_cargo": "cargo",
@@ -174,7 +176,7 @@ _CORPUS_NAMES = {
     "parse_log_doctest": "doctest",
     "parse_log_cpp_v4": "ctest",
     "parse_log_cpp_v2": "test_word",
-    **dict.fromkeys(["parse_log_cpp_v3", "parse_log_quarto_cli"], "dots_result"),
+    "parse_log_cpp_v3": "dots_result",
     "parse_log_redis": "redis",
     "parse_log_jq": "automake",
     "parse_log_micropython_test": "micropython",

@@ -164,6 +164,44 @@ def tap(nested: bool) -> Parser:
     return parse
 
 
+# ---------------------------------------------------------------------------------------- Deno (Quarto)
+
+_DENO_RESULT = re.compile(r"^(?P<name>.+?) \.\.\. (?P<word>ok|FAILED|ignored)\b")
+_DENO_WORD = {"ok": P, "FAILED": F, "ignored": S}
+# Quarto's temporary files in test names, numbered in order of appearance as SWE-bench 5 keys them
+_QUARTO_TMP = (re.compile(r"/tmp/(\w+)\.qmd"), re.compile(r"/tmp/(\w+)/"))
+
+
+def parse_quarto_deno(text: str) -> dict[str, Status]:
+    """Statuses from ``deno test`` as Quarto's suite names its tests (``[smoke] > render > x.qmd ...
+    ok (3ms)``, ``[unit] > lint ... FAILED (2ms)``), keyed as SWE-bench's ``parse_log_quarto_cli``:
+    only ``[smoke]``/``[unit]`` tests (not their steps), the name before `` ... ``, a temporary
+    ``/tmp/<x>.qmd`` file or ``/tmp/<x>/`` folder replaced by ``/tmp/<n>``, n counting them in order of
+    appearance. What a test printed, between ``------- output -------`` and ``----- output end -----``,
+    and the ``ERRORS``/``FAILURES`` report after the results are not read."""
+    statuses: dict[str, Status] = {}
+    tmp: dict[str, int] = {}
+    output = False
+    for line in decolor(text).splitlines():
+        line = line.rstrip()
+        if line.strip() in ("ERRORS", "FAILURES"):
+            break
+        if line == "------- output -------":
+            output = True
+        elif line == "----- output end -----":
+            output = False
+        elif not output and (result := _DENO_RESULT.match(line)) is not None:
+            name = result["name"].strip()
+            if not re.search(r"\[(?:smoke|unit)\]", name):
+                continue
+            for pattern in _QUARTO_TMP:
+                if (found := pattern.search(name)) is not None:
+                    number = tmp.setdefault(found[0], len(tmp))
+                    name = pattern.sub(f"/tmp/{number}", name)
+            record(statuses, name, _DENO_WORD[result["word"]])
+    return statuses
+
+
 # ---------------------------------------------------------------------------------------- JSON reports
 
 _JEST_TRANSFORMED = re.compile(

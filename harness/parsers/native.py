@@ -152,7 +152,7 @@ parse_test_word = word_lines(
     r"^Test\s+(?P<name>.+?)\s+(?P<word>passed|failed|skipped)$",
     {"passed": P, "failed": F, "skipped": S},
 )
-# "name ... OK" harnesses: "[12/414] File: save jpeg... OK" (C++), Deno's "name ... ok (3ms)" (Quarto)
+# "name ... OK" harnesses: "[12/414] File: save jpeg... OK" (C++, SWE-rebench's parse_log_cpp_v3)
 parse_dots_result = word_lines(
     r"^(?:\[\d+/\d+\]\s*)?(?P<name>.+?)\s*\.\.\.\s*(?P<word>ok|OK|PASSED|FAILED|FAIL|failed|SKIPPED|ignored|ERROR)\b",
     {
