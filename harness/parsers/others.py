@@ -167,7 +167,7 @@ _TASTY = re.compile(r"^\s*(?P<name>\S.*?):\s+(?P<word>OK|FAIL|ERROR|SKIP|PENDING
 _HSPEC_MARK = re.compile(
     r"^\s*(?:(?P<mark>[✓✔✗✘]) (?P<name>.+?)(?: \([\d.]+m?s\))?|(?P<bname>\S.*?) \[(?P<bmark>[✓✔✗✘‐])\])$"
 )
-_HUNIT = re.compile(r"^### (?P<word>Failure|Error) in: (?P<name>.+)$")
+_HUNIT = re.compile(r"^### (?P<word>Failure|Error) in:\s+(?P<name>.+)$")
 _HASKELL_WORD = {"OK": P, "FAIL": F, "ERROR": E, "SKIP": S, "PENDING": S, "Failure": F, "Error": E,
                  "✓": P, "✔": P, "✗": F, "✘": F, "‐": S}  # fmt: skip
 
@@ -175,10 +175,12 @@ _HASKELL_WORD = {"OK": P, "FAIL": F, "ERROR": E, "SKIP": S, "PENDING": S, "Failu
 def parse_haskell(text: str) -> dict[str, Status]:
     """Statuses from tasty (``  adds: OK (0.01s)``), Hspec with check marks (``✔ adds``, ``adds [✘]``,
     ``later [‐]`` pending)
-    and HUnit (``### Failure in: adds``), keyed by the test's own name as SWE-rebench's
-    ``parse_log_haskell`` keys it."""
+    and HUnit (``### Failure in: 1:adds``, ``### Error in:   2:boom``), keyed by the test's own name
+    (HUnit's path) as SWE-rebench's ``parse_log_haskell`` keys it. HUnit's text runner redraws its
+    ``Cases: 5  Tried: 1 ...`` counter with carriage returns before each report, so a carriage return
+    ends a line here."""
     statuses: dict[str, Status] = {}
-    for line in decolor(text).splitlines():
+    for line in decolor(text.replace("\r", "\n")).splitlines():
         line = line.rstrip()
         if (tasty := _TASTY.match(line)) is not None:
             record(statuses, tasty["name"].strip(), _HASKELL_WORD[tasty["word"]])
