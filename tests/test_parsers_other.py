@@ -465,8 +465,22 @@ def test_jest_verbose_tree_with_describe_path() -> None:
 
 
 # ---------------------------------------------------------------------------------------- written by hand
-# Runners not installable here: each log is written from the output format the upstream parser's
-# docstring and regexes document (SWE-rebench V2 and SWE-bench 5 sources above) and the runner's docs.
+# Runners not installable here, where the package registries are Debian bookworm's, PyPI and npm (no
+# Maven Central, Packagist, Hackage, LuaRocks, pub.dev, NuGet or release downloads): each log is written
+# from the output format the upstream parser's docstring and regexes document (SWE-rebench V2 and
+# SWE-bench 5 sources above) and the runner's docs.
+#   parse_log_cpp_v2, parse_log_cpp_v3, parse_log_ocaml_v4: a project's own harness prints these lines,
+#     there is no runner to install;
+#   parse_log_redis: Redis's Tcl suite ships only in its source tree, not in Debian's redis packages;
+#   parse_log_micropython_test: MicroPython (tests/run-tests.py) is not in bookworm, PyPI or npm;
+#   parse_log_swift, parse_log_csharp: no Swift toolchain in bookworm (its "swift" is OpenStack's), the
+#     .NET SDK comes from Microsoft's feed (both are on other kinds of machine, not this one);
+#   parse_log_scala, _v2, _v3: ScalaTest, MUnit/uTest and sbt are not in bookworm (Maven Central is out);
+#   parse_log_php_v1: Pest comes from Packagist only;
+#   parse_log_haskell_v2: Hspec before 2.8 ("fails FAILED [1]"); bookworm has 2.8 (haskell/hspec-specdoc);
+#   parse_log_julia, parse_log_dart, parse_log_dart_v3: Julia and the Dart SDK are not in bookworm or npm;
+#   parse_log_lua_nvim: plenary.nvim is not in bookworm (neovim is) nor on npm;
+#   parse_log_kotlin_junit: see its entry (Surefire before 2.20).
 
 HAND_WRITTEN = {
     "parse_log_cpp_v3": (
