@@ -6,7 +6,8 @@ folder (8 probes with their patches, probe counts, a verdict). For each size it 
 
   commit     wall time per task of the per-task commits
   compact    ``compact``: folding every committed folder into one part per table (total and per task, wall
-             and CPU), read from the writers' commit journals
+             and CPU), read from the writers' commit journals (each writer appends its commits
+             JOURNAL_BATCH at a time, and the rest at its exit)
   catalog    ``build_run_catalog`` before compaction (every task file listed) and after (the parts)
   queries    the median time of five queries, before and after compaction:
                count         select count(*) from p1_results
@@ -180,11 +181,16 @@ def run_phase(phase: str, out: Path, n: int, repeat: int, workers: int = 1) -> d
 
 
 def reused(out: Path, n: int) -> dict | None:
-    """The figures of a kept run's commits, its compaction undone, so the run can be measured again."""
-    from curation.store import CATALOG, COMPACTED
+    """The figures of a kept run's commits, its compaction undone, so the run can be measured again. A
+    run whose journals another version of the store wrote is committed again: compaction would read
+    all of it from its files."""
+    from curation.store import _MAGIC, CATALOG, COMPACTED, JOURNAL
 
     done = out / COMMITTED
-    if not done.exists() or json.loads(done.read_text())["n"] != n:
+    journals = sorted((out / JOURNAL).glob("*.journal")) if done.exists() else []
+    if not done.exists() or json.loads(done.read_text())["n"] != n or any(p.open("rb").read(4) != _MAGIC for p in journals):
+        if done.exists():
+            print(f"{out}: committed again (another size, or journals of another format)", file=sys.stderr)
         shutil.rmtree(out, ignore_errors=True)
         return None
     shutil.rmtree(out / COMPACTED, ignore_errors=True)

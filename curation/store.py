@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import array
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -32,6 +33,8 @@ import socket
 import struct
 import sys
 import tempfile
+import threading
+import time
 import types
 import typing
 import zlib
@@ -278,8 +281,16 @@ def _list(paths: Iterable[object]) -> str:
 
 
 def _task_files(stage_dir: Path, folders: Iterable[str]) -> dict[str, set[str]]:
-    """The files of each folder (a table added by a later version is absent from older folders)."""
-    return {name: set(os.listdir(stage_dir / name)) for name in folders}
+    """The files of each folder (a table added by a later version is absent from older folders). A
+    folder gone since its scan (a live run replacing it takes it away for an instant) is left out: the
+    next scan sees its new version."""
+    found = {}
+    for name in folders:
+        try:
+            found[name] = set(os.listdir(stage_dir / name))
+        except FileNotFoundError:
+            continue
+    return found
 
 
 def _table_files(stage_dir: Path, files: Mapping[str, set[str]], table: PerTask) -> list[Path]:
@@ -290,19 +301,27 @@ def _table_files(stage_dir: Path, files: Mapping[str, set[str]], table: PerTask)
 #
 # Reading 100k one-task Parquet files costs ~1 ms each, whoever reads them. So each commit of a task
 # folder also appends its tables, as Arrow IPC record batches, to a journal of its writer process
-# (``RUN/journal/<host>.<pid>.<token>.journal``; its threads append whole records, one O_APPEND writev
-# each), and compaction reads the journals instead of the files. A record is trusted only while the
-# folder it was written for still has the stamp it names, so a folder replaced or removed since, a
-# record lost (a kill between rename and append, a journal swept while a writer appended) or a torn one
-# (a kill mid-append: short or failing its checksum, it ends the journal's reading) only sends
-# compaction back to the folder's files. The journal is as durable as the folders it mirrors (neither
-# is fsync'd): it is an index of them, never the data of record.
+# (``RUN/journal/<host>.<pid>.<token>.journal``), and compaction reads the journals instead of the files.
+# Arrow's cost is per batch (~50 µs to read one and as much to concatenate it, whatever its rows), so a
+# writer gathers its commits and appends them as one record of one batch per table: every
+# JOURNAL_BATCH commits, once the first gathered is JOURNAL_SECONDS old, before a compaction in its
+# process and at its exit (its threads append whole records, one O_APPEND writev each). A record is
+# trusted, folder by folder, only while the folder it names still has the stamp it names, so a folder
+# replaced or removed since, one never journaled (its writer killed before it appended, or a journal
+# swept while a writer appended) or one in a torn record (a kill mid-append: short or failing its
+# checksum, it ends the journal's reading) only sends compaction back to the folder's files. The
+# journal is as durable as the folders it mirrors (neither is fsync'd): it is an index of them, never
+# the data of record.
 
 JOURNAL = "journal"
 _FRAME = struct.Struct("<4sIQ")  # magic, CRC-32 of the body, body length
-_MAGIC = b"SWJ1"
+_MAGIC = b"SWJ2"  # records of several commits (SWJ1, one commit a record, ends a journal's reading: read from the files)
 _META = struct.Struct("<I")  # the body: meta length, meta JSON, then the record batches it places
-FOLD = 512  # journaled batches concatenated at a time while a row group fills
+JOURNAL_BATCH = 64  # commits a writer gathers into one record
+JOURNAL_SECONDS = 10.0  # ... or fewer, once the first of them waited this long
+JOURNAL_BYTES = 32 << 20  # ... or fewer, once their tables hold this much
+FOLD = 512  # journaled batches compaction reads at a time (a one-row batch costs ~10 kB of objects as it is)
+SPILL_ROWS = ROW_GROUP_ROWS  # journaled rows compaction holds before it sorts them out to their row groups' spill files
 
 
 @functools.cache
@@ -328,16 +347,102 @@ def _open_journal(run: Path) -> int:
     return os.open(run / JOURNAL / _JOURNALS[key], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
 
 
-def journal_append(run: Path, stage: str, folder: str, stamp: Stamp, tables: Sequence[tuple[str, type[BaseModel], pa.Table]]) -> None:
-    """Append one committed folder's tables to this process's journal of ``run``, in one write."""
-    blobs, index, offset = [], {}, 0
-    for name, model, table in tables:
-        blob = table.combine_chunks().to_batches()[0].serialize() if table.num_rows else b""  # b"": known to have no rows
-        ids = pc.min_max(table["instance_id"]).as_py()
-        index[name] = [schema_print(model), offset, len(blob), ids["min"], ids["max"]]
+Tables = Sequence[tuple[str, type[BaseModel], pa.Table]]
+
+
+@dataclass
+class _Gathered:
+    """A run's commits this process has not journaled yet."""
+
+    since: float
+    commits: list[tuple[str, str, Stamp, list[tuple[str, str, pa.Table]]]]  # (stage, folder, stamp, (table, schema print, rows))
+    nbytes: int = 0
+
+
+_GATHERED: dict[Path, _Gathered] = {}
+_GATHER_LOCK = threading.Lock()
+_EXIT_HOOKED = [False]  # this process flushes at its exit
+
+
+def _forked() -> None:
+    """A forked child is another writer: its parent's gathered commits are its parent's to append."""
+    global _GATHER_LOCK
+    _GATHER_LOCK = threading.Lock()
+    _GATHERED.clear()
+    _EXIT_HOOKED[0] = False
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _hook_exit() -> None:
+    """Flush at exit: atexit for a plain process; a multiprocessing child leaves by os._exit after its
+    finalizers (which it clears when it starts), so it gets a finalizer of its own."""
+    import atexit
+    from multiprocessing import util
+
+    atexit.register(_flush_at_exit)
+    util.Finalize(None, _flush_at_exit, exitpriority=0)
+    _EXIT_HOOKED[0] = True
+
+
+def _flush_at_exit() -> None:
+    try:
+        journal_flush()
+    except Exception:  # noqa: BLE001, S110 - at exit, nothing is left to tell: the folders are read from their files
+        pass
+
+
+def journal_append(run: Path, stage: str, folder: str, stamp: Stamp, tables: Tables) -> None:
+    """Gather one committed folder's tables for this process's journal of ``run``; append the gathered
+    commits as one record once there are enough of them."""
+    with _GATHER_LOCK:
+        if not _EXIT_HOOKED[0]:
+            _hook_exit()
+        now = time.monotonic()
+        gathered = _GATHERED.setdefault(run, _Gathered(now, []))
+        gathered.commits.append((stage, folder, stamp, [(name, schema_print(model), table) for name, model, table in tables]))
+        gathered.nbytes += sum(table.nbytes for _, _, table in tables)
+        if len(gathered.commits) >= JOURNAL_BATCH or gathered.nbytes >= JOURNAL_BYTES or now - gathered.since >= JOURNAL_SECONDS:
+            del _GATHERED[run]
+            _append_record(run, gathered.commits)
+
+
+def journal_flush() -> None:
+    """Append every commit this process gathered, of every run (a compaction first calls this). A run
+    that cannot take its record (its folder removed meanwhile) is passed over: its folders, if any, are
+    read from their files."""
+    with _GATHER_LOCK:
+        while _GATHERED:
+            run, gathered = _GATHERED.popitem()
+            try:
+                _append_record(run, gathered.commits)
+            except OSError:
+                continue
+
+
+def _append_record(run: Path, commits: Sequence[tuple[str, str, Stamp, Sequence[tuple[str, str, pa.Table]]]]) -> None:
+    """One record of ``commits``: per (stage, table, schema) one batch of their rows in commit order, and
+    where each folder's rows lie in it, with their least and greatest instance_id."""
+    folders, grouped = [], {}
+    for i, (stage, folder, stamp, tables) in enumerate(commits):
+        folders.append([stage, folder, *stamp])
+        for name, fingerprint, table in tables:
+            grouped.setdefault((stage, name, fingerprint), []).append((i, table))
+    blobs, index, offset = [], [], 0
+    for (stage, name, fingerprint), parts in grouped.items():
+        places, row = [], 0
+        for i, table in parts:
+            if table.num_rows:
+                ids = pc.min_max(table["instance_id"]).as_py()
+                places.append([i, row, table.num_rows, ids["min"], ids["max"]])
+            row += table.num_rows
+        tables = [table for _, table in parts if table.num_rows]
+        blob = pa.concat_tables(tables).combine_chunks().to_batches()[0].serialize() if tables else b""
+        index.append([stage, name, fingerprint, offset, len(blob), places])
         blobs.append(blob)
         offset += len(blob)
-    meta = json.dumps({"stage": stage, "folder": folder, "stamp": list(stamp), "tables": index}).encode()
+    meta = json.dumps({"folders": folders, "tables": index}).encode()
     body = [_META.pack(len(meta)), meta, *blobs]
     crc = functools.reduce(lambda c, part: zlib.crc32(part, c), body, 0)
     fd = _open_journal(run)
@@ -350,19 +455,24 @@ def journal_append(run: Path, stage: str, folder: str, stamp: Stamp, tables: Seq
 def read_journal(path: Path, start: int, stop: int) -> Iterator[tuple[int, int, dict]]:
     """The whole records of a journal from ``start`` to ``stop``: where each one's batches begin, where it
     ends, its meta. Reading stops at a torn or corrupt record (its writer was killed, or is writing now)."""
-    with open(path, "rb", buffering=1 << 20) as f:
+    body = bytearray()  # one buffer for every record's body: a new one each is a fresh mapping to fault in
+    with open(path, "rb", buffering=0) as f:
         f.seek(start)
         at = start
         while at + _FRAME.size <= stop:
             magic, crc, length = _FRAME.unpack(f.read(_FRAME.size))
             if magic != _MAGIC or at + _FRAME.size + length > stop:
                 return
-            body = f.read(length)
-            if zlib.crc32(body) != crc:
+            if len(body) < length:
+                body = bytearray(length)
+            view, got = memoryview(body)[:length], 0
+            while got < length and (n := f.readinto(view[got:])):
+                got += n
+            if got != length or zlib.crc32(view) != crc:
                 return
-            (size,) = _META.unpack_from(body)
+            (size,) = _META.unpack_from(view)
             end = at + _FRAME.size + length
-            yield at + _FRAME.size + _META.size + size, end, json.loads(body[_META.size : _META.size + size])
+            yield at + _FRAME.size + _META.size + size, end, json.loads(view[_META.size : _META.size + size].tobytes())
             at = end
 
 
@@ -373,13 +483,14 @@ def list_journals(run: Path) -> dict[str, int]:
 
 @dataclass
 class Journaled:
-    """Where the batches of fresh folders lie in the journals, per view, and which folders they serve."""
+    """Where the rows of fresh folders lie in the journals, per view, and which folders they serve."""
 
     journals: list[Path]
-    spans: dict[str, array.array]  # view -> (journal, offset, length) per batch, flat
-    folders: dict[str, list[str]]  # view -> the folder of each batch
-    first: dict[str, list[str]]  # view -> the least instance_id of each batch, its place in the part
-    mixed: set[str]  # views with a batch of several instance_ids (an increments folder): their rows need a sort
+    batches: dict[str, list[tuple[int, int, int]]]  # view -> (journal, offset, length) of each batch holding its rows, in journal order
+    folders: dict[str, list[str]]  # view -> the folders it has rows of
+    first: dict[str, list[str]]  # view -> the least instance_id of each folder's rows, their place in the part
+    places: dict[str, array.array]  # view -> (batch, first row, rows) of each folder's rows, flat
+    mixed: set[str]  # views with a folder of several instance_ids (an increments folder): their rows need a sort
     odd: dict[str, list[Path]]  # view -> files of journaled folders written with another schema
     served: dict[str, set[str]]  # stage -> folders the journals hold
     consumed: dict[str, int]  # journal -> offset read to
@@ -389,8 +500,9 @@ def index_journals(run: Path, listed: Mapping[str, int], read: Mapping[str, int]
     """Index the journal records, past what earlier compactions ``read``, of the ``fresh`` folders as
     they are now (stage -> folder -> stamp)."""
     views = {(t.stage, t.file): view for view, t in PER_TASK.items()}
-    found = Journaled(journals=[], spans={v: array.array("q") for v in PER_TASK}, folders={v: [] for v in PER_TASK},
-                      first={v: [] for v in PER_TASK}, mixed=set(), odd={v: [] for v in PER_TASK},
+    prints = {view: schema_print(t.model) for view, t in PER_TASK.items()}
+    found = Journaled(journals=[], batches={v: [] for v in PER_TASK}, folders={v: [] for v in PER_TASK}, first={v: [] for v in PER_TASK},
+                      places={v: array.array("q") for v in PER_TASK}, mixed=set(), odd={v: [] for v in PER_TASK},
                       served={stage: set() for stage in fresh}, consumed={})  # fmt: skip
     for name, size in listed.items():
         start = read.get(name, 0)
@@ -398,59 +510,163 @@ def index_journals(run: Path, listed: Mapping[str, int], read: Mapping[str, int]
         found.journals.append(path)
         j, offset = len(found.journals) - 1, start
         for data, offset, meta in read_journal(path, start, size):
-            stage, folder = meta["stage"], meta["folder"]
-            if fresh.get(stage, {}).get(folder) != tuple(meta["stamp"]):
-                continue  # covered already, or replaced or removed since
-            found.served[stage].add(folder)
-            for file, (fingerprint, at, length, lo, hi) in meta["tables"].items():
+            live = []
+            for stage, folder, ino, mtime in meta["folders"]:
+                # covered already, replaced or removed since, or journaled twice (once is enough)
+                ok = fresh.get(stage, {}).get(folder) == (ino, mtime) and folder not in found.served[stage]
+                if ok:
+                    found.served[stage].add(folder)
+                live.append(ok)
+            for stage, file, fingerprint, at, length, places in meta["tables"]:
                 view = views.get((stage, file))
-                if view is None or not length:
+                if view is None:
                     continue
-                if fingerprint != schema_print(PER_TASK[view].model):
-                    found.odd[view].append(run / stage / folder / f"{file}.parquet")
-                    continue
-                found.spans[view].extend((j, data + at, length))
-                found.folders[view].append(folder)
-                found.first[view].append(sys.intern(lo))  # one string for all tables of a folder
-                if lo != hi:
-                    found.mixed.add(view)
+                batch = None
+                for i, row, rows, lo, hi in places:
+                    if not live[i]:
+                        continue
+                    folder = meta["folders"][i][1]
+                    if fingerprint != prints[view]:
+                        found.odd[view].append(run / stage / folder / f"{file}.parquet")
+                        continue
+                    if batch is None:
+                        batch = len(found.batches[view])
+                        found.batches[view].append((j, data + at, length))
+                    found.folders[view].append(folder)
+                    found.first[view].append(sys.intern(lo))  # one string for all tables of a folder
+                    found.places[view].extend((batch, row, rows))
+                    if lo != hi:
+                        found.mixed.add(view)
         found.consumed[name] = offset
     return found
+
+
+def _ints(values: np.ndarray) -> pa.Array:
+    """An int64 Arrow array over ``values`` (pa.array and take of a NumPy array first import pandas, ~0.3 s)."""
+    values = np.ascontiguousarray(values, np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _strings(values: Sequence[str]) -> pa.Array:
+    """A string Arrow array of ``values``, as _ints builds one."""
+    data = [v.encode() for v in values]
+    offsets = np.zeros(len(data) + 1, np.int32)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return pa.Array.from_buffers(pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """starts[0], starts[0] + 1, ... (lengths[0] of them), then starts[1], ...: as one array."""
+    ends = np.cumsum(lengths)
+    return np.arange(ends[-1] if len(ends) else 0, dtype=np.int64) + np.repeat(starts - (ends - lengths), lengths)
 
 
 def write_journaled(found: Journaled, view: str, path: Path) -> None:
     """Write the journaled rows of ``view`` to ``path`` folder by folder, in the order of each folder's
     least instance_id, then its name, with the column ``_folder``; row groups about DuckDB's size that
-    never split a folder. Memory holds one row group."""
+    never split a folder.
+
+    A record holds the rows of many folders in commit order, so they are sorted out in two passes. The
+    batches are read in journal order, a lot of SPILL_ROWS rows or FOLD batches at a time; each lot is
+    put in part order (one take) and cut into one piece per row group, which goes to the row group's
+    spill file (unless the first lot is the only one: then the pieces stay in memory). Then each row
+    group's pieces are put in order (one take) and written. Memory holds a lot and a row group."""
     schema = arrow_schema(PER_TASK[view].model)
-    spans, folders, first = found.spans[view], found.folders[view], found.first[view]
+    folders, first, batches = found.folders[view], found.first[view], found.batches[view]
+    if not folders:
+        return
+    order = sorted(range(len(folders)), key=lambda k: (first[k], folders[k]))  # the part's order (a folder is in it once)
+    batch, first_row, rows = np.frombuffer(found.places[view], np.int64).reshape(-1, 3)[order].T.copy()
+    group = np.empty(len(order), np.int64)  # each folder's row group
+    at = np.empty(len(order), np.int64)  # where its rows begin in it
+    g = filled = 0
+    for k, n in enumerate(rows.tolist()):
+        group[k], at[k] = g, filled
+        filled += n
+        if filled >= ROW_GROUP_ROWS:
+            g, filled = g + 1, 0
+    groups = g + (filled > 0)
+    bounds = np.searchsorted(group, np.arange(groups + 1))  # row group g holds folders order[bounds[g]:bounds[g + 1]]
+    by_batch = np.argsort(batch, kind="stable")
+    batch_starts = np.searchsorted(batch[by_batch], np.arange(len(batches) + 1))
+    spilled = schema.append(pa.field("_pos", pa.int64()))
+    spills: dict[int, pa.ipc.RecordBatchStreamWriter] = {}
+    held: dict[int, pa.Table] = {}
+
+    def spill_path(g: int) -> Path:
+        return path.with_name(f"{path.name}.{g}.spill")
+
+    def sort_out(lot: list[pa.RecordBatch], b0: int, b1: int, only: bool) -> None:
+        """Put the rows of batches b0..b1 (``lot``) in part order and hand each row group its piece."""
+        ks = by_batch[batch_starts[b0] : batch_starts[b1]]
+        ks = ks[np.lexsort((at[ks], group[ks]))]
+        starts = np.cumsum([0, *(len(x) for x in lot)])[batch[ks] - b0] + first_row[ks]
+        source = _ranges(starts, rows[ks])
+        table = pa.Table.from_batches(lot, schema)
+        lot.clear()
+        if not len(source):  # every folder of the lot replaced or removed since
+            return
+        if len(source) == len(table) and np.array_equal(source, np.arange(len(table))):
+            table = table.combine_chunks()
+        else:  # also drops the rows of folders no longer fresh; concatenates no flat column
+            table = table.take(_ints(source))
+        if not only:
+            table = table.append_column("_pos", _ints(_ranges(at[ks], rows[ks])))
+        counts = np.bincount(group[ks], weights=rows[ks], minlength=groups).astype(np.int64)
+        offset = 0
+        for g in np.flatnonzero(counts).tolist():
+            piece = table.slice(offset, int(counts[g]))
+            offset += int(counts[g])
+            if only:  # in order already
+                held[g] = piece
+                continue
+            if g not in spills:
+                spills[g] = pa.ipc.new_stream(str(spill_path(g)), spilled)
+            spills[g].write_table(piece)
+
     fds = [os.open(p, os.O_RDONLY) for p in found.journals]
-    pieces: list[pa.RecordBatch] = []  # every FOLD batches concatenated: a one-row batch costs ~10 kB as it is
-    batches: list[pa.RecordBatch] = []
-    names: list[str] = []
-    counts: list[int] = []
-    rows = 0
-
-    def row_group() -> pa.Table:
-        table = pa.Table.from_batches([pa.concat_batches([*pieces, *batches])])
-        return table.append_column("_folder", pa.array(names).take(np.repeat(np.arange(len(names)), counts)))
-
     try:
-        with pq.ParquetWriter(path, schema.append(pa.field("_folder", pa.string())), compression="zstd") as writer:
-            for k in sorted(range(len(folders)), key=lambda k: (first[k], folders[k])):
-                j, offset, length = spans[3 * k : 3 * k + 3]
-                batches.append(pa.ipc.read_record_batch(pa.py_buffer(os.pread(fds[j], length, offset)), schema))
-                names.append(folders[k])
-                counts.append(batches[-1].num_rows)
-                rows += counts[-1]
-                if len(batches) == FOLD:
-                    pieces, batches = [*pieces, pa.concat_batches(batches)], []
-                if rows >= ROW_GROUP_ROWS:
-                    table, pieces, batches, names, counts, rows = row_group(), [], [], [], [], 0  # dropped before the write
-                    writer.write_table(table, row_group_size=table.num_rows)
-            if names:
-                writer.write_table(table := row_group(), row_group_size=table.num_rows)
+        lot: list[pa.RecordBatch] = []
+        b0 = lot_rows = 0
+        for b, (j, offset, length) in enumerate(batches):
+            blob = pa.allocate_buffer(length)  # in Arrow's pool, as what is made of it
+            if os.preadv(fds[j], [memoryview(blob)], offset) != length:  # checked whole when indexed: a journal never shrinks
+                raise OSError(f"journal {found.journals[j]} is shorter than when it was indexed")
+            lot.append(pa.ipc.read_record_batch(blob, schema))
+            lot_rows += len(lot[-1])
+            if lot_rows >= SPILL_ROWS or len(lot) >= FOLD:
+                sort_out(lot, b0, b + 1, only=b0 == 0 and b + 1 == len(batches))
+                b0, lot_rows = b + 1, 0
+        if lot:
+            sort_out(lot, b0, len(batches), only=b0 == 0)
+        del lot
+        for writer in spills.values():
+            writer.close()
+        with pq.ParquetWriter(path, schema.append(pa.field("_folder", pa.string())), compression="zstd") as out:
+            for g in range(groups):
+                if g in held:
+                    table = held.pop(g)
+                else:
+                    with pa.OSFile(str(spill_path(g))) as source:
+                        table = pa.ipc.open_stream(source).read_all()
+                    spill_path(g).unlink()
+                    pos = table.column("_pos").combine_chunks()
+                    position = np.frombuffer(pos.buffers()[1], np.int64)[pos.offset : pos.offset + len(pos)]  # to_numpy imports pandas
+                    table = table.drop_columns(["_pos"])
+                    if np.array_equal(position, np.arange(len(position))):
+                        table = table.combine_chunks()
+                    else:
+                        inverse = np.empty(len(position), np.int64)
+                        inverse[position] = np.arange(len(position))
+                        table = table.take(_ints(inverse))
+                e0, e1 = bounds[g], bounds[g + 1]
+                names = _strings([folders[k] for k in order[e0:e1]]).take(_ints(np.repeat(np.arange(e1 - e0), rows[e0:e1])))
+                table = table.append_column("_folder", names)
+                out.write_table(table, row_group_size=table.num_rows)
+                del table
     finally:
+        for writer in spills.values():
+            writer.close()
         for fd in fds:
             os.close(fd)
 
@@ -475,9 +691,18 @@ class Compaction:
 def compact(run: Path) -> Compaction:
     """Fold the task folders committed since the last compaction into one new part per table. A kill
     at any point leaves the last manifest and its parts standing."""
-    import duckdb
+    collecting = gc.isenabled()
+    gc.disable()  # compaction makes a few objects per folder and no cycles: the collector's passes over them cost ~15 %
+    try:
+        return _compact(run)
+    finally:
+        if collecting:
+            gc.enable()
 
+
+def _compact(run: Path) -> Compaction:
     run = run.resolve()
+    journal_flush()  # this process's commits gathered for the journal: appended, so that they are read from it
     manifest = load_manifest(run)
     journals = list_journals(run)  # listed before the scan: every record they hold is of a folder it sees (or of one replaced since)
     present = {stage: scan(run / stage) for stage in STAGES}  # stamped before reading: a folder replaced meanwhile reads as stale next time
@@ -487,13 +712,24 @@ def compact(run: Path) -> Compaction:
     fresh = {stage: {name: present[stage][name] for name in deltas[stage].fresh} for stage in STAGES}
     found = index_journals(run, journals, manifest.journals, fresh)
     files = {stage: _task_files(run / stage, set(fresh[stage]) - found.served[stage]) for stage in STAGES}
+    for stage in STAGES:  # a folder gone since the scan is not covered: its next version is fresh next time
+        fresh[stage] = {name: stamp for name, stamp in fresh[stage].items() if name in files[stage] or name in found.served[stage]}
     generation = manifest.generation + 1
     root = run / COMPACTED
     work = root / f".work.{generation}"  # DuckDB's spill files, and parts until they are renamed in
     shutil.rmtree(work, ignore_errors=True)  # a killed compaction's leftovers
     work.mkdir(parents=True)
-    con = duckdb.connect()
-    con.execute(f"SET memory_limit = '{COMPACTION_MEMORY}'; SET temp_directory = {_lit(str(work))}")
+    connection: list[duckdb.DuckDBPyConnection] = []
+
+    def duck() -> duckdb.DuckDBPyConnection:
+        """DuckDB, for what the journal alone does not give in order (opened only then)."""
+        if not connection:
+            import duckdb
+
+            connection.append(duckdb.connect())
+            connection[0].execute(f"SET memory_limit = '{COMPACTION_MEMORY}'; SET temp_directory = {_lit(str(work))}")
+        return connection[0]
+
     parts = dict(manifest.parts)
     try:
         for view, table in PER_TASK.items():
@@ -513,7 +749,7 @@ def compact(run: Path) -> Compaction:
             else:
                 selects = []
                 if merge and old:
-                    con.register("_stale", pa.table({"folder": pa.array(d.stale, pa.string())}))
+                    duck().register("_stale", pa.table({"folder": pa.array(d.stale, pa.string())}))
                     selects.append(_in_order([root / p for p in old]) + " WHERE _folder NOT IN (SELECT folder FROM _stale)")
                 if found.folders[view]:
                     selects.append(_in_order([journaled]))
@@ -525,7 +761,7 @@ def compact(run: Path) -> Compaction:
                     parts[view] = [] if merge else old
                     continue
                 body = " UNION ALL BY NAME ".join(selects)
-                con.execute(
+                duck().execute(
                     f"COPY (SELECT * EXCLUDE (_row) FROM ({body}) ORDER BY instance_id, _folder, _row) "
                     f"TO {_lit(str(aside))} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
                 )
@@ -534,7 +770,8 @@ def compact(run: Path) -> Compaction:
             os.replace(aside, root / name)
             parts[view] = [name] if merge else [*old, name]
     finally:
-        con.close()
+        for con in connection:
+            con.close()
     covered = {}
     for stage in STAGES:
         d, before = deltas[stage], manifest.covered.get(stage, {})
@@ -544,7 +781,7 @@ def compact(run: Path) -> Compaction:
     _write_atomic(root / MANIFEST, compacted.model_dump_json())
     shutil.rmtree(work)
     served = sum(len(s) for s in found.served.values())
-    return Compaction(served, sum(len(d.fresh) for d in deltas.values()) - served)
+    return Compaction(served, sum(len(f) for f in fresh.values()) - served)
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -130,15 +130,48 @@ def folders(run: Path) -> int:
 @pytest.mark.parametrize("damage", ["truncated", "corrupt"])
 def test_a_torn_journal_record_is_ignored_and_its_folder_read_from_its_files(run: Path, damage: str) -> None:
     # a writer killed mid-append leaves a short last record; a crash can leave one of the right length
-    # but wrong bytes: either ends the journal's reading, and the folder it was for is read from its files
+    # but wrong bytes: either ends the journal's reading, and the folders it was for are read from their files
+    store.journal_flush()  # the fixture's six tasks: one record
+    make_run(run, range(6, 8))
+    store.journal_flush()  # two more: the journal's last record
     (journal,) = (run / JOURNAL).iterdir()
     data = journal.read_bytes()
     journal.write_bytes(data[:-10] if damage == "truncated" else data[:-10] + bytes(b ^ 0xFF for b in data[-10:]))
     store._JOURNALS.clear()  # the resumed run is another writer, with its own journal
-    make_run(run, range(6, 8))
+    make_run(run, range(8, 10))
     done = compact(run)
-    assert (done.journaled, done.from_files) == (folders(run) - 1, 1)
-    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(8))])
+    torn = sum((run / stage / scale.instance_id(i)).exists() for stage in ("p1", "p2") for i in (6, 7))
+    assert (done.journaled, done.from_files) == (folders(run) - torn, torn)
+    assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(10))])
+
+
+def test_regression_a_folder_replaced_while_compaction_lists_its_files_is_read_next_time(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a live run replacing a folder takes it away for an instant (renamed aside, then the new one renamed
+    # in): a compaction or catalog that had just scanned it failed listing its files (FileNotFoundError)
+    folder = run / "p1" / scale.instance_id(2)
+    shutil.copytree(folder, run / "p1" / ".copy")
+    shutil.rmtree(folder)
+    os.rename(run / "p1" / ".copy", folder)  # a new inode no journal record names: read from its files
+    expected = snapshot([run])
+    real = store.scan
+
+    def scan_then_replace(stage_dir: Path) -> dict:
+        found = real(stage_dir)
+        if stage_dir.name == "p1" and folder.exists():
+            os.rename(folder, run / "p1" / ".old")  # the instant between a replace's two renames
+        return found
+
+    monkeypatch.setattr(store, "scan", scan_then_replace)
+    done = compact(run)
+    assert done.from_files == 0
+    open_catalog([run]).close()
+    monkeypatch.setattr(store, "scan", real)
+    shutil.copytree(run / "p1" / ".old", run / "p1" / ".new")
+    shutil.rmtree(run / "p1" / ".old")
+    os.rename(run / "p1" / ".new", folder)  # the replace completes
+    assert snapshot([run]) == expected
+    assert compact(run).from_files == 1
+    assert snapshot([run]) == expected
 
 
 def test_after_compaction_and_more_commits_the_views_are_the_union_once(run: Path) -> None:
@@ -175,19 +208,71 @@ def test_a_table_journaled_with_another_schema_is_read_from_its_file(run: Path, 
     assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(8))])
 
 
-def test_journaled_parts_fill_row_groups_in_order_without_splitting_a_folder(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("curation.store.ROW_GROUP_ROWS", 40)
-    monkeypatch.setattr("curation.store.FOLD", 2)  # batches concatenated two at a time while a group fills
+@pytest.mark.parametrize(("batch", "spill", "fold"), [(64, 122_880, 512), (1, 122_880, 512), (3, 50, 2), (4, 1, 512)],
+                         ids=["one record, sorted in memory", "a record per commit", "lots of two batches, spilled", "a lot per batch"])  # fmt: skip
+def test_journaled_parts_fill_row_groups_in_order_without_splitting_a_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, spill: int, fold: int
+) -> None:
+    monkeypatch.setattr(store, "JOURNAL_BATCH", batch)  # commits a writer gathers into one record
+    run = make_run(tmp_path / "run", range(12))
+    replace_result(run, 4, reason="timeout", decision="reject")  # its first version's rows in a record are passed over
+    shutil.rmtree(run / "p1" / scale.instance_id(7))  # and these
     expected = snapshot([run])
-    compact(run)
+    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 40)
+    monkeypatch.setattr(store, "SPILL_ROWS", spill)  # rows sorted out to the row groups at a time
+    monkeypatch.setattr(store, "FOLD", fold)  # ... or batches
+    assert compact(run).from_files == 0
     assert snapshot([run]) == expected
-    part = pq.ParquetFile(run / COMPACTED / load_manifest(run).parts["assertions"][0])
-    groups = [part.read_row_group(g, columns=["instance_id", "_folder"]) for g in range(part.num_row_groups)]
-    assert len(groups) > 2 and all(g.num_rows >= 40 for g in groups[:-1])
-    ids = [i for g in groups for i in g.column("instance_id").to_pylist()]
-    assert ids == sorted(ids)
-    homes = [{f for f in g.column("_folder").to_pylist()} for g in groups]
-    assert all(not (a & b) for k, a in enumerate(homes) for b in homes[k + 1 :]), "a folder's rows share one row group"
+    for view in ("assertions", "runs", "verdicts"):
+        part = pq.ParquetFile(run / COMPACTED / load_manifest(run).parts[view][0])
+        groups = [part.read_row_group(g, columns=["instance_id", "_folder"]) for g in range(part.num_row_groups)]
+        assert len(groups) >= {"assertions": 3, "runs": 2, "verdicts": 1}[view]
+        assert all(g.num_rows >= 40 for g in groups[:-1])
+        ids = [i for g in groups for i in g.column("instance_id").to_pylist()]
+        assert ids == sorted(ids)
+        homes = [{f for f in g.column("_folder").to_pylist()} for g in groups]
+        assert all(not (a & b) for k, a in enumerate(homes) for b in homes[k + 1 :]), "a folder's rows share one row group"
+    assert not [p for p in (run / COMPACTED).rglob("*") if p.name.startswith(".")], "no spill files are left"
+
+
+def test_a_writer_appends_its_commits_a_record_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store, "JOURNAL_BATCH", 4)
+    run = make_run(tmp_path / "run", range(4))
+
+    def records() -> list[int]:  # the folders of each record
+        return [len(meta["folders"]) for p in (run / JOURNAL).iterdir() for _, _, meta in store.read_journal(p, 0, p.stat().st_size)]
+
+    assert records() == [4] * (folders(run) // 4), "every JOURNAL_BATCH commits"
+    monkeypatch.setattr(store, "JOURNAL_SECONDS", 0.0)
+    make_run(run, range(4, 5))  # the gathered commits waited long enough: appended with this one
+    assert sum(records()) == folders(run)
+    assert compact(run).from_files == 0
+
+
+WRITER = """
+import os, signal, sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+sys.path.insert(0, "benchmarks")
+import catalog_scale
+out, how = Path(sys.argv[1]), sys.argv[2]
+if how == "pool":
+    with ProcessPoolExecutor(1) as pool:
+        pool.submit(catalog_scale.commit_range, out, 0, 3, 1).result()
+else:
+    catalog_scale.commit_range(out, 0, 3, 1)
+if how == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("how", ["exits", "pool", "killed"])
+def test_a_writer_appends_its_gathered_commits_at_exit_and_a_killed_one_is_read_from_its_files(tmp_path: Path, how: str) -> None:
+    out = tmp_path / "run"
+    subprocess.run([sys.executable, "-c", WRITER, str(out), how], cwd=ROOT, check=how != "killed")
+    done = compact(out)
+    assert (done.journaled, done.from_files) == ((folders(out), 0) if how != "killed" else (0, folders(out)))
+    assert snapshot([out]) == snapshot([make_run(tmp_path / "whole", range(3))])
 
 
 def test_a_folder_of_many_instance_ids_is_sorted_into_its_part(run: Path) -> None:
