@@ -174,20 +174,24 @@ RUN_KEYS = "select instance_id, tree, attempt, outcome, statuses from runs order
 ASSERT_KEYS = "select instance_id, tree, attempt, test_id, assert_file, line, occurrence, status from assertions order by all"
 
 
-def _p1(src: Path, out: Path, env: dict[str, str]) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "flows.cli", "p1", str(src), "--out", str(out), "--workers", "1", "--set", "pipeline1.runs=2"]
+def _p1(src: Path, out: Path, env: dict[str, str], engine: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "flows.cli", "p1", str(src), "--out", str(out), "--workers", "1", "--backend", engine,
+           "--set", "pipeline1.runs=2"]  # fmt: skip
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
 
 
 @pytest.mark.slow  # three runs of five tasks; the default tier resumes after a signal in test_signals
 @pytest.mark.prefect
-def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backend, tmp_path: Path) -> None:  # noqa: ANN001
+@pytest.mark.timeout(1500)
+@pytest.mark.parametrize("engine", ["bwrap", pytest.param("docker", marks=pytest.mark.docker)])
+def test_sigkill_then_rerun_equals_an_uninterrupted_run(engine: str, swedeck_env, request: pytest.FixtureRequest, tmp_path: Path) -> None:  # noqa: ANN001
+    request.getfixturevalue(f"{engine}_backend")
     src = _copy_tasks(tmp_path / "src", *KILL_TASKS)
     env = {**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"}
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    assert _p1(src, whole, env).wait(timeout=600) == 0
+    assert _p1(src, whole, env, engine).wait(timeout=600) == 0
 
-    victim = _p1(src, killed, env)
+    victim = _p1(src, killed, env, engine)
     token = leftovers.process_token(victim.pid)
     deadline = time.monotonic() + 300
     while len(list((killed / "p1").glob("*/result.parquet"))) < 2 and time.monotonic() < deadline:
@@ -198,7 +202,7 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backe
     finished = len(list((killed / "p1").glob("*/result.parquet")))
     assert 2 <= finished < len(KILL_TASKS), "the kill should interrupt the run midway"
 
-    assert _p1(src, killed, env).wait(timeout=600) == 0
+    assert _p1(src, killed, env, engine).wait(timeout=600) == 0
     for sql in (STABLE, RUN_KEYS, ASSERT_KEYS):
         assert catalog_rows(killed / "catalog.duckdb", sql) == catalog_rows(whole / "catalog.duckdb", sql)
     dupes = catalog_rows(killed / "catalog.duckdb", "select instance_id, tree, attempt from runs group by all having count(*) > 1")
@@ -213,6 +217,9 @@ def test_sigkill_then_rerun_equals_an_uninterrupted_run(swedeck_env, bwrap_backe
     cache = swedeck_env.cache_dir
     assert list(cache.glob(f"sandboxes/*-{token}-*")) == [] and not leftovers.scratch_dir(swedeck_env, token).exists()
     assert not (cache / "runs" / f"{token}.json").exists()
+    if engine == "docker":  # the killed run's containers (labelled with its token) went with the rerun's sweep
+        labelled = subprocess.run(["docker", "ps", "-aq", "--filter", f"label=swedeck.owner={token}"], capture_output=True, text=True, check=True)
+        assert labelled.stdout.split() == [], "containers of the killed run survive"
 
 
 def _environ(proc: Path) -> list[bytes]:
