@@ -163,6 +163,7 @@ CATALOG = "catalog.duckdb"
 COMPACTED = "compacted"
 MANIFEST = "manifest.json"
 ROW_GROUP_ROWS = 122_880  # DuckDB's own row group: one scan thread per group, and zonemaps skip groups on instance_id
+ROW_GROUP_BYTES = 32 << 20  # ... or fewer rows where they are wide (a task row holds its patches and issue): compaction holds a row group
 MAX_PARTS = 8  # appended parts per table before a compaction merges them into one
 COMPACTION_MEMORY = "1GB"  # DuckDB spills its sort to disk beyond this, so compaction memory stays flat
 
@@ -322,6 +323,7 @@ JOURNAL_SECONDS = 10.0  # ... or fewer, once the first of them waited this long
 JOURNAL_BYTES = 32 << 20  # ... or fewer, once their tables hold this much
 FOLD = 512  # journaled batches compaction reads at a time (a one-row batch costs ~10 kB of objects as it is)
 SPILL_ROWS = ROW_GROUP_ROWS  # journaled rows compaction holds before it sorts them out to their row groups' spill files
+SPILL_BYTES = ROW_GROUP_BYTES  # ... or fewer, once their batches hold this much
 
 
 @functools.cache
@@ -567,7 +569,7 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
     never split a folder.
 
     A record holds the rows of many folders in commit order, so they are sorted out in two passes. The
-    batches are read in journal order, a lot of SPILL_ROWS rows or FOLD batches at a time; each lot is
+    batches are read in journal order, a lot of SPILL_ROWS rows, SPILL_BYTES or FOLD batches at a time; each lot is
     put in part order (one take) and cut into one piece per row group, which goes to the row group's
     spill file (unless the first lot is the only one: then the pieces stay in memory). Then each row
     group's pieces are put in order (one take) and written. Memory holds a lot and a row group."""
@@ -577,14 +579,18 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
         return
     order = sorted(range(len(folders)), key=lambda k: (first[k], folders[k]))  # the part's order (a folder is in it once)
     batch, first_row, rows = np.frombuffer(found.places[view], np.int64).reshape(-1, 3)[order].T.copy()
+    lengths = np.array([length for _, _, length in batches], np.int64)
+    sizes = rows * (lengths / np.maximum(np.bincount(batch, weights=rows, minlength=len(batches)), 1))[batch]  # bytes, as its batch's rows average
     group = np.empty(len(order), np.int64)  # each folder's row group
     at = np.empty(len(order), np.int64)  # where its rows begin in it
     g = filled = 0
-    for k, n in enumerate(rows.tolist()):
+    filled_bytes = 0.0
+    for k, (n, size) in enumerate(zip(rows.tolist(), sizes.tolist(), strict=True)):
         group[k], at[k] = g, filled
         filled += n
-        if filled >= ROW_GROUP_ROWS:
-            g, filled = g + 1, 0
+        filled_bytes += size
+        if filled >= ROW_GROUP_ROWS or filled_bytes >= ROW_GROUP_BYTES:
+            g, filled, filled_bytes = g + 1, 0, 0.0
     groups = g + (filled > 0)
     bounds = np.searchsorted(group, np.arange(groups + 1))  # row group g holds folders order[bounds[g]:bounds[g + 1]]
     by_batch = np.argsort(batch, kind="stable")
@@ -627,16 +633,17 @@ def write_journaled(found: Journaled, view: str, path: Path) -> None:
     fds = [os.open(p, os.O_RDONLY) for p in found.journals]
     try:
         lot: list[pa.RecordBatch] = []
-        b0 = lot_rows = 0
+        b0 = lot_rows = lot_bytes = 0
         for b, (j, offset, length) in enumerate(batches):
             blob = pa.allocate_buffer(length)  # in Arrow's pool, as what is made of it
             if os.preadv(fds[j], [memoryview(blob)], offset) != length:  # checked whole when indexed: a journal never shrinks
                 raise OSError(f"journal {found.journals[j]} is shorter than when it was indexed")
             lot.append(pa.ipc.read_record_batch(blob, schema))
             lot_rows += len(lot[-1])
-            if lot_rows >= SPILL_ROWS or len(lot) >= FOLD:
+            lot_bytes += length
+            if lot_rows >= SPILL_ROWS or lot_bytes >= SPILL_BYTES or len(lot) >= FOLD:
                 sort_out(lot, b0, b + 1, only=b0 == 0 and b + 1 == len(batches))
-                b0, lot_rows = b + 1, 0
+                b0, lot_rows, lot_bytes = b + 1, 0, 0
         if lot:
             sort_out(lot, b0, len(batches), only=b0 == 0)
         del lot

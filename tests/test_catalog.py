@@ -235,6 +235,24 @@ def test_journaled_parts_fill_row_groups_in_order_without_splitting_a_folder(
     assert not [p for p in (run / COMPACTED).rglob("*") if p.name.startswith(".")], "no spill files are left"
 
 
+@pytest.mark.parametrize("spill", [122_880, 1], ids=["sorted in memory", "spilled"])
+def test_regression_wide_rows_fill_row_groups_by_bytes_not_rows_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill: int) -> None:
+    """At 100k tasks every task row (its patches and issue) was one row group of 122,880 rows: compaction
+    held all of them at once (peak RSS 810 MB, 394 MB once row groups were bounded by bytes)."""
+    run = make_run(tmp_path / "run", range(12))
+    expected = snapshot([run])
+    task_bytes = pq.ParquetFile(next((run / "p1").glob("*/task.parquet"))).metadata.row_group(0).total_byte_size
+    monkeypatch.setattr(store, "ROW_GROUP_BYTES", 3 * task_bytes)
+    monkeypatch.setattr(store, "SPILL_ROWS", spill)
+    monkeypatch.setattr(store, "SPILL_BYTES", 2 * task_bytes)
+    assert compact(run).from_files == 0
+    assert snapshot([run]) == expected
+    part = pq.ParquetFile(run / COMPACTED / load_manifest(run).parts["tasks"][0])
+    groups = [part.read_row_group(g, columns=["instance_id"]).column("instance_id").to_pylist() for g in range(part.num_row_groups)]
+    assert 2 <= len(groups) < 12, [len(g) for g in groups]
+    assert [i for g in groups for i in g] == sorted(scale.instance_id(i) for i in range(12))
+
+
 def test_a_writer_appends_its_commits_a_record_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(store, "JOURNAL_BATCH", 4)
     run = make_run(tmp_path / "run", range(4))
