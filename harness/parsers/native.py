@@ -203,12 +203,10 @@ def parse_automake(text: str) -> dict[str, Status]:
     before the next section, so output the test printed cannot end it early."""
     lines = decolor(text).splitlines()
     statuses: dict[str, Status] = {}
-    headers = [i for i in range(len(lines)) if _automake_section(lines, i) is not None]
+    headers = [(i, header) for i in range(len(lines)) if (header := _automake_section(lines, i)) is not None]
     skip_to: dict[int, int] = {}
-    for n, start in enumerate(headers):
-        end = headers[n + 1] if n + 1 < len(headers) else len(lines)
-        header = _automake_section(lines, start)
-        assert header is not None
+    for n, (start, header) in enumerate(headers):
+        end = headers[n + 1][0] if n + 1 < len(headers) else len(lines)
         closing = re.compile(
             rf"^{header['word']} {re.escape(header['name'])}(?:\.[^\s/]+)? \(exit status: -?\d+\)$"
         )
@@ -223,6 +221,8 @@ def parse_automake(text: str) -> dict[str, Status]:
             record(statuses, result["name"], _AUTOMAKE_WORDS[result["word"]])
         i += 1
     return statuses
+
+
 # MicroPython's tests/run-tests.py: "pass  basics/int.py", "FAIL  basics/x.py", "skip  extmod/y.py"
 parse_micropython = word_lines(
     r"^(?P<word>pass|FAIL|skip)\s+(?P<name>\S.*)$", {"pass": P, "FAIL": F, "skip": S}
