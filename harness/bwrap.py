@@ -41,7 +41,7 @@ from harness.envs import (
 )
 from harness.images import ImageMissing
 from harness.records import ExecResult, Task
-from harness.sandbox import EnvError, capture, exec_result, host_path, shell_command
+from harness.sandbox import EnvError, capture, exec_result, host_path, io_only, shell_command
 
 MERGED_USR_LINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
 MIB = 2**20
@@ -192,6 +192,11 @@ class _BwrapSandbox:
 
     def read_file(self, path: str) -> bytes:
         return self.host_path(path).read_bytes()
+
+    def output(self, path: str) -> str:
+        # /tmp, where the IO folder lives, is a sized tmpfs here: a command may write there anyway
+        self.write_file(io_only(path), b"")
+        return path
 
     # ------------------------------------------------------------------ run
 

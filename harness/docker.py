@@ -46,6 +46,7 @@ from harness.sandbox import (
     capture,
     exec_result,
     host_path,
+    io_only,
     shell_command,
 )
 
@@ -237,9 +238,11 @@ class _DockerSandbox:
         image = owner.image(task)
         # owner-marked names and labels: the next run sweeps what a killed one left (harness.leftovers)
         self.root = Path(tempfile.mkdtemp(prefix=sandbox_prefix("docker"), dir=_mkdir(owner.settings.cache_dir / "sandboxes")))
+        # the host's, not the sandbox user's: a bind mount, which only the files output() reserves
+        # (each bounded by the per-file limit) may grow
         self.io = _mkdir(self.root / "io")
+        self.io.chmod(0o755)
         self.owner = 0 if self.own_repo else UID
-        os.chown(self.io, self.owner, self.owner)
         env = run_env(task.environment.image is None and needs_env_build(task.environment.recipe))
         # Every writable place is a tmpfs of bounded size, its pages charged to the container's memory.
         # A repository that lives in its image stays in the container's own layer, which must then be
@@ -268,6 +271,7 @@ class _DockerSandbox:
             labels=container_labels(owner.settings),
         )
         self._runs = 0
+        self._reaping = threading.Lock()
         try:
             if tar is None:
                 self._seal_in_place(task)
@@ -286,7 +290,10 @@ class _DockerSandbox:
         except OSError:  # another file system
             shutil.copyfile(tar, staged)
         parent = shlex.quote(str(PurePosixPath(self.workdir).parent))
-        done = self.run(f"tar -x --no-same-owner -f {IO_DIR}/tree.tar -C {parent} && rm -f {IO_DIR}/tree.tar", timeout=300)
+        try:
+            done = self.run(f"tar -x --no-same-owner -f {IO_DIR}/tree.tar -C {parent}", timeout=300)
+        finally:
+            staged.unlink()
         if done.exit_code != 0:
             raise SandboxError(f"could not copy the tree into {self.workdir}: {done.output[-400:]}")
 
@@ -309,18 +316,19 @@ class _DockerSandbox:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
         blob = data.encode() if isinstance(data, str) else data
         if (target := self._io_path(path)) is not None:
-            created = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             target.write_bytes(blob)
-            for made in (*created, target):
-                os.chown(made, self.owner, self.owner)
+            target.chmod(0o644)  # whatever the host's umask: the sandbox user reads it
             return
         # the tree and /tmp are tmpfs mounts, which the engine's archive copy writes beneath, out of
-        # sight: stage the file in the IO folder and move it into place from inside, as the sandbox user
+        # sight: stage the file in the IO folder and copy it into place from inside, as the sandbox user
         staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"
         self.write_file(staged, blob)
         parent = shlex.quote(str(PurePosixPath(path).parent))
-        done = self.run(f"mkdir -p {parent} && mv {staged} {shlex.quote(path)}", timeout=60)
+        try:
+            done = self.run(f"mkdir -p {parent} && cp {staged} {shlex.quote(path)}", timeout=60)
+        finally:
+            self._io_path(staged).unlink()
         if done.exit_code != 0:
             raise SandboxError(f"could not write {path}: {done.output[-400:]}")
 
@@ -328,14 +336,20 @@ class _DockerSandbox:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
         if (source := self._io_path(path)) is not None:
             return source.read_bytes()
-        staged = f"{IO_DIR}/.staged-{secrets.token_hex(8)}"  # a tmpfs: see write_file
-        done = self.run(f"cp {shlex.quote(path)} {staged}", timeout=60)
-        if done.exit_code != 0:
-            raise FileNotFoundError(path)
+        staged = self.output(f"{IO_DIR}/.staged-{secrets.token_hex(8)}")  # a tmpfs: see write_file
         host = self._io_path(staged)
-        blob = host.read_bytes()
-        host.unlink()
-        return blob
+        try:
+            done = self.run(f"cp {shlex.quote(path)} {staged}", timeout=60)
+            if done.exit_code != 0:
+                raise FileNotFoundError(path)
+            return host.read_bytes()
+        finally:
+            host.unlink()
+
+    def output(self, path: str) -> str:
+        self.write_file(io_only(path), b"")
+        os.chown(self._io_path(path), self.owner, self.owner)
+        return path
 
     def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
         timeout = timeout or self.limits.timeout_s
@@ -343,19 +357,14 @@ class _DockerSandbox:
         self._runs += 1
         log_path = self.root / f"{self._runs:03d}.log"
         started = time.monotonic()
-        pidfile = f"/tmp/.swedeck-exec-{self._runs}.pid"
-        wrapped = shlex.join(shell_command(command, self.activation, self.limits, timeout))
+        argv = shell_command(command, self.activation, self.limits, timeout)
         exec_id = api.exec_create(
-            self.container.id,
-            # timeout(1) leads its own process group, so the group id is the pid recorded here
-            ["bash", "-c", f"echo $$ > {pidfile}; exec {wrapped}"],
-            user=self.user,
-            workdir=self.workdir,
-            environment=dict(env or {}),
+            self.container.id, argv, user=self.user, workdir=self.workdir, environment=dict(env or {})
         )["Id"]
         chunks: Iterator[bytes] = api.exec_start(exec_id, stream=True)
         # exec streams block while the command is silent, so the host-side backstop is a timer
-        kill = lambda: self._kill_group(pidfile)
+        killers: list[threading.Thread] = []
+        kill = lambda: killers.append(self._kill_all())
         watchdog = threading.Timer(timeout + 10, kill)
         watchdog.start()
         try:
@@ -363,21 +372,29 @@ class _DockerSandbox:
                 limited, timed_out = capture(chunks, log, self.limits.output_bytes, started + timeout + 5, kill)
         finally:
             watchdog.cancel()
+            watchdog.join()
+        for killer in killers:  # done before the next command starts, or it would kill that one too
+            killer.join()
         code = None if limited else api.exec_inspect(exec_id).get("ExitCode")
         return exec_result(command, code, log_path, started, limited=limited, timed_out=timed_out, timeout=timeout)
 
-    def _kill_group(self, pidfile: str) -> None:
-        """Kill a command's process group from a second exec, in a thread: the engine only starts it
-        once the caller keeps draining the first exec's output."""
-        threading.Thread(
-            target=self.container.exec_run,
-            args=(["bash", "-c", f"kill -KILL -- -$(cat {pidfile})"],),
-            kwargs={"user": "root"},
-            daemon=True,
-        ).start()
+    def _kill_all(self) -> threading.Thread:
+        """Kill every process a command started, from a second exec, in a thread: the engine only
+        starts it once the caller keeps draining the first exec's output. Everything, not the
+        command's process group: a child may have left the group, and the group's id would have to
+        be kept where the command itself can write (or fill) it. bwrap kills as much, since each
+        command's pid namespace dies with it."""
+        killer = threading.Thread(target=self._reap, daemon=True)
+        killer.start()
+        return killer
+
+    def _reap(self) -> tuple[int, bytes]:
+        # one reaper at a time: two would kill each other
+        with self._reaping:
+            return self.container.exec_run(["bash", "-c", REAP], user="root")
 
     def reap(self) -> None:
-        code, out = self.container.exec_run(["bash", "-c", REAP], user="root")
+        code, out = self._reap()
         if code != 0:
             raise SandboxError(f"processes left by a command would not die: {out.decode(errors='replace')[-400:]}")
 

@@ -49,6 +49,8 @@ from harness.trusted import (
 
 BAD = {Status.FAILED, Status.ERROR}
 PLUGINS = Path(__file__).parent / "plugins"
+# the line swedeck_assertions writes first from each process that loads it (its ANNOUNCE)
+ASSERTIONS_LOADED = '{"plugin": "swedeck_assertions"}\n'
 PLUGIN_DIR = f"{IO_DIR}/plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
 
@@ -115,6 +117,7 @@ def _run_in(
         return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": facts.hidden_error})
     before = after = {}
     listings = f"{IO_DIR}/listing-{token}"
+    sandbox.output(f"{listings}-before"), sandbox.output(f"{listings}-after")
     run.apply_strategy, why = apply_patch(
         sandbox, patch, "candidate", first=f"{LISTING} > {listings}-before", then=f"{LISTING} > {listings}-after"
     )
@@ -148,6 +151,10 @@ def _run_in(
     wants_junit = uses_junit(task.log_parser)
     plugins += ["swedeck_outcomes"] if wants_junit else []
     cover_log = f"{IO_DIR}/cover-{token}.jsonl"
+    if instrument:
+        sandbox.output(events)
+    if coverage is not None:
+        sandbox.output(cover_log)
     for plugin in plugins:
         sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
     if select is not None:
@@ -161,8 +168,8 @@ def _run_in(
             env: dict[str, str] = {}
             junit, outcomes = "", ""
             if wants_junit:
-                junit = f"{IO_DIR}/junit-{token}-{i}.xml"
-                outcomes = env["SWEDECK_OUTCOME_LOG"] = f"{IO_DIR}/outcomes-{token}-{i}.jsonl"
+                junit = sandbox.output(f"{IO_DIR}/junit-{token}-{i}.xml")
+                outcomes = env["SWEDECK_OUTCOME_LOG"] = sandbox.output(f"{IO_DIR}/outcomes-{token}-{i}.jsonl")
                 # the environment's plugins by name, and nothing a distribution in the tree announces
                 env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
                 env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
@@ -217,6 +224,8 @@ def _instrumentation(sandbox: Sandbox, task: Task, events_path: str) -> tuple[bo
     try:
         events = sandbox.read_file(events_path).decode(errors="replace")
     except FileNotFoundError:
+        return False, "", {}
+    if ASSERTIONS_LOADED not in events.splitlines(keepends=True):
         return False, "", {}
     files = {p for p in task.test_paths if p.endswith(".py")}
     for line in events.splitlines():

@@ -19,7 +19,9 @@ from harness.records import ExecResult, Task
 
 DISPLAY_BYTES = 16 * 1024
 # Files the harness exchanges with a sandbox (patches, plugins, reports) live here. Backends back it with a
-# host folder, so reading and writing them costs no engine round trip (a Docker copy is ~50 ms).
+# host folder, so reading and writing them costs no engine round trip (a Docker copy is ~50 ms). A
+# command may write there only the files reserved for it (Sandbox.output): on docker the folder is a
+# host bind mount, which no tmpfs size bounds.
 IO_DIR = "/tmp/.swedeck-io"
 TIMEOUT_EXIT = 124  # coreutils timeout(1) after TERM
 KILLED_EXIT = 137  # after KILL
@@ -48,6 +50,11 @@ class Sandbox(Protocol):
     def write_file(self, path: str, data: bytes | str) -> None: ...
 
     def read_file(self, path: str) -> bytes: ...
+
+    def output(self, path: str) -> str:
+        """Reserve ``path`` in the IO folder for commands to write: an empty file the sandbox user
+        owns (one a command never wrote reads as empty). Returns the path."""
+        ...
 
     def reap(self) -> None:
         """End every process an earlier command left behind (a daemon, a background writer)."""
@@ -84,6 +91,13 @@ def get_backend(config: SandboxConfig | None = None, settings: Settings | None =
     raise ValueError(f"unknown sandbox backend {config.backend!r} (expected 'bwrap' or 'docker')")
 
 
+def io_only(path: str) -> str:
+    """``path``, which must lie in the IO folder (what Sandbox.output reserves)."""
+    if PurePosixPath(IO_DIR) not in PurePosixPath(path).parents:
+        raise ValueError(f"not a path in the IO folder: {path}")
+    return path
+
+
 def host_path(path: str, mounts: Iterable[tuple[str, Path]], workdir: str) -> Path:
     """Map a sandbox path to the host folder mounted there (first match wins). The result is resolved and
     must stay inside that folder: code under test can plant symlinks, and the host must never follow
@@ -102,7 +116,8 @@ def shell_command(command: str, activation: str, limits: Limits, timeout: float)
     """The argv every backend runs: timeout(1) inside the sandbox so a wedged command dies even if the
     host-side watchdog is late, and ulimits for what the kernel can bound per process."""
     script = f"{activation}\n{command}" if activation else command
-    ulimits = f"ulimit -f {limits.file_bytes // 512}; ulimit -v {limits.memory_mb * 1024}; "
+    # bash counts -f in KiB (512-byte blocks only in POSIX mode), -v in KiB
+    ulimits = f"ulimit -f {limits.file_bytes // 1024}; ulimit -v {limits.memory_mb * 1024}; "
     return [
         "timeout", "-k", "2", f"{max(timeout, 1):.0f}",
         "bash", "-c", ulimits + "exec bash -c " + shlex.quote(script),

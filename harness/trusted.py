@@ -285,8 +285,8 @@ def _b64(blob: bytes) -> str:
 
 
 def _listing(sandbox: Sandbox, name: str) -> bytes:
-    out = f"{IO_DIR}/{name}.listing"
-    done = sandbox.run(f"mkdir -p {IO_DIR} && {LISTING} > {out}", timeout=120)
+    out = sandbox.output(f"{IO_DIR}/{name}.listing")
+    done = sandbox.run(f"{LISTING} > {out}", timeout=120)
     if done.exit_code != 0:
         raise EnvError(f"could not list the tree: {done.output[-400:]}")
     return sandbox.read_file(out)
@@ -296,7 +296,7 @@ def _read_many(sandbox: Sandbox, paths: list[str], name: str) -> dict[str, bytes
     """Several files in one round trip: tarred into the IO folder by the sandbox, read on the host."""
     if not paths:
         return {}
-    out, names = f"{IO_DIR}/{name}.tar", f"{IO_DIR}/{name}.names"
+    out, names = sandbox.output(f"{IO_DIR}/{name}.tar"), f"{IO_DIR}/{name}.names"
     sandbox.write_file(names, b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths))
     done = sandbox.run(f"tar -c --null -T {names} -f {out}", timeout=120)
     if done.exit_code != 0:

@@ -289,22 +289,66 @@ def test_regression_write_file_folders_belong_to_the_sandbox_user(sandbox: Sandb
 
 
 def test_io_folder_symlinks_never_lead_the_host_out(sandbox: Sandbox, tmp_path: Path) -> None:
-    """The IO folder is a host folder on both backends, and code under test can write in it: a symlink
-    it plants there must not make the harness read or write a host file through it."""
+    """The IO folder is a host folder on both backends. On bwrap code under test can write in it (it
+    lies in the sized /tmp): a symlink it plants there must not make the harness read or write a host
+    file through it. On docker it can write only the files reserved for it, so it plants nothing."""
     secret = tmp_path / "host-secret"
     secret.write_text("host only\n")
     planted = sandbox.run(f"mkdir -p {IO_DIR} && ln -s {secret} {IO_DIR}/report.xml && ln -s / {IO_DIR}/root")
-    assert planted.exit_code == 0, planted.output
-    with pytest.raises(ValueError, match="escapes"):
-        sandbox.read_file(f"{IO_DIR}/report.xml")
-    with pytest.raises(ValueError, match="escapes"):
-        sandbox.write_file(f"{IO_DIR}/root{secret}", "overwritten\n")
+    if sandbox.backend == "docker":
+        assert planted.exit_code != 0 and "Permission denied" in planted.output, planted.output
+    else:
+        assert planted.exit_code == 0, planted.output
+        with pytest.raises(ValueError, match="escapes"):
+            sandbox.read_file(f"{IO_DIR}/report.xml")
+        with pytest.raises(ValueError, match="escapes"):
+            sandbox.write_file(f"{IO_DIR}/root{secret}", "overwritten\n")
     assert secret.read_text() == "host only\n"
     sandbox.write_file(f"{IO_DIR}/plain.txt", "in\n")
     assert sandbox.run(f"cat {IO_DIR}/plain.txt").output == "in\n"
     assert sandbox.read_file(f"{IO_DIR}/plain.txt") == b"in\n"
 
+
+def test_regression_docker_io_folder_is_not_an_unbounded_host_folder(
+    backend_factory: Callable[..., Backend], toposort: Task
+) -> None:
+    """Docker's IO folder is a bind mount of a host folder, which no tmpfs bounds: the sandbox user
+    could fill the host's disk there (it owned the folder). Now it writes only the files reserved for
+    it, each held to the per-file limit, and cannot swap one for a link or a folder."""
+    limits = SMALL.model_copy(update={"file_bytes": 4 * 2**20})
+    box = backend_factory("docker", limits).open(toposort)
+    try:
+        report = box.output(f"{IO_DIR}/report.xml")
+        assert box.run(f"echo '<testsuite/>' > {report}").exit_code == 0
+        assert box.read_file(report) == b"<testsuite/>\n"
+        big = box.run(f"head -c 8388608 /dev/zero > {report}")
+        assert big.exit_code != 0 and "File size limit exceeded" in big.output, big.output
+        for attack in (f"rm -f {report}", f"mv {report} {IO_DIR}/moved", f"ln -sf / {report}", f"mkdir {IO_DIR}/sub"):
+            done = box.run(attack)
+            assert done.exit_code != 0 and "Permission denied" in done.output, (attack, done.output)
+        assert len(box.read_file(report)) <= limits.file_bytes
+        with pytest.raises(ValueError, match="IO folder"):
+            box.output("/tmp/elsewhere")
+    finally:
+        box.close()
+
+
 # ------------------------------------------------------------------------------------------ limits
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_regression_file_limit_is_file_bytes_not_twice_it(
+    name: str, backend_factory: Callable[..., Backend], toposort: Task
+) -> None:
+    """`ulimit -f` was given file_bytes / 512, but bash counts it in KiB: every file could grow to twice
+    Limits.file_bytes."""
+    box = backend_factory(name, SMALL.model_copy(update={"file_bytes": 2**20})).open(toposort)
+    try:
+        assert box.run("head -c 1048576 /dev/zero > /tmp/at-limit").exit_code == 0
+        over = box.run("head -c 1048577 /dev/zero > /tmp/over-limit")
+        assert over.exit_code != 0 and "File size limit exceeded" in over.output, over.output
+    finally:
+        box.close()
 
 
 def _bwrap_leftovers(box: Sandbox) -> list[str]:
@@ -337,6 +381,35 @@ def test_silent_child_holding_stdout_times_out(sandbox: Sandbox) -> None:
     result = sandbox.run("(sleep 1000 &) ; echo started", timeout=3)
     assert time.monotonic() - started < 3 + 15
     assert "started" in result.output
+
+
+def test_regression_escaped_silent_child_holding_stdout_times_out(sandbox: Sandbox) -> None:
+    """A child in a session of its own (out of reach of timeout(1)'s process group) that holds stdout
+    and never prints: on docker the exec stream never closed and the command hung forever."""
+    started = time.monotonic()
+    result = sandbox.run("setsid sleep 1000 & echo started", timeout=3)
+    assert time.monotonic() - started < 3 + 20
+    assert "started" in result.output
+    assert sandbox.run("echo ok", timeout=10).output.strip() == "ok"
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_regression_full_tmp_does_not_disarm_the_timeout(
+    name: str, backend_factory: Callable[..., Backend], toposort: Task
+) -> None:
+    """On docker each command wrote its process group's id to /tmp for the watchdog: with /tmp filled by
+    an earlier command that write failed (the CI failure `echo: write error: No space left on device`),
+    and a command that then hung could not be killed. /tmp full, the next command still times out."""
+    box = backend_factory(name, SMALL).open(toposort)
+    try:
+        box.run(FILL.format(d="/tmp"))
+        started = time.monotonic()
+        result = box.run("setsid sleep 1000 & echo started", timeout=3)
+        assert time.monotonic() - started < 3 + 20
+        assert "write error" not in result.output, result.output
+        assert box.run("rm -f /tmp/fill*; echo ok").output.strip() == "ok"
+    finally:
+        box.close()
 
 
 def test_print_a_gigabyte_is_cut(sandbox: Sandbox) -> None:
@@ -388,7 +461,7 @@ FILL = "mkdir -p {d} && for i in 1 2 3 4 5 6 7 8; do head -c 16777216 /dev/zero 
 
 
 @pytest.mark.parametrize("name", BACKENDS)
-@pytest.mark.parametrize("place", [".", "deep/inside/the/tree", "/tmp", "/var/tmp", "/run/lock", "/dev/shm", "/", "/dev"])
+@pytest.mark.parametrize("place", [".", "deep/inside/the/tree", "/tmp", "/var/tmp", "/run/lock", "/dev/shm", "/", "/dev", IO_DIR])
 def test_every_writable_place_is_bounded(
     name: str, place: str, backend_factory: Callable[..., Backend], toposort: Task
 ) -> None:

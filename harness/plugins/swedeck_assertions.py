@@ -3,7 +3,9 @@
 Self-contained on purpose (standard library and pytest only): it is copied into task sandboxes and
 loaded there with ``-p swedeck_assertions -o enable_assertion_pass_hook=true`` with its folder on
 ``PYTHONPATH``. It writes one JSON object per line, per assertion event, to the file named by the
-``SWEDECK_ASSERT_LOG`` environment variable (nothing at all when the variable is unset)::
+``SWEDECK_ASSERT_LOG`` environment variable (nothing at all when the variable is unset), after a line
+``{"plugin": "swedeck_assertions"}`` from each process that loaded it (the grader reserves the file
+beforehand, so only that line says the tests ran instrumented)::
 
     {"nodeid": ..., "file": <path relative to the rootdir>, "line": <1-based start line>,
      "source": <the assertion's source, whitespace normalised>, "outcome": "passed" | "failed"}
@@ -119,6 +121,9 @@ def _emit(key: tuple[str, str, int, str, str], count: int) -> None:
             os.write(_STATE.fd, data)
     except Exception:
         pass
+
+
+ANNOUNCE = b'{"plugin": "swedeck_assertions"}\n'
 
 
 def _open_log() -> None:
@@ -347,9 +352,10 @@ def pytest_configure(config):
         pass
     if not _STATE.path:
         return
-    try:  # an empty log still tells the grader that the tests ran instrumented
+    try:
         with _STATE.lock:
             _open_log()
+            os.write(_STATE.fd, ANNOUNCE)
     except Exception:
         pass
     try:
