@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from harness.pyast import parse
 
 SOURCE = "\n".join(f"def f{i}(x):\n    return [[(a, {{b: (c if d else e) for b in x}}) for a in x] for c in x]\n" for i in range(200))
@@ -21,6 +23,7 @@ class Cycle:
         time.sleep(0)
 
 
+@pytest.mark.slow  # 20 s of parsing; the default tier keeps the check that every parse in the flows takes the lock
 def test_regression_concurrent_parses_do_not_raise_ast_recursion_depth_mismatch() -> None:
     errors: list[BaseException] = []
 
