@@ -117,7 +117,8 @@ def _run_in(
         return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": facts.hidden_error})
     before = after = {}
     listings = f"{IO_DIR}/listing-{token}"
-    sandbox.output(f"{listings}-before"), sandbox.output(f"{listings}-after")
+    for side in ("before", "after"):
+        sandbox.output(f"{listings}-{side}")
     run.apply_strategy, why = apply_patch(
         sandbox, patch, "candidate", first=f"{LISTING} > {listings}-before", then=f"{LISTING} > {listings}-after"
     )

@@ -216,14 +216,28 @@ def test_assertion_sites_survive_syntax_errors() -> None:
     assert [(s.line, s.qualname, s.source) for s in sites] == [(6, "test_a", "assert y")]
 
 
-def test_normalise_matches_the_plugin(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def plugin(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """A copy of the assertion plugin loaded as its own module, with no log to write."""
     import importlib.util
 
     monkeypatch.delenv("SWEDECK_ASSERT_LOG", raising=False)
     spec = importlib.util.spec_from_file_location("_plugin_copy", PLUGIN_DIR / "swedeck_assertions.py")
     assert spec is not None and spec.loader is not None
-    plugin = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(plugin)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_grader_knows_the_plugins_announcement(plugin) -> None:  # noqa: ANN001
+    """The plugin travels alone into sandboxes, so the grader keeps its own copy of the line that says
+    the tests ran instrumented; the two must be the same."""
+    from harness.grader import ASSERTIONS_LOADED
+
+    assert plugin.ANNOUNCE == ASSERTIONS_LOADED.encode()
+
+
+def test_normalise_matches_the_plugin(plugin) -> None:  # noqa: ANN001
     samples = {
         "assert  a ==\\\n    b,\t'm'": "assert a == b, 'm'",
         "self.assertEqual(\n    [1], [1])": "self.assertEqual([1], [1])",

@@ -25,7 +25,7 @@ import pytest
 from harness.adversary import TAMPER_CONFTEST
 from harness.grader import grade
 from harness.records import Grade, Status, Task
-from harness.sandbox import Backend
+from harness.sandbox import IO_DIR, Backend, Sandbox
 
 STYLES = {"pytest": ("sample__toposort-1", "toposort/__init__.py"), "unittest": ("sample__iniparse-1", "iniparse/__init__.py")}
 BAD = {Status.FAILED, Status.ERROR}
@@ -380,3 +380,72 @@ def test_links_in_place_of_the_reports_are_a_grade_not_a_crash(
     task, package = target
     result = grade(task, make_patch(task, {package: _append(LINK_REPORTS.format(target=link_to))}), backend)
     _zero(result, "spoofing_suspected", "tests_errored", "pattern_mismatch")
+
+
+# ------------------------------------------------------------------------- 6. the IO folder itself
+
+# Library code run by the tests: plants forged reports for the next commands of this grade (their names
+# follow from this command's report, named in PYTEST_ADDOPTS), then floods the IO folder, which on docker
+# is a host folder no tmpfs bounds.
+IO_FLOOD = """\
+import os as _os, re as _re
+_m = _re.search(r"junit-([0-9a-f]+)-(\\d+)\\.xml", _os.environ.get("PYTEST_ADDOPTS", ""))
+if _m:
+    _io, _token, _now = "/tmp/.swedeck-io", _m.group(1), int(_m.group(2))
+    for _i in range(_now + 1, _now + 4):
+        for _name, _text in ((f"junit-{_token}-{_i}.xml", '<testsuite><testcase classname="t" name="t"/></testsuite>'),
+                             (f"outcomes-{_token}-{_i}.jsonl", '{"test": "t", "raised": null}\\n')):
+            try:
+                with open(f"{_io}/{_name}", "w") as _f:
+                    _f.write(_text)
+            except OSError:
+                pass
+    for _j in range(64):
+        try:
+            with open(f"{_io}/flood-{_j}", "wb") as _f:
+                _f.write(b"x" * 4 * 2**20)
+        except OSError:
+            break
+"""
+
+
+class MeasuredBackend:
+    """Delegates to a real backend; each sandbox's IO folder is measured (du, from inside) as it closes."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner, self.name, self.io_bytes = inner, inner.name, []
+
+    def prepare(self, task: Task) -> None:
+        self.inner.prepare(task)
+
+    def image_digest(self, task: Task) -> str:
+        return self.inner.image_digest(task)
+
+    def open(self, task: Task, *, network: bool = False) -> Sandbox:
+        box = self.inner.open(task, network=network)
+        close = box.close
+
+        def measured_close() -> None:
+            self.io_bytes.append(int(box.run(f"du -sb {IO_DIR} | cut -f1").output.split()[0]))
+            close()
+
+        box.close = measured_close
+        return box
+
+
+def test_the_io_folder_takes_no_planted_reports_and_no_flood(
+    backend: Backend, target: tuple[Task, str], make_patch: Callable
+) -> None:
+    """Written as the policy after the IO folder changed: pre-plant the reports of later commands and
+    fill the folder. It earns 0; on docker the folder held only the reserved files, on bwrap (where it
+    lies in /tmp) no more than /tmp's size."""
+    task, package = target
+    measured = MeasuredBackend(backend)
+    result = grade(task, make_patch(task, {package: _append(IO_FLOOD)}), measured)
+    _zero(result, "pattern_mismatch", "spoofing_suspected")
+    assert measured.io_bytes, "no sandbox was measured"
+    if backend.name == "docker":
+        assert max(measured.io_bytes) < 4 * 2**20, measured.io_bytes
+    else:
+        # the flood lands there, and /tmp bounds it
+        assert 64 * 2**20 < max(measured.io_bytes) <= backend.config.limits.tmp_mb * 2**20, measured.io_bytes
