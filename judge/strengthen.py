@@ -3,12 +3,16 @@
 Candidates come from two sources:
 
 1. *Model-free*: each confirmed survivor's distinguishing input (``probes.differential``) becomes a test
-   in the test file's own style (a pytest function, or a method of the FAIL_TO_PASS test's class with
-   ``self.assert*`` for unittest) that asserts gold's behaviour on that input: its return value (when
-   its ``repr`` evaluates back to it), the exception type it raises, or what it prints. Where the
-   buggy tree already behaves like gold on that input (the survivor broke something the bug left
-   alone), the test repeats the checks of the FAIL_TO_PASS test the input came from first, so it
-   still fails on buggy.
+   in the test file's own style. Where the test it came from is parametrized and the input's call
+   matches the test's call with its argnames as holes (and the argname the result is compared with
+   takes gold's value), the test gets a new case: a ``pytest.param(..., id="strengthened_...")``
+   appended to its ``parametrize`` list, so its own checks, fixtures and class run on the new input.
+   Otherwise it becomes a function that asserts gold's behaviour on that input (its return value when
+   its ``repr`` evaluates back to it, the exception type it raises, or what it prints): a method of
+   the test's class (``self.assert*`` in a unittest class, whose setUp runs) or a module-level
+   function, taking the original test's fixtures that its statements use. Where the buggy tree already
+   behaves like gold on that input (the survivor broke something the bug left alone), the function
+   repeats the checks of the FAIL_TO_PASS test the input came from first, so it still fails on buggy.
 2. *Judge-written*: tests the judge proposes with ``propose_test`` (``judge.tools``), each citing the
    issue sentences its assertions follow from. In the same session the judge reviews the kept
    model-free tests (``review_test``): relevant with a cited sentence of the issue, or irrelevant
@@ -38,6 +42,7 @@ tests are a new tests patch; the task's own hidden tests stay untouched.
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import shutil
 import tempfile
@@ -46,6 +51,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from curation.store import commit_folder, read_records
 from harness.grader import grade
@@ -79,7 +85,9 @@ RAN = ("pattern_mismatch", "tests_errored")  # a zero reward the test itself gav
 
 @dataclass(frozen=True)
 class Candidate:
-    """A test to try: the file it goes in, the class it goes in (None: module level), its code."""
+    """A test to try: the file it goes in, the class it goes in (None: module level), its code. With
+    ``case``, ``name`` is an existing parametrized test and ``code`` a new entry of its parametrize
+    list whose id is ``case``."""
 
     file: str
     cls: str | None
@@ -89,10 +97,15 @@ class Candidate:
     found_by: str
     cites: tuple[str, ...] = ()  # the issue sentences its assertions follow from (judge-written)
     probe_id: str = ""  # the survivor it came from (model-free)
+    case: str = ""
 
     @property
     def test_id(self) -> str:
-        return "::".join([self.file, *([self.cls] if self.cls else []), self.name])
+        node = "::".join([self.file, *([self.cls] if self.cls else []), self.name])
+        return f"{node}[{self.case}]" if self.case else node
+
+
+Form = Literal["case", "function", "anchored"]
 
 
 def is_unittest_class(source: str, cls: str) -> bool:
@@ -108,6 +121,12 @@ def _imports_pytest(source: str) -> bool:
 
 def _oneline(text: str) -> str:
     return " ".join(text.split()).replace("\\", "/")[:120]
+
+
+def split_test_id(test_id: str) -> tuple[str, list[str]]:
+    """(file, [class..., function]) of a pytest node id, its parametrize id left out."""
+    file, _, rest = test_id.partition("::")
+    return file, rest.partition("[")[0].split("::")
 
 
 def model_free_body(d: DistinguishingInput, *, unittest: bool, pytest_imported: bool) -> list[str] | None:
@@ -136,8 +155,10 @@ def model_free_body(d: DistinguishingInput, *, unittest: bool, pytest_imported: 
     return [*body, f"self.assertEqual({d.call}, {d.literal})" if unittest else f"assert {d.call} == {d.literal}"]
 
 
-def function_code(name: str, body: Sequence[str], *, method: bool, why: str) -> str:
-    lines = [f"def {name}({'self' if method else ''}):", f"    # {why}"]
+def function_code(name: str, body: Sequence[str], *, method: bool, why: str, fixtures: Sequence[str] = (),
+                  decorators: Sequence[str] = ()) -> str:  # fmt: skip
+    params = ", ".join([*(["self"] if method else []), *fixtures])
+    lines = [*(f"@{d}" for d in decorators), f"def {name}({params}):", f"    # {why}"]
     lines += [textwrap.indent(statement, "    ") for statement in body]
     return "\n".join(lines) + "\n"
 
@@ -157,38 +178,222 @@ def own_checks(source: str, parts: Sequence[str]) -> str | None:
     return textwrap.dedent("".join(lines[body[0].lineno - 1 : fn.end_lineno])).rstrip("\n")
 
 
-def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, anchored: bool = False) -> Candidate | None:
-    """The survivor's distinguishing input as a test. ``anchored``: after the checks of the
-    FAIL_TO_PASS test the input came from. A survivor that breaks what the buggy code already got
-    right (``n <= 0`` for gold's ``n < 0``: ``tail(0, ...)`` is ``[]`` on buggy and gold) gives an
-    input the buggy tree passes, which alone is no FAIL_TO_PASS test; after the original test's checks
-    it fails on buggy where they do and on the survivor where the input does."""
-    d = probe.distinguishing
-    if d is None:
+# ---------------------------------------------------------------------------------- parametrize cases
+
+
+@dataclass(frozen=True)
+class Parametrize:
+    """A test's one ``parametrize`` decorator, when its argnames and lists are written out literally."""
+
+    argnames: tuple[str, ...]
+    values: ast.List | ast.Tuple
+    ids: ast.List | ast.Tuple | None
+    param: str  # how the file spells ``pytest.param``
+
+
+def _dotted(node: ast.expr) -> str:
+    return ast.unparse(node) if isinstance(node, (ast.Name, ast.Attribute)) else ""
+
+
+def parametrize_of(fn: ast.FunctionDef | ast.AsyncFunctionDef, source: str) -> Parametrize | None:
+    """The test's parametrize decorator; None when it has none, several (a product of cases), indirect
+    argnames (fixtures), or argnames, argvalues or ids that are not literal."""
+    marks = [d for d in fn.decorator_list if isinstance(d, ast.Call) and _dotted(d.func).endswith("mark.parametrize")]
+    if len(marks) != 1:
         return None
-    file, _, rest = d.test_id.partition("::")
-    parts = rest.split("::")
-    cls = parts[-2] if len(parts) > 1 else None
-    source = sources.get(file, "")
-    unittest = cls is not None and is_unittest_class(source, cls)
-    body = model_free_body(d, unittest=unittest, pytest_imported=_imports_pytest(source))
-    if body is None:
+    (mark,) = marks
+    keywords = {k.arg: k.value for k in mark.keywords}
+    args = [*mark.args, *(keywords[k] for k in ("argnames", "argvalues") if k in keywords)]
+    if len(args) != 2 or "indirect" in keywords or not isinstance(args[1], (ast.List, ast.Tuple)):
         return None
-    why = f"gold's behaviour on an input the original tests leave open ({_oneline(d.how)})"
-    if anchored:
-        if (own := own_checks(source, parts)) is None:
-            return None
-        body = [own, *body]
-        why = f"{d.test_id.rpartition('::')[2]}'s checks, then {why}"
-    draft = function_code("test_x", body, method=cls is not None, why=why)
-    name = f"test_strengthened_{content_hash(draft)[:8]}"
-    return Candidate(
-        file=file, cls=cls, name=name, code=function_code(name, body, method=cls is not None, why=why),
-        source="model_free", probe_id=probe.probe_id,
-        found_by=f"distinguishing input of survivor {probe.probe_id} ({probe.operator}): {_oneline(d.call)} "
-                 f"from {d.test_id}, {_oneline(d.how)}; gold {d.gold.raised or d.gold.value[:60]}, "
-                 f"survivor {d.other.raised or d.other.value[:60]}",
-    )  # fmt: skip
+    names, values = args
+    if isinstance(names, ast.Constant) and isinstance(names.value, str):
+        argnames = tuple(n.strip() for n in names.value.split(",") if n.strip())
+    elif isinstance(names, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in names.elts):
+        argnames = tuple(e.value for e in names.elts)  # type: ignore[attr-defined]
+    else:
+        return None
+    ids = keywords.get("ids")
+    if ids is not None and not isinstance(ids, (ast.List, ast.Tuple)):
+        ids = None  # a function of the values: the case's own id wins over it
+    prefix = _dotted(mark.func).removesuffix("mark.parametrize")
+    param = f"{prefix}param" if prefix else "pytest.param" if re.search(r"^import pytest\b", source, re.MULTILINE) else ""
+    if not param or not argnames:
+        return None
+    return Parametrize(argnames, values, ids, param)
+
+
+def _same_callee(pattern: ast.expr, concrete: ast.expr) -> bool:
+    """Two spellings of one callee: ``mi.tail`` and ``more_itertools.tail`` both end in ``tail``."""
+    last = [n.attr if isinstance(n, ast.Attribute) else n.id if isinstance(n, ast.Name) else None for n in (pattern, concrete)]
+    return last[0] is not None and last[0] == last[1]
+
+
+def unify(pattern: ast.AST, concrete: ast.AST, holes: frozenset[str], bound: dict[str, str]) -> bool:
+    """Whether ``concrete`` is ``pattern`` with each hole (a name) filled by one expression, the same
+    one wherever the hole occurs; ``bound`` collects each filled hole's source."""
+    if isinstance(pattern, ast.Name) and pattern.id in holes:
+        text = ast.unparse(concrete)
+        return bound.setdefault(pattern.id, text) == text
+    if type(pattern) is not type(concrete):
+        return False
+    if isinstance(pattern, ast.Call) and isinstance(concrete, ast.Call):
+        same = _same_callee(pattern.func, concrete.func) or unify(pattern.func, concrete.func, holes, bound)
+        if not same or len(pattern.args) != len(concrete.args) or [k.arg for k in pattern.keywords] != [k.arg for k in concrete.keywords]:
+            return False
+        pairs = [*zip(pattern.args, concrete.args), *((a.value, b.value) for a, b in zip(pattern.keywords, concrete.keywords))]
+        return all(unify(a, b, holes, bound) for a, b in pairs)
+    for name, value in ast.iter_fields(pattern):
+        if name == "ctx":
+            continue
+        other = getattr(concrete, name, None)
+        if isinstance(value, list):
+            if not isinstance(other, list) or len(value) != len(other):
+                return False
+            if not all(unify(a, b, holes, bound) if isinstance(a, ast.AST) else a == b for a, b in zip(value, other)):
+                return False
+        elif isinstance(value, ast.AST):
+            if not isinstance(other, ast.AST) or not unify(value, other, holes, bound):
+                return False
+        elif value != other:
+            return False
+    return True
+
+
+def _compared(fn: ast.AST, node: ast.AST) -> list[ast.expr]:
+    """What the test compares ``node`` (or a name assigned from it) with for equality: ``assert node == x``,
+    ``self.assertEqual(node, x)``, ``result = node`` then ``assert result == x``."""
+    names = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and n.value is node for t in n.targets if isinstance(t, ast.Name)}
+
+    def same(e: ast.expr) -> bool:
+        return e is node or (isinstance(e, ast.Name) and e.id in names)
+
+    found: list[ast.expr] = []
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq):
+            pair = [n.left, n.comparators[0]]
+        elif isinstance(n, ast.Call) and _dotted(n.func) in ("self.assertEqual", "self.assertEquals") and len(n.args) >= 2:
+            pair = n.args[:2]
+        else:
+            continue
+        found += [b for a, b in (pair, pair[::-1]) if same(a)]
+    return found
+
+
+def _equal_literals(a: str, b: str) -> bool:
+    try:
+        return bool(ast.literal_eval(a) == ast.literal_eval(b))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+
+
+def _raises_holes(fn: ast.AST, node: ast.AST) -> list[ast.expr]:
+    """The exception expressions of the ``pytest.raises`` / ``assertRaises`` blocks ``node`` runs in."""
+    found = []
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.With, ast.AsyncWith)) and any(node in ast.walk(s) for s in n.body):
+            for item in n.items:
+                call = item.context_expr
+                if isinstance(call, ast.Call) and call.args and _dotted(call.func).endswith(("raises", "assertRaises")):
+                    found.append(call.args[0])
+    return found
+
+
+def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d: DistinguishingInput, module_names: set[str]) -> list[str] | None:
+    """The source of each argname's value in a new case of ``fn`` that runs the distinguishing input:
+    the test's call with the argnames as holes must match the input's call; the argname the result is
+    compared with gets gold's value, and one naming the expected exception gets gold's exception when
+    the module (or builtins) binds that name. None when an argname stays unfilled or the input does not fit."""
+    try:
+        concrete = ast.parse(d.call, mode="exec").body
+    except SyntaxError:
+        return None
+    if len(concrete) != 1 or not isinstance(concrete[0], ast.Expr) or d.setup:
+        return None  # statements before the call would need a place in the test's body
+    holes = frozenset(spec.argnames)
+    for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
+        bound: dict[str, str] = {}
+        if not isinstance(node, ast.expr) or not unify(node, concrete[0].value, holes, bound) or not bound:
+            continue
+        # the test's own check must state gold's behaviour: a hole takes it, a fixed value must be it
+        if d.gold.raised:
+            name = d.gold.raised.rpartition(".")[2]
+            excs = _raises_holes(fn, node)
+            for exc in excs:
+                if isinstance(exc, ast.Name) and exc.id in holes and (name in module_names or hasattr(builtins, name)):
+                    bound.setdefault(exc.id, name)
+            if not any(_dotted(e).rpartition(".")[2] == name or (isinstance(e, ast.Name) and bound.get(e.id) == name) for e in excs):
+                continue
+        else:
+            if _raises_holes(fn, node) or not d.literal:
+                continue
+            checks = _compared(fn, node)
+            for other in checks:
+                if isinstance(other, ast.Name) and other.id in holes:
+                    bound.setdefault(other.id, d.literal)
+            if not checks or not all(isinstance(o, ast.Name) and bound.get(o.id) == d.literal or _equal_literals(ast.unparse(o), d.literal)
+                                     for o in checks):  # fmt: skip
+                continue
+        if set(bound) == holes:
+            return [bound[n] for n in spec.argnames]
+    return None
+
+
+def _module_names(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).partition(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return names
+
+
+def case_code(spec: Parametrize, values: Sequence[str], case: str) -> str:
+    return f"{spec.param}({', '.join(values)}, id={case!r})"
+
+
+def _char(lines: list[str], lineno: int, col: int) -> int:
+    """The offset in the whole text of an AST position (``col`` counts UTF-8 bytes)."""
+    return sum(len(line) for line in lines[: lineno - 1]) + len(lines[lineno - 1].encode()[:col].decode())
+
+
+def _append_entry(source: str, seq: ast.List | ast.Tuple, entry: str) -> str:
+    """``source`` with ``entry`` as the last element of the list ``seq``, in its layout: one entry a
+    line where the closing bracket has a line of its own, else after the last entry on its line."""
+    lines = source.splitlines(keepends=True)
+    end = _char(lines, seq.end_lineno or 1, seq.end_col_offset or 0) - 1  # the closing bracket
+    if not seq.elts:
+        return source[:end] + entry + ("," if isinstance(seq, ast.Tuple) else "") + source[end:]
+    last = seq.elts[-1]
+    at = _char(lines, last.end_lineno or 1, last.end_col_offset or 0)
+    while source[at] in " \t":  # a tuple entry's position covers its parentheses
+        at += 1
+    trailing = source[at] == ","
+    if (last.end_lineno or 0) == (seq.end_lineno or 0):
+        return source[:at] + f", {entry}" + source[at:]
+    first = lines[last.lineno - 1]
+    indent = first[: len(first) - len(first.lstrip())]
+    if trailing:
+        return source[: at + 1] + f"\n{indent}{entry}," + source[at + 1 :]
+    return source[:at] + f",\n{indent}{entry}" + source[at:]
+
+
+def add_case(source: str, parts: Sequence[str], code: str, case: str) -> str:
+    """``source`` with ``code`` appended to the parametrize list of the test ``parts`` names (and
+    ``case`` to its literal ids list, which pytest wants as long as the cases)."""
+    tree = parse(source)
+    fn = find_def(tree, parts)
+    spec = parametrize_of(fn, source) if fn is not None else None
+    if spec is None:
+        raise ValueError(f"{'::'.join(parts)} has no literal parametrize list")
+    if spec.ids is None:
+        return _append_entry(source, spec.values, code)
+    # the later list first, so the earlier one's positions still hold
+    first, second = sorted([(spec.values, code), (spec.ids, repr(case))], key=lambda p: (p[0].lineno, p[0].col_offset))
+    return _append_entry(_append_entry(source, second[0], second[1]), first[0], first[1])
 
 
 def insert_test(source: str, code: str, cls: str | None) -> str:
@@ -203,6 +408,83 @@ def insert_test(source: str, code: str, cls: str | None) -> str:
     if end and not lines[end - 1].endswith("\n"):
         block = "\n" + block
     return "".join(lines[:end]) + block + "".join(lines[end:])
+
+
+def place(source: str, cand: Candidate) -> str:
+    """``source`` with the candidate in it: a new case of its test, or a new function."""
+    if cand.case:
+        return add_case(source, [*([cand.cls] if cand.cls else []), cand.name], cand.code, cand.case)
+    return insert_test(source, cand.code, cand.cls)
+
+
+# ---------------------------------------------------------------------------------- candidates
+
+
+def _fixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef, statements: Sequence[str], skip: Sequence[str]) -> list[str]:
+    """The original test's fixtures (its parameters but ``self`` and parametrize argnames) that
+    ``statements`` use, in the test's order."""
+    try:
+        used = {n.id for n in ast.walk(ast.parse("\n".join(statements))) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return []
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+    return [p for p in params if p != "self" and p not in skip and p in used]
+
+
+def _usefixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [ast.unparse(d) for d in fn.decorator_list if isinstance(d, ast.Call) and _dotted(d.func).endswith("mark.usefixtures")]
+
+
+def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: Form = "function") -> Candidate | None:
+    """The survivor's distinguishing input as a test in the given form (None where that form does not
+    fit): ``case``, a new case of the parametrized test it came from; ``function``, a function of its
+    own beside that test; ``anchored``, that function after the checks of the FAIL_TO_PASS test the
+    input came from. A survivor that breaks what the buggy code already got right (``n <= 0`` for
+    gold's ``n < 0``: ``tail(0, ...)`` is ``[]`` on buggy and gold) gives an input the buggy tree
+    passes, which alone is no FAIL_TO_PASS test; after the original test's checks it fails on buggy
+    where they do and on the survivor where the input does."""
+    d = probe.distinguishing
+    if d is None:
+        return None
+    file, parts = split_test_id(d.test_id)
+    cls = parts[-2] if len(parts) > 1 else None
+    source = sources.get(file, "")
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return None
+    fn = find_def(tree, parts)
+    spec = parametrize_of(fn, source) if fn is not None else None
+    found_by = (f"distinguishing input of survivor {probe.probe_id} ({probe.operator}): {_oneline(d.call)} "
+                f"from {d.test_id}, {_oneline(d.how)}; gold {d.gold.raised or d.gold.value[:60]}, "
+                f"survivor {d.other.raised or d.other.value[:60]}")  # fmt: skip
+    if form == "case":
+        values = case_values(fn, spec, d, _module_names(tree)) if fn is not None and spec is not None else None
+        if values is None or spec is None or fn is None:
+            return None
+        case = f"strengthened_{content_hash(', '.join(values))[:8]}"
+        return Candidate(file=file, cls=cls, name=fn.name, code=case_code(spec, values, case), source="model_free",
+                         found_by=found_by, probe_id=probe.probe_id, case=case)  # fmt: skip
+    unittest = cls is not None and is_unittest_class(source, cls)
+    body = model_free_body(d, unittest=unittest, pytest_imported=_imports_pytest(source))
+    if body is None:
+        return None
+    why = f"gold's behaviour on an input the original tests leave open ({_oneline(d.how)})"
+    if form == "anchored":
+        # a parametrized test's checks read its argnames: its new case already runs them on the input
+        if spec is not None or (own := own_checks(source, parts)) is None:
+            return None
+        body = [own, *body]
+        why = f"{parts[-1]}'s checks, then {why}"
+    argnames = spec.argnames if spec is not None else ()
+    fixtures = _fixtures(fn, body, argnames) if fn is not None else []
+    decorators = _usefixtures(fn) if fn is not None else []
+
+    def code(name: str) -> str:
+        return function_code(name, body, method=cls is not None, why=why, fixtures=fixtures, decorators=decorators)
+
+    name = f"test_strengthened_{content_hash(code('test_x'))[:8]}"
+    return Candidate(file=file, cls=cls, name=name, code=code(name), source="model_free", probe_id=probe.probe_id, found_by=found_by)
 
 
 # ============================================================================================ validating
@@ -250,7 +532,7 @@ def validate(ctx: Context, cand: Candidate) -> AddedTest:
     if base is None:
         return _reject(record, ValidationCheck(step="leak", passed=False, detail=f"no hidden test file {cand.file}"))
     try:
-        text = insert_test(base, cand.code, cand.cls)
+        text = place(base, cand)
         parse(text)
     except (SyntaxError, StopIteration, ValueError) as err:
         return _reject(record, ValidationCheck(step="leak", passed=False, detail=f"the test does not fit the file: {err}"))
@@ -467,11 +749,19 @@ def strengthen(
     for probe in survivors:
         if probe.probe_id in bench.killed():
             continue  # a kept test already rejects it
-        cand = model_free_candidate(probe, sources)
-        if cand is not None and cand.code not in seen:
+        # the file's own style first (a new case of a parametrized test), then a function of its own,
+        # then that function after the original test's checks where the buggy tree passes the input
+        last = ""
+        for form in ("case", "function", "anchored"):
+            if (form == "function" and last == "fails_on_buggy") or (form == "anchored" and last != "fails_on_buggy"):
+                continue  # the same input and check: the buggy tree passes it as a function too
+            cand = model_free_candidate(probe, sources, form=form)  # type: ignore[arg-type]
+            if cand is None or cand.code in seen:
+                continue
             seen.add(cand.code)
-            if bench.consider(cand).rejected_at == "fails_on_buggy" and (again := model_free_candidate(probe, sources, anchored=True)):
-                bench.consider(again)
+            last = bench.consider(cand).rejected_at
+            if not last:
+                break
     ended = judge(bench) if judge is not None else ""
     session = f"; judge: {ended}" if judge is not None else ""
     tests = bench.tests
@@ -481,7 +771,7 @@ def strengthen(
         return done("not_repaired", f"no candidate test passed validation (rejected at: {', '.join(steps) or 'none written'}){session}", tests, killed=[])
     added: dict[str, str] = {}
     for _, cand in kept:
-        added[cand.file] = insert_test(added.get(cand.file, sources[cand.file]), cand.code, cand.cls)
+        added[cand.file] = place(added.get(cand.file, sources[cand.file]), cand)
     new_ids = [t.test_id for t, _ in kept]
     expected = {**p1.expected_status, **dict.fromkeys(new_ids, "PASSED")}
     final = ctx.with_tests(added, expected)

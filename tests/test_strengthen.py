@@ -92,7 +92,7 @@ def test_an_input_the_buggy_tree_gets_right_is_asserted_after_the_original_test_
                         executions=1, differing=[], log_path="", distinguishing=d)  # fmt: skip
     sources = {"tests/test_recipes.py": source}
     alone = model_free_candidate(probe, sources)
-    anchored = model_free_candidate(probe, sources, anchored=True)
+    anchored = model_free_candidate(probe, sources, form="anchored")
     assert alone is not None and anchored is not None and alone.cls == anchored.cls == "TailTests"
     assert alone.code.splitlines()[2:] == ["    self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])"]
     assert anchored.code.splitlines()[2:] == [
