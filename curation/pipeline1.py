@@ -18,8 +18,10 @@ patch_does_not_apply the gold patch or the hidden tests do not apply to the bugg
 timeout              a test run hit the wall-time limit                                  no
 output_limit         a test run printed more than the output cap                         no
 ungradeable          a gold run's output looks forged to the grader (its text summary,   no
-                     JUnit report, exit code or recorded calls disagree): every reward
-                     on this task would be 0
+                     JUnit report, exit code or recorded calls disagree), or the gold
+                     patch does what harness.capabilities refuses (stage patch, the
+                     detail names the path and rule): every reward on this task would
+                     be 0
 needs_network        gold fails with network errors (confirmed by a networked rerun)     no
 only_flaky           no stable FAIL_TO_PASS test, but some tests change outcome run to run no
 gold_fails           a hidden test fails on every gold run                               no
@@ -243,6 +245,8 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
             if trial.outcome in ("patch_apply_failed", "hidden_tests_apply_failed"):
                 what = "gold patch" if trial.outcome == "patch_apply_failed" else "hidden tests"
                 return finish("patch_does_not_apply", "patch", f"{what} did not apply on the {tree} tree:\n{trial.detail}")
+            if trial.outcome == "forbidden_change":  # gold does what no candidate may: every reward would be 0
+                return finish("ungradeable", "patch", f"the grader refuses the gold patch:\n{trial.detail}")
             if trial.outcome == "grader_error":
                 return finish("internal_error", "grader", trial.detail)
             if trial.outcome != "ok":

@@ -5,10 +5,11 @@ Pipeline 1, every probe, the judge's tools, strengthening validation and RL rewa
 The trust boundary: the candidate's files are data until the test command starts. In a fresh sandbox
 the candidate patch is applied alone (patch tools only; no interpreter, git config, attributes or
 hooks from the tree run), with the harness's own listing of the tree taken before and after. From the
-two listings the host decides (``harness.trusted``) what goes: every protected path the candidate
-touched is put back as the pristine tree had it; what it added that Python or pytest would load first
-(bytecode, package metadata, modules shadowing the environment's) is deleted; the hidden tests, with
-a few canary tests planted among them, are written from the task record. pytest then runs with plugin
+two listings the host decides whether the change is allowed at all (``harness.capabilities``: regular
+files with ordinary content outside the tests' places, nothing Python or pytest would load first;
+anything else is ``forbidden_change``), then (``harness.trusted``) puts back the configuration pytest
+shares with packaging as the pristine tree had it, and writes the hidden tests, with a few canary
+tests planted among them, from the task record. pytest then runs with plugin
 autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
 surviving a command. Statuses come from JUnit XML where the runner is
 pytest, cross-checked against the text summary, the exit code, what each call raised and the
@@ -27,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import canaries
+from harness.capabilities import describe, violations
 from harness.config import Settings
 from harness.envs import ENV_MOUNT
 from harness.names import file_name
@@ -127,6 +129,9 @@ def _run_in(
     if run.apply_strategy != "empty":
         before = parse_listing(sandbox.read_file(f"{listings}-before"))
         after = parse_listing(sandbox.read_file(f"{listings}-after"))
+    refused = violations(before, after, task, facts)
+    if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
+        return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
     hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
     planted: list[canaries.Canary] = []
     if not instrument and canaries.usable(task.test_cmd):

@@ -44,6 +44,10 @@ TEST_INFRA_NAMES = {
     "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini",
     "setup.cfg", "sitecustomize.py", "usercustomize.py",
 }  # fmt: skip
+# Of those, the files pytest shares with packaging: a real fix may edit them (a version, a dependency),
+# so the candidate's edit is written over with the base commit's copy rather than refused
+# (harness.capabilities)
+PACKAGING_CONFIG = {"pyproject.toml", "setup.cfg", "tox.ini"}
 # GNU patch names everything it would touch in its --dry-run output ("checking file x", "checking
 # symbolic link y"); git apply refuses paths inside .git, and paths beyond a symlink, by itself
 _PATCH_CHECKED = re.compile(r"^checking (file|symbolic link) (.+)$", re.MULTILINE)
@@ -61,7 +65,8 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str, *, first: str = "", the
     p = shlex.quote(path)
     errors = []
     for strategy, check, apply in APPLY_STRATEGIES:
-        command = apply.format(p=p) + (f" && {{ {then}; }}" if then else "")
+        # a new file's mode is 644 or 755 whatever umask the sandbox inherited (harness.capabilities)
+        command = "umask 022 && " + apply.format(p=p) + (f" && {{ {then}; }}" if then else "")
         check = check and check.format(p=p)
         if first:  # only the very first command run
             if check is None:

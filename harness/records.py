@@ -148,7 +148,8 @@ class ExecResult(Record):
 
 
 RunOutcome = Literal[
-    "ok", "patch_apply_failed", "hidden_tests_apply_failed", "timeout", "output_limit", "sandbox_error", "grader_error"
+    "ok", "patch_apply_failed", "forbidden_change", "hidden_tests_apply_failed", "timeout", "output_limit",
+    "sandbox_error", "grader_error",
 ]
 
 
@@ -178,6 +179,7 @@ class TestRun(Record):
 GradeReason = Literal[
     "ok",
     "patch_apply_failed",
+    "forbidden_change",  # the change does what harness.capabilities refuses; the detail names path and rule
     "hidden_tests_apply_failed",
     "timeout",
     "output_limit",

@@ -2,8 +2,8 @@
 
 Nothing the candidate wrote executes before the test command. The harness lists the tree itself (GNU
 ``find`` from the environment, never an interpreter or git reading the tree's config) right before
-and right after the patch is applied, and decides on the host, with pure functions, which of the
-candidate's files are deleted and which test-infrastructure files are written back. The contents it
+and right after the patch is applied; ``harness.capabilities`` decides on the host, with pure
+functions, whether the change is allowed at all, and ``plan`` which files are written back. The contents it
 writes come from ``TaskFacts``: the pristine tree's protected files, the hidden tests applied to the
 pristine tree, and what the environment's Python can import. They are gathered once per task in a
 sandbox the candidate never touched, and cached.
@@ -29,17 +29,14 @@ from harness.records import Task, content_hash
 from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox
 
 # Bump when anything that decides a grade changes: it keys the facts and gold-pattern caches.
-GRADER_VERSION = 2
-# One record per entry, NUL-terminated so any file name survives: type, mode, size, mtime, path.
-LISTING = "find . -path ./.git -prune -o -printf '%y %m %s %T@ %P\\0'"
-# Names whose presence anywhere makes the environment's Python or pytest load the candidate's code.
-_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link")
-_MODULE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyd", ".so")
+GRADER_VERSION = 3
+# One record per entry, NUL-terminated so any file name survives: type, mode, size, mtime, link count, path.
+LISTING = "find . -path ./.git -prune -o -printf '%y %m %s %T@ %n %P\\0'"
 # Run by the environment's Python in a pristine sandbox (so it may be any version from 3.6 on): the
 # sys.path entries inside the tree, the top-level names importable from outside it, the pytest
-# plugins installed by entry point.
+# plugins installed by entry point, the file suffixes its import system accepts.
 ENV_PROBE = r"""
-import json, os, pkgutil, sys
+import importlib.machinery, json, os, pkgutil, sys
 here = os.path.realpath(os.getcwd())
 def rel(p):
     r = os.path.realpath(p or ".")
@@ -56,7 +53,8 @@ try:
     plugins = sorted({ep.name for ep in group})
 except Exception:
     pass
-print(json.dumps({"tree_path": ["" if p == "." else p for p in inside], "modules": sorted(names), "plugins": plugins}))
+print(json.dumps({"tree_path": ["" if p == "." else p for p in inside], "modules": sorted(names), "plugins": plugins,
+                  "suffixes": importlib.machinery.all_suffixes(), "extension_suffixes": importlib.machinery.EXTENSION_SUFFIXES}))
 """
 
 
@@ -66,15 +64,16 @@ class Entry:
     mode: int
     size: int
     mtime: str
+    links: int = 1  # names of this inode (find's %n)
 
 
 def parse_listing(raw: bytes) -> dict[str, Entry]:
     entries = {}
     for record in raw.split(b"\0"):
-        fields = record.decode("utf-8", "surrogateescape").split(" ", 4)
-        if len(fields) == 5 and fields[4]:
-            kind, mode, size, mtime, path = fields
-            entries[path] = Entry(kind, int(mode, 8), int(size), mtime)
+        fields = record.decode("utf-8", "surrogateescape").split(" ", 5)
+        if len(fields) == 6 and fields[5]:
+            kind, mode, size, mtime, links, path = fields
+            entries[path] = Entry(kind, int(mode, 8), int(size), mtime, int(links))
     return entries
 
 
@@ -113,6 +112,8 @@ class TaskFacts(BaseModel):
     tree_path: list[str]  # sys.path entries inside the tree, relative to the workdir ("" is the workdir)
     modules: list[str]  # top-level modules the environment can import from outside the tree
     plugins: list[str]  # pytest plugins the environment installs by entry point
+    suffixes: list[str]  # file suffixes the environment's import system loads (importlib.machinery.all_suffixes())
+    extension_suffixes: list[str]  # those of native extension modules
 
 
 @dataclass
@@ -136,10 +137,9 @@ def plan(
     before: dict[str, Entry], after: dict[str, Entry], task: Task, facts: TaskFacts, hidden: dict[str, File | None]
 ) -> Plan:
     """What to delete and write so the tests run against the candidate's code and nothing else of
-    its: the hidden tests (``hidden``, canaries included) as the task has them; every protected path
-    it touched as the pristine tree had it; and nothing it added that Python or pytest would load
-    before or instead of the code under test (bytecode, package metadata with entry points, modules
-    that shadow one the environment has)."""
+    its, for a change ``harness.capabilities`` allows: the hidden tests (``hidden``, canaries
+    included) as the task has them, and every protected path it touched (only the configuration
+    pytest shares with packaging gets this far) as the pristine tree had it."""
     changes = tree_changes(before, after)
     write = {p: f for p, f in hidden.items() if f is not None}
     delete = {p for p, f in hidden.items() if f is None and p in after}
@@ -153,44 +153,8 @@ def plan(
             delete.add(path)
         if (after.get(path) or before[path]).kind != "d":
             undone.add(path)
-    shadow_dirs = set(facts.tree_path) | {_parent(p) for p in [*facts.hidden, *task.test_paths]}
-    modules = set(facts.modules)
-    for path in changes.added | changes.modified:
-        if _loads_first(path, after, shadow_dirs, modules, added=path in changes.added):
-            delete.add(path)
-            undone.add(path)
-    # a written file must not lead through a link or a file the candidate put in its way
-    for target in write:
-        for ancestor in map(str, PurePosixPath(target).parents):
-            if ancestor != "." and after.get(ancestor, Entry("d", 0, 0, "")).kind != "d":
-                delete.add(ancestor)
-        if target in after:
-            delete.add(target)
+    delete |= {target for target in write if target in after}  # tar replaces a file; a folder is in its way
     return Plan(sorted(_outermost(delete)), write, sorted(_outermost(undone)))
-
-
-def _loads_first(path: str, after: dict[str, Entry], shadow_dirs: set[str], modules: set[str], *, added: bool) -> bool:
-    """Bytecode (Python and pytest's assertion rewriter load a .pyc the tree holds), package metadata
-    (entry points announce plugins), and an added module named like one the environment has, directly
-    in a folder on sys.path. Bytecode is deleted rather than ignored with a fresh
-    PYTHONPYCACHEPREFIX: that would make every import of the standard library and pytest compile
-    from source, more than doubling a grade."""
-    parts = PurePosixPath(path).parts
-    if any(part.endswith(_METADATA_SUFFIXES) for part in parts) or "__pycache__" in parts:
-        return True
-    name = parts[-1]
-    if name.endswith((".pyc", ".pyo")):
-        return True
-    if not added or _parent(path) not in shadow_dirs:
-        return False
-    if after[path].kind == "d":  # a regular package; a namespace folder never shadows a module
-        return name in modules and any(f"{path}/__init__{s}" in after for s in _MODULE_SUFFIXES)
-    return name.endswith(_MODULE_SUFFIXES) and name.split(".")[0] in modules
-
-
-def _parent(path: str) -> str:
-    parent = str(PurePosixPath(path).parent)
-    return "" if parent == "." else parent
 
 
 def _outermost(paths: set[str]) -> set[str]:
@@ -277,6 +241,8 @@ def gather(sandbox: Sandbox, task: Task) -> TaskFacts:
         tree_path=env["tree_path"],
         modules=env["modules"],
         plugins=env["plugins"],
+        suffixes=env["suffixes"],
+        extension_suffixes=env["extension_suffixes"],
     )
 
 

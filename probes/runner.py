@@ -83,7 +83,7 @@ from probes.differential import check_survivors, session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
 from probes.workspace import apply_trusted, git, read_text
 
-TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "timeout", "output_limit"}
+TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "forbidden_change", "timeout", "output_limit"}
 TIMEOUT_FLOOR_S = 30.0  # a probe's per-command timeout is at least this ...
 TIMEOUT_FACTOR = 10.0  # ... or this many times one Pipeline 1 test run, whichever is larger
 COVERAGE_PLUGIN = PLUGINS / "swedeck_coverage.py"

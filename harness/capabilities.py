@@ -1,0 +1,195 @@
+"""What a candidate's change may do, decided before anything of it runs.
+
+A change may add, modify or delete regular files with ordinary content, outside the tests' places,
+with mode 644 or 755. Everything else is refused when the change is applied (the grade is 0 with
+reason ``forbidden_change``), never cleaned up afterwards: a list of what to clean up is only as
+good as its last entry, a list of what is allowed leaves nothing out.
+
+Refused, one rule each (``RULES``):
+
+- links, symbolic or hard, and anything that is neither a regular file nor a folder (FIFO, socket,
+  device);
+- a file mode other than 644 or 755 on a file the change writes (the apply runs under umask 022,
+  so no mode a patch can express falls outside these);
+- anything in the tests' places: the paths ``harness.patching.is_protected`` names (test files,
+  conftest.py, pytest's own configuration files, start-up hooks, .pth files), the hidden tests'
+  files and the folders they go in. The configuration files pytest shares with packaging
+  (``PACKAGING_CONFIG``: a real fix bumps a version or a dependency in them) are the one exception:
+  the grader writes the base commit's copy back over them (``harness.trusted.plan``), so the
+  candidate's edit never reaches the tests;
+- what Python or pytest would load instead of the code under test or before it, whatever its form:
+  bytecode (.pyc, __pycache__), package metadata (.dist-info, .egg-info, .egg-link: entry points
+  announce plugins), native extension modules (any suffix the environment's Python accepts for one:
+  code no reading of the change can check), and any entry named like a module the environment or
+  the standard library provides, directly in a folder that is on sys.path when the tests run
+  (a file with any import suffix, a package or namespace folder, a link).
+
+Gold never needs any of this: ``tests/test_capabilities.py`` runs the rule over the gold patch of
+every task in the repository, and Pipeline 1 calls a task whose gold is refused ``ungradeable``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from harness.patching import PACKAGING_CONFIG, is_protected
+from harness.records import Task
+from harness.trusted import Entry, TaskFacts, tree_changes
+
+RULES = {
+    "symlink": "a symbolic link",
+    "hard_link": "a file with more than one name (a hard link)",
+    "special_file": "neither a regular file nor a folder (a FIFO, socket or device)",
+    "mode": "a file mode other than 644 or 755",
+    "tests_place": "a path the tests own",
+    "bytecode": "bytecode, which Python loads in place of source",
+    "package_metadata": "package metadata, whose entry points announce plugins",
+    "extension_module": "a native extension module",
+    "shadows_module": "imported instead of a module the environment provides",
+}
+MODES = (0o644, 0o755)
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link")
+_BYTECODE_SUFFIXES = (".pyc", ".pyo")
+_PYTHONPATH = re.compile(r"^PYTHONPATH=(.*)$")
+
+
+@dataclass(frozen=True)
+class Violation:
+    path: str
+    rule: str  # a key of RULES
+    why: str = ""  # what the rule found, where RULES alone does not say it
+
+    def __str__(self) -> str:
+        return f"{self.path}: {RULES[self.rule]}" + (f" ({self.why})" if self.why else "")
+
+
+def violations(before: Mapping[str, Entry], after: Mapping[str, Entry], task: Task, facts: TaskFacts) -> list[Violation]:
+    """Everything the change did that it may not: the tree as the harness listed it right before and
+    right after the patch was applied, nothing of the candidate's having run."""
+    changes = tree_changes(dict(before), dict(after))
+    hidden = {p for p, f in facts.hidden.items() if f is not None}
+    hidden_folders = {str(a) for p in facts.hidden for a in PurePosixPath(p).parents if str(a) != "."}
+    found = {}
+    for path in sorted(changes.touched):
+        entry = after.get(path)
+        rule = _rule(path, entry, before.get(path), task, facts, hidden_folders)
+        if rule:
+            found[path] = Violation(path, rule)
+    for path, module, folder in sorted(_new_shadows(before, after, task, facts, hidden)):
+        found.setdefault(path, Violation(path, "shadows_module", f"`{module}`, from {folder or 'the work directory'} on sys.path"))
+    return sorted(found.values(), key=lambda v: v.path)
+
+
+def describe(found: Iterable[Violation], limit: int = 20) -> str:
+    lines = [str(v) for v in found]
+    more = f"\n... and {len(lines) - limit} more" if len(lines) > limit else ""
+    return "the change may not do this:\n" + "\n".join(lines[:limit]) + more
+
+
+def _rule(
+    path: str, entry: Entry | None, old: Entry | None, task: Task, facts: TaskFacts, hidden_folders: set[str]
+) -> str:
+    """The first rule a touched path breaks ("" for none); ``entry`` is None for a deleted path."""
+    name = PurePosixPath(path).name
+    in_tests = (is_protected(path, task) and name not in PACKAGING_CONFIG) or path in facts.hidden
+    if entry is None:
+        return "tests_place" if in_tests else ""
+    if entry.kind == "l":
+        return "symlink"
+    if entry.kind not in ("f", "d"):
+        return "special_file"
+    if entry.kind == "f" and entry.links > 1 and old is None:
+        return "hard_link"
+    if in_tests or (path in hidden_folders and entry.kind != "d"):
+        return "tests_place"
+    parts = PurePosixPath(path).parts
+    if "__pycache__" in parts or name.endswith(_BYTECODE_SUFFIXES):
+        return "bytecode"
+    if any(part.endswith(_METADATA_SUFFIXES) for part in parts):
+        return "package_metadata"
+    if entry.kind == "f" and name.endswith(tuple(facts.extension_suffixes)):
+        return "extension_module"
+    if entry.kind == "f" and (old is None or old.mode != entry.mode) and entry.mode not in MODES:
+        return "mode"
+    return ""
+
+
+def _new_shadows(
+    before: Mapping[str, Entry], after: Mapping[str, Entry], task: Task, facts: TaskFacts, hidden: set[str]
+) -> set[tuple[str, str, str]]:
+    """(path, module, folder) for each entry that shadows one of the environment's modules after the
+    change and did not before it: a name the change added to a folder on sys.path, or a folder the
+    change put on sys.path (a test folder that lost its __init__.py). A module the project itself
+    already shadowed at the base commit is its own code (the project installed into the environment,
+    or a vendored copy), which the change may edit."""
+    return _shadows(after, task, facts, hidden) - _shadows(before, task, facts, hidden)
+
+
+def _shadows(tree: Mapping[str, Entry], task: Task, facts: TaskFacts, hidden: set[str]) -> set[tuple[str, str, str]]:
+    folders = sys_path_folders(set(tree) | hidden, task, facts)
+    modules = set(facts.modules)
+    found = set()
+    for path, entry in tree.items():
+        parent = _parent(path)
+        if parent in folders:
+            module = import_name(PurePosixPath(path).name, entry.kind, facts.suffixes)
+            if module in modules:
+                found.add((path, module, parent))
+    return found
+
+
+def import_name(name: str, kind: str, suffixes: Iterable[str]) -> str:
+    """The top-level name ``import x`` finds this entry under: a folder (package or namespace) or a
+    link by its own name, a file by its name without the longest import suffix it ends with; ""
+    when a file has none."""
+    if kind != "f":
+        return name
+    for suffix in sorted(suffixes, key=len, reverse=True):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return ""
+
+
+def sys_path_folders(paths: set[str], task: Task, facts: TaskFacts) -> set[str]:
+    """Folders of the tree that are on sys.path while the tests run: the environment's own entries
+    inside the tree, what the test command puts on PYTHONPATH, and for each test file its own folder
+    (a test script's folder is sys.path[0]) and the folder pytest's rootdir-insertion puts in front
+    of it (the first one up without an __init__.py). ``paths`` is the tree's paths."""
+    folders = set(facts.tree_path) | set(pythonpath_folders(task.test_cmd))
+    for test in {*facts.hidden, *task.test_paths}:
+        if not test.endswith(".py"):
+            continue
+        folder = _parent(test)
+        folders.add(folder)
+        while folder and f"{folder}/__init__.py" in paths:
+            folder = _parent(folder)
+        folders.add(folder)
+    return folders
+
+
+def pythonpath_folders(test_cmd: Iterable[str]) -> list[str]:
+    """Relative folders a test command puts on PYTHONPATH (``PYTHONPATH=src pytest``); absolute ones
+    lie outside the tree."""
+    found = []
+    for command in test_cmd:
+        try:
+            words = shlex.split(command)
+        except ValueError:  # unbalanced quotes: the command fails to run anyway
+            continue
+        for word in words:
+            match = _PYTHONPATH.match(word)
+            for entry in match.group(1).split(":") if match else ():
+                folder = posixpath.normpath(entry or ".")
+                if not folder.startswith(("/", "$", "..")):
+                    found.append("" if folder == "." else folder)
+    return found
+
+
+def _parent(path: str) -> str:
+    parent = str(PurePosixPath(path).parent)
+    return "" if parent == "." else parent
