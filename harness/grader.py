@@ -68,6 +68,7 @@ def run_tests(
     select: Sequence[str] | None = None,
     coverage: Sequence[str] | None = None,
     maxfail: int | None = None,
+    observe: Sequence[str] | None = None,
 ) -> TestRun:
     """Everything up to the statuses; no expectation involved. EnvError propagates (the environment,
     not the patch, is at fault); anything else that fails is a recorded outcome. ``instrument`` loads
@@ -75,7 +76,9 @@ def run_tests(
     no canaries, whose lines would move the assertions'). ``select`` runs only those pytest node ids
     (other runners ignore it and run everything). ``coverage`` loads the coverage plugin tracing those
     paths (relative to the workdir) and returns its records. ``maxfail`` stops pytest after that many
-    failed tests (``--maxfail``; other runners ignore it)."""
+    failed tests (``--maxfail``; other runners ignore it). ``observe`` loads the observation plugin
+    watching those functions (``path::qualname``) and returns its records: our own runs (gold, probes),
+    never a candidate's reward."""
     started = time.monotonic()
     durations: dict[str, float] = {}
     try:
@@ -88,7 +91,7 @@ def run_tests(
     durations["open"] = time.monotonic() - started
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
-        return _run_in(sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail)
+        return _run_in(sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe)
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
     except EnvError:
@@ -111,6 +114,7 @@ def _run_in(
     select: Sequence[str] | None,
     coverage: Sequence[str] | None = None,
     maxfail: int | None = None,
+    observe: Sequence[str] | None = None,
 ) -> TestRun:
     t0 = time.monotonic()
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
@@ -154,6 +158,11 @@ def _run_in(
     events = f"{IO_DIR}/asserts-{token}.jsonl"
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
     plugins += ["swedeck_coverage"] if coverage is not None else []
+    plugins += ["swedeck_observe"] if observe is not None else []
+    observe_log = f"{IO_DIR}/observe-{token}.jsonl"
+    if observe is not None:
+        sandbox.output(observe_log)
+        sandbox.write_file(f"{IO_DIR}/observe-targets-{token}", "".join(f"{target}\n" for target in observe))
     wants_junit = uses_junit(task.log_parser)
     plugins += ["swedeck_outcomes"] if wants_junit else []
     cover_log = f"{IO_DIR}/cover-{token}.jsonl"
@@ -194,6 +203,10 @@ def _run_in(
                 env["SWEDECK_COVER_FILES"] = f"{IO_DIR}/cover-files-{token}"
                 env["SWEDECK_COVER_LOG"] = cover_log
                 env["SWEDECK_COVER_ROOT"] = sandbox.workdir
+            if observe is not None:
+                env["SWEDECK_OBSERVE_TARGETS"] = f"{IO_DIR}/observe-targets-{token}"
+                env["SWEDECK_OBSERVE_LOG"] = observe_log
+                env["SWEDECK_OBSERVE_ROOT"] = sandbox.workdir
             result = sandbox.run(command, env=env)
             sandbox.reap()  # nothing the tests started may still write a report we are about to read
             run.exit_codes.append(result.exit_code)
@@ -220,6 +233,11 @@ def _run_in(
             run.coverage = sandbox.read_file(cover_log).decode(errors="replace")
         except FileNotFoundError:
             run.coverage = ""
+    if observe is not None:
+        try:
+            run.observed = sandbox.read_file(observe_log).decode(errors="replace")
+        except FileNotFoundError:
+            run.observed = ""
     run.durations = {k: round(v, 4) for k, v in durations.items()}
     return run
 

@@ -174,6 +174,7 @@ class TestRun(Record):
     assert_events: str = ""  # JSONL from the assertion plugin, when instrumented
     test_sources: dict[str, str] = Field(default_factory=dict)  # hidden test files as run, when instrumented
     coverage: str = ""  # JSONL from the coverage plugin, when asked for
+    observed: str = ""  # JSONL from the observation plugin (swedeck_observe), when asked for
 
 
 GradeReason = Literal[
@@ -346,6 +347,11 @@ class DistinguishingInput(Record):
     gold: Behaviour
     other: Behaviour
     literal: str = ""  # Python source of gold's return value when its repr evaluates back to it
+    # from the observation engine (probes.observe); a program replay leaves the defaults
+    source: Literal["program", "observed", "variant"] = "program"  # a test's call as observed, or an input varied from one
+    target: str = ""  # "module:qualname" of the function called
+    args: list[str] = Field(default_factory=list)  # the call's positional arguments as source (a method's instance first)
+    kwargs: dict[str, str] = Field(default_factory=dict)  # its keyword arguments as source
 
 
 ProbeOrigin = Literal["model_free", "judge"]
@@ -378,6 +384,8 @@ class ProbeResult(Stamped):
     distinguishing: DistinguishingInput | None = None
     likely_equivalent: bool = False  # survived, and no input the engine tried tells it from gold: no evidence
     differential_tried: int = 0  # inputs the engine compared
+    differential_observed: int = 0  # of which standalone calls the tests themselves made (probes.observe)
+    differential_generated: int = 0  # ... and calls varied from them or read from the issue and docs
 
 
 class ProbeCounts(Stamped):

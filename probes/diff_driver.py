@@ -1,12 +1,14 @@
 """The differential engine's driver: runs inside a sandbox, on one tree, with only the standard library.
 
 ``python diff_driver.py SPEC OUT`` reads a JSON spec of programs (each the statements of one
-FAIL_TO_PASS test, with its asserts turned into observations) and writes what each observation did:
+FAIL_TO_PASS test, with its asserts turned into observations, or with an empty ``test_file`` a
+standalone call of ``probes.observe`` run in a fresh namespace) and writes what each observation did:
 the canonical form of the value it returned, the exception type it raised, what it printed, and
 whether it entered a file gold changed. ``probes.differential`` writes the spec and compares the
 output of two trees; nothing here decides anything.
 
-Spec: ``{"changed": [paths], "timeout_s": float, "discover": bool, "programs": [{"key", "test_file",
+Spec: ``{"changed": [paths], "timeout_s": float, "discover": bool, "paths": [folders put on sys.path],
+"programs": [{"key", "test_file",
 "cls", "method", "steps": [{"kind": "exec"|"observe", "src"}], "names": [identifiers]}]}``.
 Out: ``{"results": {key: [observation]}, "alternatives": {key: {name: [[module, attr], ...]}}}``.
 """
@@ -127,9 +129,10 @@ def run_program(program: dict, changed: set[str], timeout_s: float) -> list[dict
 
     out: list[dict] = []
     try:
-        module = load_module(program["test_file"])  # imported once, outside any program's time limit
+        # imported once, outside any program's time limit
+        module = load_module(program["test_file"]) if program["test_file"] else None
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
-        ns = namespace(module, program.get("cls"), program.get("method"))
+        ns = namespace(module, program.get("cls"), program.get("method")) if module else {}
         for i, step in enumerate(program["steps"]):
             printed = io.StringIO()
             entered[0] = False
@@ -220,6 +223,8 @@ def main(spec_path: str, out_path: str) -> None:
         spec = json.load(f)
     root = os.getcwd()
     changed = {os.path.join(root, p) for p in spec["changed"]}
+    for folder in reversed(spec.get("paths", [])):
+        sys.path.insert(0, os.path.join(root, folder))
     signal.signal(signal.SIGALRM, _alarm)
     results, alts = {}, {}
     for program in spec["programs"]:

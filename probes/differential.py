@@ -21,9 +21,13 @@ agree, a dropped no-op) is no evidence. This engine searches for such an input:
 4. Comparison. The first program whose observations differ is the distinguishing input, with both
    behaviours; none differing is "none found", with the number of programs tried.
 
+5. Observation. When no program tells the patch apart, ``probes.observe`` watches the whole suite
+   inside pytest (parametrized cases, fixtures, classes, PASS_TO_PASS tests too) and replays the calls
+   it saw, and inputs varied from them, as standalone calls on both trees.
+
 The gold side is run once per task (``DifferentialSession``) and reused for every probe.
 
-Limits: tests that take fixtures or parameters are not replayed; only literals and module-level names
+Limits of the program replay (step 5 covers the first): tests that take fixtures or parameters are not replayed; only literals and module-level names
 in the test body vary (not values built inside the library); state a program leaves in the library
 (a cache) is seen by the next program on both trees alike. A value without an evaluable ``repr`` can
 tell two trees apart but cannot become an assertion (``DistinguishingInput.literal`` is then empty).
@@ -39,6 +43,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.patching import apply_patch
 from harness.pyast import parse
@@ -46,6 +51,9 @@ from harness.records import Behaviour, DistinguishingInput, ProbeResult, Task
 from harness.sandbox import Backend, EnvError, SandboxError
 from probes.special_case import find_def
 from probes.workspace import test_sources
+
+if TYPE_CHECKING:
+    from probes.observe import ObservationSession
 
 DRIVER = Path(__file__).with_name("diff_driver.py")
 IO = "/tmp/swedeck-differential"
@@ -452,7 +460,7 @@ def renamed_everywhere(base: Program, old: str, new: str) -> Program:
 
 def renamed_behaviour(obs: dict, old: str, new: str) -> Behaviour:
     """What gold's observation would be if ``old`` were only a name: the same, with ``old`` renamed."""
-    b = _behaviour(obs)
+    b = behaviour(obs)
     word = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)")
     return Behaviour(value=b.value.replace(json.dumps(repr(old))[1:-1], json.dumps(repr(new))[1:-1]), raised=b.raised,
                      stdout=word.sub(new, b.stdout))  # fmt: skip
@@ -461,7 +469,7 @@ def renamed_behaviour(obs: dict, old: str, new: str) -> Behaviour:
 def equivariant(base: Sequence[dict], renamed: Sequence[dict], old: str, new: str) -> bool:
     """Gold's behaviour on the renamed program is its behaviour on the test's own, renamed: ``old`` is opaque."""
     return len(base) == len(renamed) and all(
-        b.get("step") == r.get("step") and renamed_behaviour(b, old, new) == _behaviour(r) for b, r in zip(base, renamed)
+        b.get("step") == r.get("step") and renamed_behaviour(b, old, new) == behaviour(r) for b, r in zip(base, renamed)
     )
 
 
@@ -479,7 +487,7 @@ class Observed:
 
 def run_programs(
     task: Task, backend: Backend, patch: str, progs: Sequence[Program], changed: Sequence[str], *,
-    discover: bool = False, timeout_s: float = 120.0,
+    discover: bool = False, timeout_s: float = 120.0, paths: Sequence[str] = (), program_timeout_s: float = PROGRAM_TIMEOUT_S,
 ) -> Observed:  # fmt: skip
     """Every program on the buggy tree with ``patch`` and the hidden tests applied, in one sandbox."""
     try:
@@ -496,7 +504,7 @@ def run_programs(
             return Observed({}, error=f"the hidden tests do not apply: {why}")
         for path, content in hidden.files.items():
             sandbox.write_file(path, content)
-        spec = {"changed": list(changed), "timeout_s": PROGRAM_TIMEOUT_S, "discover": discover,
+        spec = {"changed": list(changed), "timeout_s": program_timeout_s, "discover": discover, "paths": list(paths),
                 "programs": [p.spec(free_names(p.steps)) for p in progs]}  # fmt: skip
         sandbox.write_file(f"{IO}/driver.py", DRIVER.read_text())
         sandbox.write_file(f"{IO}/spec.json", json.dumps(spec))
@@ -514,7 +522,7 @@ def run_programs(
         sandbox.close()
 
 
-def _behaviour(obs: dict | None) -> Behaviour:
+def behaviour(obs: dict | None) -> Behaviour:
     if obs is None:
         return Behaviour(raised="not reached")
     value = "" if obs.get("value") is None else json.dumps(obs["value"], ensure_ascii=False)
@@ -529,7 +537,7 @@ def first_difference(gold: Sequence[dict], other: Sequence[dict]) -> int | None:
     for i in range(max(len(gold), len(other))):
         g = gold[i] if i < len(gold) else None
         o = other[i] if i < len(other) else None
-        if g is None or o is None or _behaviour(g) != _behaviour(o) or g.get("step") != o.get("step"):
+        if g is None or o is None or behaviour(g) != behaviour(o) or g.get("step") != o.get("step"):
             return i
     return None
 
@@ -539,8 +547,10 @@ class Differential:
     """The engine's answer for one patch: the distinguishing input, or none found with what was tried."""
 
     found: DistinguishingInput | None
-    tried: int  # programs compared
+    tried: int  # programs and standalone calls compared
     detail: str = ""
+    observed: int = 0  # standalone calls the observation engine took from the tests' own calls
+    generated: int = 0  # ... and varied or read from documents (``probes.observe``)
 
 
 class DifferentialSession:
@@ -548,8 +558,9 @@ class DifferentialSession:
     discovery, then every variant), and compared with any number of other patches (one run each)."""
 
     def __init__(self, task: Task, backend: Backend, fail_to_pass: Sequence[str], sources: Mapping[str, str],
-                 changed: Sequence[str], *, budget: int = MAX_VARIANTS) -> None:  # fmt: skip
+                 changed: Sequence[str], *, budget: int = MAX_VARIANTS, observer: ObservationSession | None = None) -> None:  # fmt: skip
         self.task, self.backend, self.changed, self.budget = task, backend, list(changed), budget
+        self.observer = observer  # the suite observed through pytest, asked when no program tells the patch apart
         self.base = programs(sources, fail_to_pass)
         self.values = pool(task.problem_statement, sources.values())
         self._gold: Observed | None = None
@@ -576,6 +587,13 @@ class DifferentialSession:
         return self._gold
 
     def distinguish(self, patch: str) -> Differential:
+        answer = self.replay_programs(patch)
+        if answer.found is not None or self.observer is None:
+            return answer
+        more = self.observer.distinguish(patch)
+        return Differential(more.found, answer.tried + more.tried, f"{answer.detail}; {more.detail}", more.observed, more.generated)
+
+    def replay_programs(self, patch: str) -> Differential:
         gold = self.gold()
         if not self.programs:
             return Differential(None, 0, gold.error or "no FAIL_TO_PASS test could be replayed")
@@ -627,7 +645,7 @@ def _distinguishing(program: Program, gold: Sequence[dict], other: Sequence[dict
     setup += [s.src for s in program.steps[: max(index - offset, 0)] if s.kind == "exec" or not s.assertion]
     return DistinguishingInput(
         test_id=program.test_id, how=program.how, setup=setup, call=spec_steps[index]["src"],
-        call_is_statement=spec_steps[index]["kind"] == "exec", gold=_behaviour(g), other=_behaviour(o),
+        call_is_statement=spec_steps[index]["kind"] == "exec", gold=behaviour(g), other=behaviour(o),
         literal=(g or {}).get("literal", "") or "",
     )  # fmt: skip
 
@@ -642,13 +660,20 @@ def changed_python_files(patch: str) -> list[str]:
 
 
 def session_for(task: Task, backend: Backend, fail_to_pass: Sequence[str], tree: Path) -> DifferentialSession:
+    from probes.observe import ObservationSession, context  # builds on this module's programs and driver
+
     files = [t.partition("::")[0] for t in fail_to_pass]
-    return DifferentialSession(task, backend, fail_to_pass, test_sources(task, tree, files), changed_python_files(task.answer.gold_patch))
+    sources = test_sources(task, tree, files)
+    hidden = test_sources(task, tree, [*task.answer.hidden_tests.files, *changed_python_files(task.answer.hidden_tests.patch)])
+    ctx = context(task, tree, {**hidden, **sources}, fail_to_pass)
+    observer = ObservationSession(task, backend, ctx, pool(task.problem_statement, hidden.values()))
+    return DifferentialSession(task, backend, fail_to_pass, sources, changed_python_files(task.answer.gold_patch), observer=observer)
 
 
 def with_differential(probe: ProbeResult, answer: Differential) -> ProbeResult:
     return probe.model_copy(update={
         "distinguishing": answer.found, "likely_equivalent": answer.found is None, "differential_tried": answer.tried,
+        "differential_observed": answer.observed, "differential_generated": answer.generated,
     })  # fmt: skip
 
 

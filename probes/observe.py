@@ -1,0 +1,594 @@
+"""Differential execution through pytest itself: observe what the tests' own calls do, then try inputs
+worth trying, as standalone calls.
+
+The program replay of ``probes.differential`` reads a FAIL_TO_PASS test's statements; real suites are
+written with ``parametrize``, fixtures and classes, which it does not replay. This engine lets pytest
+run the suite as it is and watches from inside (``harness/plugins/swedeck_observe.py``):
+
+1. Targets. The functions gold's patch changes, and the public functions of the project the
+   FAIL_TO_PASS tests call (``targets``), as ``path::qualname``.
+2. Observation. The task's whole test command runs on gold with the plugin (``harness.grader.run_tests``
+   with ``observe=``): every call a test, fixture, test-class or unittest method makes into a target,
+   with its arguments as evaluable source, canonical return value, exception type and printed output.
+   The same run on a surviving probe gives the calls whose recorded behaviour differs (same test,
+   target, arguments): those go first.
+3. Inputs worth trying (``variations``). Seeds: every observed call with evaluable arguments (from any
+   test that reaches the targets, PASS_TO_PASS too) and the calls of targets written in the issue text's
+   code blocks, the changed modules' doctests and the README. Each seed varies one argument at a
+   time: boundary numbers around the numbers seen, empty and one-element containers, halves, doubles,
+   splices and nestings of one seen string into another, values of the same type from the issue and the
+   tests, ``None`` where the signature's default is ``None``, and a few values Hypothesis draws from
+   strategies inferred from the values seen (derandomised). At most ``MAX_CALLS`` calls per task.
+4. Replay. Every call runs standalone (``from module import f`` + ``f(<args>)``) through
+   ``probes/diff_driver.py``, once on gold's tree (per task) and once per probe. The evidence rule
+   against false alarms: a difference counts only where gold's behaviour is in contract (it returns, or
+   raises an exception type the tests or the issue expect), values compared canonically and exception
+   messages ignored. A difference is confirmed by replaying that one call alone on both trees, each
+   in a fresh sandbox: the same two behaviours again, or no evidence.
+
+Limits: a call whose arguments have no evaluable source (an object built by a fixture, a method of an
+instance whose repr does not round-trip) is compared in the observation runs but cannot be confirmed
+standalone, so it is reported, not counted as evidence; variations change one argument at a time.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.grader import run_tests
+from harness.pyast import parse
+from harness.records import Behaviour, DistinguishingInput, Task
+from harness.sandbox import Backend, EnvError
+from probes.differential import Differential, Program, Step, behaviour, run_programs
+from probes.workspace import file_lines, touched_lines, workspace
+
+MAX_CALLS = 400  # standalone calls per task
+MAX_TARGETS = 24
+PER_ARGUMENT = 12  # variations of one argument of one seed
+HYPOTHESIS_EXAMPLES = 5
+CALL_TIMEOUT_S = 1.0
+MAX_CONFIRMATIONS = 3  # differences replayed alone per probe before giving up
+REPLAY_TIMEOUT_S = 300.0
+_RAISES = re.compile(r"(?:raises|assertRaises\w*)\(\s*\(?\s*([\w.]+(?:\s*,\s*[\w.]+)*)")
+_EXCEPT = re.compile(r"except\s+\(?\s*([\w.]+(?:\s*,\s*[\w.]+)*)")
+_EXC_WORD = re.compile(r"\b(\w*(?:Error|Exception|Warning))\b")
+_CODE_BLOCK = re.compile(r"```[a-z]*\n(.*?)```", re.DOTALL)
+_DOCTEST = re.compile(r"^\s*>>> (.+)$", re.MULTILINE)
+
+
+# ============================================================================================ targets
+
+
+def _defs(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Module-level functions and class methods, as the plugin names them."""
+    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.append((node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            out += [(f"{node.name}.{item.name}", item) for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return out
+
+
+def changed_functions(path: str, old: str | None, new: str | None) -> list[str]:
+    """``path::qualname`` of each function or method of ``new`` holding a line gold touched."""
+    if new is None or not path.endswith(".py"):
+        return []
+    try:
+        tree = parse(new)
+    except SyntaxError:
+        return []
+    touched = touched_lines(file_lines(old), file_lines(new))
+    return [f"{path}::{name}" for name, node in _defs(tree) if any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in touched)]
+
+
+def called_names(sources: Iterable[str]) -> set[str]:
+    names: set[str] = set()
+    for text in sources:
+        try:
+            tree = parse(text)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                func = node.func
+                names.add(func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else "")
+    return names - {""}
+
+
+def public_called(path: str, text: str, names: set[str]) -> list[str]:
+    """``path::qualname`` of the public functions (and constructors) of ``text`` whose name the tests call."""
+    try:
+        tree = parse(text)
+    except SyntaxError:
+        return []
+    out = []
+    for node in tree.body:
+        if node.name.startswith("_") if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else True:
+            continue
+        if node.name not in names:
+            continue
+        if isinstance(node, ast.FunctionDef):
+            out.append(f"{path}::{node.name}")
+        elif any(isinstance(i, ast.FunctionDef) and i.name == "__init__" for i in node.body):
+            out.append(f"{path}::{node.name}.__init__")
+    return out
+
+
+def targets(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pass: Sequence[str]) -> list[str]:
+    """What the plugin watches: gold's changed functions, then the public functions of the changed
+    files the FAIL_TO_PASS tests' files call."""
+    files = {t.partition("::")[0] for t in fail_to_pass}
+    names = called_names(text for path, text in test_sources.items() if path in files)
+    out: list[str] = []
+    with workspace(task, tree) as ws:
+        if ws is None:
+            return []
+        for path in ws.paths:
+            if path in test_sources or not path.endswith(".py"):
+                continue
+            out += changed_functions(path, ws.old.get(path), ws.new.get(path))
+            out += public_called(path, ws.new.get(path) or "", names)
+    return list(dict.fromkeys(out))[:MAX_TARGETS]
+
+
+# ============================================================================================ observation
+
+
+def records(jsonl: str) -> list[dict]:
+    out = []
+    for line in jsonl.splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the last line of a run killed mid-write
+        if isinstance(row, dict) and "target" in row:
+            out.append(row)
+    return out
+
+
+def observe(task: Task, backend: Backend, patch: str, watched: Sequence[str]) -> list[dict]:
+    """The plugin's records of one run of the task's tests on the tree with ``patch``."""
+    run = run_tests(task, patch, backend, observe=watched)
+    return records(run.observed) if run.outcome == "ok" else []
+
+
+def _keyed(rows: Iterable[dict]) -> dict[tuple, dict]:
+    """Each record under (test, target, arguments, occurrence): the same call in the same test."""
+    out: dict[tuple, dict] = {}
+    seen: dict[tuple, int] = {}
+    for row in rows:
+        args = json.dumps([row.get("args"), row.get("kwargs")], sort_keys=True)
+        base = (row.get("test"), row.get("target"), args if row.get("call") else f"#{row.get('ordinal')}")
+        n = seen[base] = seen.get(base, -1) + 1
+        out[(*base, n)] = row
+    return out
+
+
+def observed_differences(gold: Sequence[dict], other: Sequence[dict], expected: set[str]) -> list[tuple[dict, dict]]:
+    """Calls made in both runs whose recorded behaviour differs, where gold's is in contract."""
+    g, o = _keyed(gold), _keyed(other)
+    return [(g[k], o[k]) for k in g if k in o and in_contract(behaviour(g[k]), expected) and behaviour(g[k]) != behaviour(o[k])]
+
+
+# ============================================================================================ contract
+
+
+def expected_exceptions(test_sources: Iterable[str], issue: str) -> set[str]:
+    """Exception types the tests expect (``pytest.raises``, ``assertRaises``, ``except``) or the issue names."""
+    out: set[str] = set()
+    for text in test_sources:
+        for match in [*_RAISES.findall(text), *_EXCEPT.findall(text)]:
+            out |= {name.strip().rsplit(".", 1)[-1] for name in match.split(",")}
+    out |= set(_EXC_WORD.findall(issue))
+    return out - {""}
+
+
+def in_contract(gold: Behaviour, expected: set[str]) -> bool:
+    if gold.raised in ("timeout", "not reached"):
+        return False
+    return not gold.raised or gold.raised.rsplit(".", 1)[-1] in expected
+
+
+# ============================================================================================ inputs
+
+
+@dataclass(frozen=True)
+class Call:
+    """One standalone call of a target: ``func(args..., k=v...)`` after ``imports``."""
+
+    target: str  # module:qualname
+    func: str  # the callable's source (``tail``, ``Box``, ``Box.grow``)
+    args: tuple[str, ...]
+    kwargs: tuple[tuple[str, str], ...]
+    imports: tuple[str, ...]
+    test_id: str  # the test (or document) the seed came from
+    source: str  # "observed" or "variant"
+    how: str
+
+    @property
+    def src(self) -> str:
+        return f"{self.func}({', '.join([*self.args, *(f'{k}={v}' for k, v in self.kwargs)])})"
+
+
+def seeds_from_records(rows: Iterable[dict]) -> list[Call]:
+    """The observed calls whose arguments all have evaluable source."""
+    out = []
+    for row in rows:
+        if row.get("call"):
+            out.append(Call(row["target"], row["call"][: row["call"].index("(")], tuple(row["args"]),
+                            tuple(sorted(row["kwargs"].items())), tuple(row["imports"]), row["test"], "observed",
+                            f"called by {row['test']}"))  # fmt: skip
+    return _unique(out)
+
+
+def _unique(calls: Iterable[Call]) -> list[Call]:
+    seen: dict[str, Call] = {}
+    for call in calls:
+        seen.setdefault(call.src, call)
+    return list(seen.values())
+
+
+def documented_calls(texts: Mapping[str, str], watched: Sequence[dict]) -> list[Call]:
+    """Calls of a target written in the issue's code blocks, doctests or READMEs (``texts``: where -> text).
+    ``watched``: one observed record per target, for its callable and imports."""
+    by_name = {}
+    for row in watched:
+        qualname = row["target"].split(":")[1]
+        name = qualname.rsplit(".", 1)[0] if qualname.endswith(".__init__") else qualname
+        if "." not in name:
+            by_name.setdefault(name, row)
+    out = []
+    for where, text in texts.items():
+        blocks = _CODE_BLOCK.findall(text)
+        # a block that does not parse whole (a REPL session, output lines) is read line by line
+        snippets = _DOCTEST.findall(text) + [line for b in blocks for line in ([b] if _parses(b) else b.splitlines())]
+        for snippet in snippets:
+            try:
+                tree = parse(snippet)
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if not isinstance(node, ast.Call):
+                    continue
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id if isinstance(node.func, ast.Name) else ""
+                row = by_name.get(name)
+                if row is None or any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                    continue
+                args = [ast.unparse(a) for a in node.args]
+                kwargs = tuple((k.arg, ast.unparse(k.value)) for k in node.keywords)
+                if not all(_literal(a) is not _NO for a in [*args, *(v for _, v in kwargs)]):
+                    continue
+                func = row["call"][: row["call"].index("(")] if row.get("call") else name
+                out.append(Call(row["target"], func, tuple(args), kwargs, tuple(row["imports"][:1]), where, "variant", f"written in {where}"))
+    return _unique(out)
+
+
+_NO = object()
+
+
+def _parses(text: str) -> bool:
+    try:
+        parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _literal(src: str) -> object:
+    try:
+        return ast.literal_eval(src)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NO
+
+
+def _numbers_near(values: Iterable[object]) -> list[int]:
+    out: list[int] = []
+    for v in values:
+        if isinstance(v, int) and not isinstance(v, bool):
+            out += [v - 1, v, v + 1]
+    return out
+
+
+def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[tuple[object, str]]:
+    """Values tried in place of one argument, each with where it came from, best first."""
+    out: list[tuple[object, str]] = []
+    if isinstance(value, bool):
+        out.append((not value, "the other truth value"))
+    elif isinstance(value, int):
+        out += [(v, "boundary") for v in (value - 1, value + 1, 0, -1, 1, -value)]
+        out += [(v, "around a number the tests use") for v in _numbers_near(seen)]
+    elif isinstance(value, float):
+        out += [(v, "boundary") for v in (0.0, -value, value - 0.5, value + 0.5, value * 2)]
+    elif isinstance(value, (str, bytes)):
+        empty = type(value)()
+        out += [(empty, "empty"), (value[:1], "one element"), (value[:-1], "one shorter"), (value + value, "doubled")]
+        for other in seen:
+            if type(other) is type(value) and other != value and other:
+                half, mid = len(value) // 2, len(other) // 2
+                out += [(value[:half] + other[mid:], "spliced with another seen value"),
+                        (other[:mid] + value + other[mid:], "nested in another seen value")]  # fmt: skip
+    elif isinstance(value, (list, tuple)):
+        kind = type(value)
+        out += [(kind(), "empty"), (kind(value[:1]), "one element"), (kind(value[:-1]), "one shorter"),
+                (kind([*value, *value[:1]]), "one longer"), (kind([value]), "nested")]  # fmt: skip
+    elif isinstance(value, dict):
+        out += [({}, "empty"), (dict(list(value.items())[:1]), "one item")]
+    if none_ok and value is not None:
+        out.append((None, "the signature's default"))
+    out += [(v, "the issue or the tests, same type") for v in seen if type(v) is type(value)]
+    out += [(v, "Hypothesis, inferred from the values seen") for v in _hypothesis(value, seen)]
+    unique: list[tuple[object, str]] = []
+    for v, how in out:
+        if not (type(v) is type(value) and v == value) and all(not (type(v) is type(u) and v == u) for u, _ in unique):
+            unique.append((v, how))
+    return unique[:PER_ARGUMENT]
+
+
+def _hypothesis(value: object, seen: Sequence[object]) -> list[object]:
+    """A few values Hypothesis draws from a strategy inferred from the values seen of this type."""
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+
+    same = [v for v in seen if type(v) is type(value)] + [value]
+    if isinstance(value, bool) or value is None:
+        return []
+    if isinstance(value, int):
+        strategy = st.integers(min_value=min(same) - 3, max_value=max(same) + 3)  # type: ignore[type-var]
+    elif isinstance(value, str):
+        alphabet = "".join(sorted(set("".join(same)))) or "a"  # type: ignore[arg-type]
+        strategy = st.text(alphabet=st.sampled_from(alphabet), max_size=max(len(v) for v in same) + 3)  # type: ignore[arg-type]
+    elif isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        strategy = st.lists(st.integers(min_value=min(value) - 2, max_value=max(value) + 2), max_size=len(value) + 2)
+    else:
+        return []
+    drawn: list[object] = []
+
+    @settings(derandomize=True, database=None, max_examples=HYPOTHESIS_EXAMPLES * 3, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), deadline=None)  # fmt: skip
+    @given(strategy)
+    def collect(x: object) -> None:
+        drawn.append(x)
+
+    collect()
+    return drawn[:HYPOTHESIS_EXAMPLES]
+
+
+def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: Mapping[str, set[str]], budget: int) -> list[Call]:
+    """Calls that each change one argument of one seed (see ``alternatives``), round-robin over the
+    seeds' arguments so every argument gets its best values first. ``none_ok``: target -> names or
+    positions (as strings) whose default is ``None``."""
+    seen_by_site: dict[tuple[str, str], list[object]] = {}
+    for seed in seeds:
+        for i, src in enumerate(seed.args):
+            if (v := _literal(src)) is not _NO:
+                seen_by_site.setdefault((seed.target, str(i)), []).append(v)
+        for k, src in seed.kwargs:
+            if (v := _literal(src)) is not _NO:
+                seen_by_site.setdefault((seed.target, k), []).append(v)
+    sites: list[list[Call]] = []
+    for seed in seeds:
+        slots = [(str(i), src) for i, src in enumerate(seed.args)] + list(seed.kwargs)
+        for slot, src in slots:
+            value = _literal(src)
+            if value is _NO:
+                continue
+            seen = [*seen_by_site.get((seed.target, slot), []), *extra_values]
+            tries = []
+            for new, how in alternatives(value, seen, slot in none_ok.get(seed.target.partition(":")[2], set())):
+                text = repr(new)
+                if _literal(text) is _NO:
+                    continue
+                args = tuple(text if str(i) == slot else a for i, a in enumerate(seed.args))
+                kwargs = tuple((k, text if k == slot else v) for k, v in seed.kwargs)
+                tries.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
+                                  f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how})"))  # fmt: skip
+            sites.append(tries)
+    out: list[Call] = []
+    known = {s.src for s in seeds}
+    while any(sites) and len(out) < budget:
+        for tries in sites:
+            while tries and len(out) < budget:
+                call = tries.pop(0)
+                if call.src not in known:
+                    known.add(call.src)
+                    out.append(call)
+                    break
+        sites = [t for t in sites if t]
+    return out
+
+
+def slot_name(slot: str) -> str:
+    return f"argument {int(slot) + 1}" if slot.isdigit() else f"{slot}="
+
+
+def none_defaults(sources: Mapping[str, str], watched: Sequence[str]) -> dict[str, set[str]]:
+    """For each target (``module:qualname`` is not known here, so keyed by qualname) the parameters,
+    by position and by name, whose default is ``None``."""
+    out: dict[str, set[str]] = {}
+    for target in watched:
+        path, _, qualname = target.partition("::")
+        try:
+            tree = parse(sources.get(path, ""))
+        except SyntaxError:
+            continue
+        for name, node in _defs(tree):
+            if name != qualname:
+                continue
+            args = node.args
+            positional = [*args.posonlyargs, *args.args]
+            kinds = {d.id for d in node.decorator_list if isinstance(d, ast.Name)}
+            skip = 1 if node.name == "__init__" or "classmethod" in kinds else 0  # a method's instance is an argument
+            defaults = dict(zip([a.arg for a in positional][-len(args.defaults) :] if args.defaults else [], args.defaults))
+            defaults |= {a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None}
+            slots = set()
+            for i, a in enumerate(positional[skip:]):
+                if isinstance(defaults.get(a.arg), ast.Constant) and defaults[a.arg].value is None:  # type: ignore[union-attr]
+                    slots |= {str(i), a.arg}
+            for a in args.kwonlyargs:
+                if isinstance(defaults.get(a.arg), ast.Constant) and defaults[a.arg].value is None:  # type: ignore[union-attr]
+                    slots.add(a.arg)
+            out[qualname] = slots
+    return out
+
+
+def import_root(file: str, module: str) -> str:
+    """The folder to put on ``sys.path`` so ``module`` (at ``file``) imports: ``src`` for a src layout."""
+    parts = Path(file).with_suffix("").parts
+    depth = len(module.split("."))
+    if parts and parts[-1] == "__init__":
+        depth += 1
+    return str(Path(*parts[:-depth])) if len(parts) > depth else "."
+
+
+@dataclass
+class Replay:
+    """Standalone calls and what gold did on each."""
+
+    calls: list[Call] = field(default_factory=list)
+    gold: dict[str, dict] = field(default_factory=dict)  # key -> the driver's one observation
+    observed: int = 0  # calls the tests made
+    generated: int = 0  # calls varied or read from documents
+    seconds: float = 0.0
+    error: str = ""
+
+
+def timer() -> float:
+    return time.monotonic()
+
+
+# ============================================================================================ session
+
+
+def call_program(call: Call, key: str) -> Program:
+    steps = [Step("exec", line) for line in call.imports] + [Step("observe", call.src, True)]
+    return Program(key=key, test_id=call.test_id, test_file="", cls=None, method="", steps=steps, how=call.how)
+
+
+def _outcome(results: Mapping[str, list[dict]], key: str, call: Call) -> dict | None:
+    """The driver's observation of the call itself (None when an import before it failed)."""
+    at = len(call.imports)
+    return next((o for o in results.get(key, []) if o.get("step") == at), None)
+
+
+@dataclass
+class Context:
+    """What the observation engine needs from the trees, read once per task."""
+
+    watched: list[str]  # path::qualname
+    documents: dict[str, str]  # where -> text: the issue, the changed modules (doctests), READMEs
+    none_ok: dict[str, set[str]]
+    expected: set[str]  # exception types the tests or the issue expect
+
+
+def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pass: Sequence[str]) -> Context:
+    watched = targets(task, tree, test_sources, fail_to_pass)
+    documents = {"the issue": task.problem_statement}
+    changed: dict[str, str] = {}
+    with workspace(task, tree) as ws:
+        if ws is not None:
+            changed = {p: t for p, t in ws.new.items() if t is not None and p.endswith(".py") and p not in test_sources}
+            documents |= {f"{p} (docstrings)": t for p, t in changed.items()}
+            for readme in sorted(ws.root.glob("README*"))[:2]:
+                documents[readme.name] = readme.read_text(errors="replace")
+    expected = expected_exceptions(test_sources.values(), task.problem_statement)
+    return Context(watched, documents, none_defaults(changed, watched), expected)
+
+
+class ObservationSession:
+    """Gold's side for one task (an observed run of the suite and one replay of every call), compared
+    with any number of other patches (an observed run and a replay each, plus two single-call replays
+    to confirm a difference)."""
+
+    def __init__(self, task: Task, backend: Backend, ctx: Context, values: Sequence[object], *, budget: int = MAX_CALLS) -> None:
+        self.task, self.backend, self.ctx, self.values, self.budget = task, backend, ctx, list(values), budget
+        self.rows: list[dict] = []
+        self.paths: list[str] = []
+        self._gold: Replay | None = None
+        self.runs = 0
+
+    def replay(self, patch: str, calls: Sequence[tuple[str, Call]]) -> dict[str, list[dict]]:
+        progs = [call_program(call, key) for key, call in calls]
+        self.runs += 1
+        got = run_programs(self.task, self.backend, patch, progs, [], paths=self.paths, timeout_s=REPLAY_TIMEOUT_S,
+                           program_timeout_s=CALL_TIMEOUT_S)  # fmt: skip
+        return got.results
+
+    def gold(self) -> Replay:
+        if self._gold is None:
+            started = timer()
+            replay = Replay()
+            if self.ctx.watched:
+                try:
+                    self.rows = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
+                except EnvError as err:
+                    replay.error = f"no observation run: {err}"
+                self.runs += 1
+            seeds = seeds_from_records(self.rows)
+            one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
+            documented = documented_calls(self.ctx.documents, one_per_target)
+            room = max(self.budget - len(seeds) - len(documented), 0)
+            replay.calls = _unique([*seeds, *documented, *variations([*seeds, *documented], self.values, self.ctx.none_ok, room)])[: self.budget]
+            replay.observed = sum(c.source == "observed" for c in replay.calls)
+            replay.generated = len(replay.calls) - replay.observed
+            self.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in self.rows))
+            if replay.calls:
+                replay.gold = {key: o for key, o in self._outcomes(self.task.answer.gold_patch, replay.calls).items()}
+            replay.seconds = timer() - started
+            self._gold = replay
+        return self._gold
+
+    def _outcomes(self, patch: str, calls: Sequence[Call]) -> dict[str, dict]:
+        keyed = [(f"call{i}", c) for i, c in enumerate(calls)]
+        results = self.replay(patch, keyed)
+        return {key: o for key, call in keyed if (o := _outcome(results, key, call)) is not None}
+
+    def distinguish(self, patch: str) -> Differential:
+        gold = self.gold()
+        counts = {"observed": gold.observed, "generated": gold.generated}
+        if not gold.gold:
+            why = gold.error or ("no target of gold's patch was watched" if not self.ctx.watched else "the tests made no call with evaluable arguments into gold's changed functions")
+            return Differential(None, 0, f"observation: {why}", **counts)
+        started = timer()
+        differing = observed_differences(self.rows, observe(self.task, self.backend, patch, self.ctx.watched), self.ctx.expected)
+        self.runs += 1
+        first = {row["call"] for row, _ in differing if row.get("call")}
+        order = sorted(range(len(gold.calls)), key=lambda i: gold.calls[i].src not in first)
+        other = self._outcomes(patch, gold.calls)
+        tried, confirmations = 0, 0
+        for i in order:
+            key, call = f"call{i}", gold.calls[i]
+            if key not in gold.gold or key not in other:
+                continue
+            tried += 1
+            g, o = behaviour(gold.gold[key]), behaviour(other[key])
+            if g == o or not in_contract(g, self.ctx.expected) or o.raised == "timeout":
+                continue
+            confirmations += 1
+            if self._confirmed(patch, call, g, o):
+                found = DistinguishingInput(
+                    test_id=call.test_id, how=call.how, setup=list(call.imports), call=call.src, gold=g, other=o,
+                    literal=gold.gold[key].get("literal", "") or "", target=call.target,
+                    source="observed" if call.source == "observed" or call.src in first else "variant",
+                    args=list(call.args), kwargs=dict(call.kwargs),
+                )  # fmt: skip
+                return Differential(found, tried, f"observation: {call.how}", **counts)
+            if confirmations >= MAX_CONFIRMATIONS:
+                break
+        unconfirmable = sum(1 for row, _ in differing if not row.get("call"))
+        note = f"; {unconfirmable} observed calls differ but have no evaluable arguments" if unconfirmable else ""
+        return Differential(None, tried, f"observation: none of {tried} calls ({gold.observed} observed, {gold.generated} generated) "
+                            f"behaves unlike gold in contract{note}; {timer() - started + gold.seconds:.0f} s", **counts)  # fmt: skip
+
+    def _confirmed(self, patch: str, call: Call, gold: Behaviour, other: Behaviour) -> bool:
+        """The call alone, in a fresh sandbox on each tree, behaves as in the batch: no state left by an
+        earlier call, no flake."""
+        again = [(patch_side, self._outcomes(p, [call]).get("call0")) for patch_side, p in (("gold", self.task.answer.gold_patch), ("other", patch))]
+        seen = {side: behaviour(o) if o is not None else None for side, o in again}
+        return seen["gold"] == gold and seen["other"] == other

@@ -1,0 +1,349 @@
+"""The observation engine (probes.observe, harness/plugins/swedeck_observe.py): calls recorded inside
+pytest for parametrized cases, fixtures, test classes and unittest cases; inputs varied from them; and,
+on three tiny real repositories in bwrap sandboxes, each with a planted too-loose test, a shortcut
+patch that passes it and that the engine must tell apart from gold with a confirmed standalone input."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.envs import prepare_tree
+from harness.grader import PLUGINS, grade
+from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
+from harness.sandbox import Backend
+from probes.differential import pool, session_for
+from probes.observe import (
+    Call,
+    ObservationSession,
+    alternatives,
+    context,
+    documented_calls,
+    expected_exceptions,
+    import_root,
+    in_contract,
+    observed_differences,
+    records,
+    seeds_from_records,
+    variations,
+)
+from harness.records import Behaviour
+
+# ================================================================================ the plugin, on the host
+
+LIB = '''
+def clamp(x, lo=0, hi=10):
+    if x < lo:
+        return lo
+    if x > hi:
+        raise ValueError("too big")
+    print("clamped", x)
+    return x
+
+
+def chunks(seq, n):
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+class Box:
+    def __init__(self, size):
+        self.size = size
+
+    def grow(self, k):
+        return Box(self.size + k)
+
+    def __repr__(self):
+        return f"Box({self.size!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Box) and other.size == self.size
+'''
+
+SUITE = '''
+import unittest
+import pytest
+from pkg import clamp, chunks, Box
+import pkg
+
+
+@pytest.mark.parametrize("x,want", [(-1, 0), (5, 5)])
+def test_clamp(x, want):
+    assert clamp(x) == want
+
+
+@pytest.fixture
+def box():
+    return Box(3)
+
+
+def test_box(box):
+    assert box.grow(2).size == 5
+    pytest.raises(ValueError, clamp, 12)
+
+
+class TestChunks:
+    def test_chunks(self):
+        assert list(chunks([1, 2, 3], 2)) == [[1, 2], [3]]
+        it = pkg.chunks("abcdef", 2)
+        assert next(it) == "ab"
+
+
+class U(unittest.TestCase):
+    def test_u(self):
+        self.assertEqual(pkg.clamp(3, hi=4), 3)
+        self.assertRaises(ValueError, clamp, 20)
+'''
+
+
+def run_plugin(tmp_path: Path, watched: list[str]) -> list[dict]:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .core import clamp, chunks, Box\n")
+    (tmp_path / "pkg" / "core.py").write_text(LIB)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_core.py").write_text(SUITE)
+    (tmp_path / "targets").write_text("".join(f"{w}\n" for w in watched))
+    env = {**os.environ, "SWEDECK_OBSERVE_TARGETS": str(tmp_path / "targets"), "SWEDECK_OBSERVE_LOG": str(tmp_path / "log"),
+           "PYTHONPATH": str(PLUGINS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # fmt: skip
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "swedeck_observe", "-p", "no:cacheprovider", "tests"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    text = (tmp_path / "log").read_text()
+    assert text.startswith('{"plugin": "swedeck_observe"}\n')
+    return records(text)
+
+
+def test_the_plugin_records_calls_from_parametrized_cases_fixtures_classes_and_unittest(tmp_path: Path) -> None:
+    rows = run_plugin(tmp_path, ["pkg/core.py::clamp", "pkg/core.py::chunks", "pkg/core.py::Box.grow", "pkg/core.py::Box.__init__"])
+    got = [(r["test"].split("::", 1)[1], r["call"], r["value"], r["raised"], r["stdout"]) for r in rows]
+    assert got == [
+        ("test_clamp[-1-0]", "clamp(-1, 0, 10)", "0", "", ""),
+        ("test_clamp[5-5]", "clamp(5, 0, 10)", "5", "", "clamped 5\n"),
+        ("test_box", "Box(3)", ["Box", "Box(3)"], "", ""),  # the fixture's call, attributed to the test
+        ("test_box", "Box.grow(Box(3), 2)", ["Box", "Box(5)"], "", ""),
+        ("test_box", "clamp(12, 0, 10)", None, "ValueError", ""),  # through pytest.raises(E, f, x)
+        ("TestChunks::test_chunks", "chunks([1, 2, 3], 2)", ["iterator", [["list", ["1", "2"]], ["list", ["3"]]]], "", ""),
+        ("TestChunks::test_chunks", "chunks('abcdef', 2)", ["iterator", ["'ab'"]], "", ""),  # left unfinished
+        ("U::test_u", "clamp(3, 0, 4)", "3", "", "clamped 3\n"),
+        ("U::test_u", "clamp(20, 0, 10)", None, "ValueError", ""),  # through self.assertRaises(E, f, x)
+    ]
+    assert rows[0]["imports"] == ["from pkg.core import clamp"] and rows[0]["target"] == "pkg.core:clamp"
+    assert rows[6]["complete"] is False and rows[5]["complete"] is True
+    assert rows[3]["args"] == ["Box(3)", "2"] and rows[3]["literal"] == "Box(5)"
+
+
+def test_calls_the_library_makes_itself_are_not_observed(tmp_path: Path) -> None:
+    """Box.grow constructs a Box: that __init__ call comes from the library, not from a test."""
+    rows = run_plugin(tmp_path, ["pkg/core.py::Box.__init__"])
+    assert [r["call"] for r in rows] == ["Box(3)"]
+
+
+# ================================================================================ inputs and contract (pure)
+
+
+def test_seeds_vary_one_argument_at_a_time_with_boundaries_splices_and_the_signature_s_none() -> None:
+    seed = Call("m:f", "f", ("'ab'", "3"), (("sep", "'-'"),), ("from m import f",), "t::a", "observed", "")
+    other = Call("m:f", "f", ("'xyz'", "5"), (), ("from m import f",), "t::b", "observed", "")
+    calls = variations([seed, other], [], {"f": {"sep"}}, 200)
+    srcs = {c.src for c in calls}
+    assert {"f('ab', 2, sep='-')", "f('ab', 4, sep='-')", "f('ab', 0, sep='-')", "f('', 3, sep='-')", "f('a', 3, sep='-')",
+            "f('ab', 3, sep=None)", "f('ab', 3, sep='')", "f('xyz', 6)", "f('ab', 6, sep='-')"} <= srcs
+    assert "f('ayz', 3, sep='-')" in srcs and "f('xabyz', 3, sep='-')" in srcs  # spliced, nested with the other seed's string
+    assert "f('xyz', 5, sep=None)" not in srcs  # only a seed that passes sep= varies it
+    assert all(c.source == "variant" and c.imports == ("from m import f",) for c in calls)
+    assert not {seed.src, other.src} & srcs
+    assert variations([seed, other], [], {}, 200) == variations([seed, other], [], {}, 200)  # Hypothesis is derandomised
+
+
+def test_alternatives_for_containers_include_empty_one_element_and_nesting() -> None:
+    got = [v for v, _ in alternatives([1, 2], [], False)]
+    assert got[:4] == [[], [1], [1, 2, 1], [[1, 2]]]  # "one shorter" is [1] again: tried once
+    assert [v for v, _ in alternatives((1,), [], True)][:3] == [(), (1, 1), ((1,),)]
+    assert None in [v for v, _ in alternatives((1,), [], True)]
+
+
+def test_documented_calls_of_a_target_become_inputs() -> None:
+    row = {"target": "pkg.units:human", "call": "human(1)", "imports": ["from pkg.units import human"]}
+    texts = {"the issue": "```python\n>>> human(1048576)\n'1.0 MiB'\nhuman(5, unit='B')\n```", "README.md": ">>> other(2)\n"}
+    calls = documented_calls(texts, [row])
+    assert sorted((c.src, c.test_id, c.imports) for c in calls) == [
+        ("human(1048576)", "the issue", ("from pkg.units import human",)),
+        ("human(5, unit='B')", "the issue", ("from pkg.units import human",)),
+    ]
+
+
+def test_gold_is_in_contract_when_it_returns_or_raises_what_the_tests_expect() -> None:
+    expected = expected_exceptions(["with pytest.raises(ValueError):\n", "self.assertRaises((KeyError, mod.Bad), f)"], "raises TypeError")
+    assert expected == {"ValueError", "KeyError", "Bad", "TypeError"}
+    assert in_contract(Behaviour(value='"1"'), expected)
+    assert in_contract(Behaviour(raised="pkg.errors.Bad"), expected)
+    assert not in_contract(Behaviour(raised="ZeroDivisionError"), expected)
+    assert not in_contract(Behaviour(raised="timeout"), expected)
+
+
+def test_observed_differences_match_the_same_call_in_the_same_test() -> None:
+    def row(test: str, call: str, value: str, raised: str = "") -> dict:
+        return {"test": test, "target": "m:f", "args": [call], "kwargs": {}, "call": f"f({call})", "value": value, "raised": raised, "stdout": ""}
+
+    gold = [row("t::a", "1", "1"), row("t::a", "1", "1"), row("t::b", "0", None, "ZeroDivisionError"), row("t::c", "2", "2")]
+    other = [row("t::a", "1", "1"), row("t::a", "1", "9"), row("t::b", "0", "0"), row("t::c", "3", "3")]
+    diffs = observed_differences(gold, other, set())
+    assert [(g["test"], o["value"]) for g, o in diffs] == [("t::a", "9")]  # the second identical call; gold's crash is out of contract
+
+
+def test_import_root_finds_a_src_layout() -> None:
+    assert import_root("src/tomli/_parser.py", "tomli._parser") == "src"
+    assert import_root("more_itertools/recipes.py", "more_itertools.recipes") == "."
+    assert import_root("pkg/__init__.py", "pkg") == "."
+
+
+# ================================================================================ real trees (bwrap)
+
+
+def diff(path: str, old: str | None, new: str) -> str:
+    lines = difflib.unified_diff(
+        (old or "").splitlines(keepends=True), new.splitlines(keepends=True),
+        "/dev/null" if old is None else f"a/{path}", f"b/{path}", n=3,
+    )  # fmt: skip
+    return "".join(lines)
+
+
+def make_task(tmp_path: Path, name: str, path: str, buggy: str, fixed: str, tests: dict[str, str], hidden: str, issue: str) -> Task:
+    repo = tmp_path / name
+    (repo / Path(path).parent).mkdir(parents=True, exist_ok=True)
+    (repo / path).write_text(buggy)
+    hidden_path, hidden_text = hidden.split("\n", 1)
+    for test_path, text in tests.items():
+        (repo / test_path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / test_path).write_text(text)
+    return Task(
+        instance_id=name, source="local", repo=f"local/{name}", problem_statement=issue,
+        environment=Environment(recipe=Recipe()), repo_source=RepoSource(kind="files", path=str(repo)),
+        test_cmd=["python -m pytest -q tests"], test_paths=[hidden_path],
+        answer=Answer(gold_patch=diff(path, buggy, fixed), hidden_tests=HiddenTests(patch=diff(hidden_path, tests.get(hidden_path), hidden_text))),
+    )  # fmt: skip
+
+
+UNITS = '''
+def human(n):
+    """Bytes as text.
+
+    >>> human(2048)
+    '2.0 KiB'
+    """
+    for unit in ("B", "KiB", "MiB"):
+        if n < 1024 or unit == "MiB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+'''
+UNITS_GOLD = UNITS.replace("if n < 1024 or", "if abs(n) < 1024 or")
+UNITS_SHORTCUT = UNITS.replace("if n < 1024 or", "if (n < 1024 and n != -2048) or")
+UNITS_TESTS = '''import pytest
+from units import human
+
+
+@pytest.mark.parametrize("n, text", [(0, "0 B"), (1023, "1023 B"), (1536, "1.5 KiB"), (3 * 1024 ** 2, "3.0 MiB")])
+def test_human(n, text):
+    assert human(n) == text
+'''
+UNITS_HIDDEN = "tests/test_units.py\n" + UNITS_TESTS.replace('(0, "0 B"),', '(0, "0 B"), (-2048, "-2.0 KiB"),')
+
+TAIL = '''
+from collections import deque
+
+
+def tail(n, items):
+    return list(deque(items, maxlen=n)) if n else []
+'''
+TAIL_GOLD = TAIL.replace("    return list", "    if n < 0:\n        raise ValueError('n must be at least 0')\n    return list")
+TAIL_SHORTCUT = TAIL.replace("    return list", "    if n <= 0:\n        raise ValueError('n must be positive')\n    return list")
+TAIL_TESTS = '''import pytest
+from seqs import tail
+
+
+@pytest.fixture
+def letters():
+    return list("ABCDEFG")
+
+
+def test_tail(letters):
+    assert tail(3, letters) == ["E", "F", "G"]
+'''
+TAIL_HIDDEN = "tests/test_seqs.py\n" + TAIL_TESTS + '''
+
+def test_negative(letters):
+    with pytest.raises(ValueError):
+        tail(-1, letters)
+'''
+
+STRIP = '''
+def strip_comment(line):
+    return line.split("#", 1)[0]
+'''
+STRIP_GOLD = '''
+def strip_comment(line):
+    quote = None
+    for i, ch in enumerate(line):
+        if ch in "'\\"" and quote in (None, ch):
+            quote = None if quote else ch
+        elif ch == "#" and quote is None:
+            return line[:i]
+    return line
+'''
+STRIP_SHORTCUT = STRIP.replace("    return line", "    if line == \"a = '#x'\":\n        return line\n    return line")
+STRIP_TESTS = '''import unittest
+from comments import strip_comment
+
+
+class CommentTests(unittest.TestCase):
+    def setUp(self):
+        self.code = "x = 1 # note"
+
+    def test_plain(self):
+        self.assertEqual(strip_comment(self.code), "x = 1 ")
+'''
+STRIP_HIDDEN = "tests/test_comments.py\n" + STRIP_TESTS + '''
+    def test_quoted(self):
+        self.assertEqual(strip_comment("a = '#x'"), "a = '#x'")
+'''
+
+CASES = {
+    "parametrized": ("units.py", UNITS, UNITS_GOLD, UNITS_SHORTCUT, {"tests/test_units.py": UNITS_TESTS}, UNITS_HIDDEN,
+                     "human() shows negative sizes in bytes", "tests/test_units.py::test_human[-2048--2.0 KiB]"),
+    "fixture": ("seqs.py", TAIL, TAIL_GOLD, TAIL_SHORTCUT, {"tests/test_seqs.py": TAIL_TESTS}, TAIL_HIDDEN,
+                "tail(-1, items) should raise ValueError", "tests/test_seqs.py::test_negative"),
+    "unittest": ("comments.py", STRIP, STRIP_GOLD, STRIP_SHORTCUT, {"tests/test_comments.py": STRIP_TESTS}, STRIP_HIDDEN,
+                 "strip_comment cuts a '#' inside quotes", "tests/test_comments.py::CommentTests::test_quoted"),
+}  # fmt: skip
+
+
+@pytest.mark.bwrap
+@pytest.mark.parametrize("style", sorted(CASES))
+def test_a_shortcut_that_passes_a_too_loose_suite_is_told_apart_with_a_confirmed_call(
+    style: str, tmp_path: Path, bwrap_backend: Backend, swedeck_env  # noqa: ANN001
+) -> None:
+    path, buggy, gold, shortcut, tests, hidden, issue, f2p = CASES[style]
+    task = make_task(tmp_path, f"observe-{style}", path, buggy, gold, tests, hidden, issue)
+    bwrap_backend.prepare(task)
+    shortcut_patch = diff(path, buggy, shortcut)
+    assert grade(task, shortcut_patch, bwrap_backend).reward == 1.0  # the planted suite is too loose
+    assert grade(task, task.answer.gold_patch, bwrap_backend).reward == 1.0
+    tree = prepare_tree(task, swedeck_env)
+    sources = {p: t for p, t in tests.items()} | {hidden.split("\n", 1)[0]: hidden.split("\n", 1)[1]}
+    ctx = context(task, tree, sources, [f2p])
+    session = ObservationSession(task, bwrap_backend, ctx, pool(issue, sources.values()))
+    answer = session.distinguish(shortcut_patch)
+    found = answer.found
+    assert found is not None, answer.detail
+    assert found.source in ("observed", "variant") and found.target.endswith(found.call.split("(")[0])
+    assert found.gold != found.other and not found.gold.raised or found.gold.raised == "ValueError"
+    assert answer.observed >= 1 and answer.generated >= 1 and answer.tried >= 1
+    # the input replays standalone: gold's side evaluates to gold's literal
+    assert found.setup[0].startswith("from ") and found.call.startswith(found.target.split(":")[1].split(".")[0])
+    assert session.distinguish(task.answer.gold_patch).found is None  # gold against itself: no false alarm
