@@ -4,13 +4,16 @@ checked for the sandbox backend before any task lands on it."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.config import SandboxConfig, Settings
+from harness.leftovers import short_link
 from harness.sandbox import EnvError, get_backend
 
 if TYPE_CHECKING:
@@ -97,11 +100,16 @@ def task_runner(config: RunnerConfig, sandbox: SandboxConfig, workers: int) -> I
 
     with _api_for_workers():
         owned = not ray.is_initialized()
+        # a temporary Ray puts its sockets under its temp dir, whose path must stay short
+        link = short_link(Path(tempfile.gettempdir()) / "ray") if owned and not config.address else None
         if owned:
-            ray.init(address=config.address or None, namespace="prefect", log_to_driver=False)
+            ray.init(address=config.address or None, namespace="prefect", log_to_driver=False,
+                     **({"_temp_dir": str(link)} if link else {}))  # fmt: skip
         try:
             check_nodes(sandbox)
             yield RayTaskRunner()  # joins the Ray this process is connected to
         finally:
             if owned:
                 ray.shutdown()
+            if link:
+                link.unlink(missing_ok=True)

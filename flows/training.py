@@ -27,7 +27,7 @@ from curation.store import read_records
 from harness.names import under
 from harness.records import DeckRow
 from training.metrics import plot_metrics
-from training.run import RunConfig, run, score
+from training.run import RunConfig, check_arms, run, score
 
 
 @task(name="train-run", cache_policy=NO_CACHE)
@@ -79,8 +79,7 @@ def arms_flow(deck: str, config: dict, out: str, only: list[str] | None = None, 
               held_out: int = 1) -> dict[str, dict]:  # fmt: skip
     """Train each arm into ``out/<arm>`` without the ``held_out`` tasks, then score every arm's final
     policy on them; ``on_update(arm, metrics)``."""
-    if RunConfig.model_validate(config).env != "swe":
-        raise ValueError('arms train on a deck\'s SWE tasks: set env = "swe" in the run config')
+    check_arms(RunConfig.model_validate(config), Path(deck))
     present = arms(Path(deck))
     kept_out = held_out_ids(Path(deck), held_out) if "strengthened" in present else []
     results = {}

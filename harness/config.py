@@ -13,8 +13,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 
-class ConfigError(ValueError):
-    """A configuration the user can fix: the CLI reports it in one message, without a traceback."""
+class UserError(ValueError):
+    """A mistake the user can fix (a setting, a path, a source): the CLI says what, where and what to
+    do in one line and exits 2; tracebacks are for swedeck's own bugs."""
+
+
+class ConfigError(UserError):
+    """A configuration the user can fix."""
 
 
 class Limits(BaseModel):
@@ -41,6 +46,9 @@ class SandboxConfig(BaseModel):
     # (least recently used removed first; 0: no limit)
     pull: Literal["never", "missing", "always"] = "missing"
     image_cache_gb: float = 0.0
+    # what harness.tamper's findings in a candidate's change do to its grade: "zero" the reward
+    # (tamper_suspected), or only "flag" them on the Grade
+    tamper: Literal["zero", "flag"] = "zero"
 
 
 class Settings(BaseModel):

@@ -131,6 +131,26 @@ def scratch_dir(settings: Settings, token: str) -> Path:
     return settings.cache_dir / "scratch" / token
 
 
+SHORT_LINKS = Path("/tmp")
+_SHORT_PREFIX = "swedeck-link-"
+
+
+def short_link(target: Path) -> Path:
+    """A short path to ``target``: a link in /tmp named by a hash of it. Unix sockets are limited to
+    107 bytes of path, and a temporary Ray's socket paths under a scratch folder of the default cache
+    run to 116. The files stay in ``target``; only the link is outside, and a sweep removes a link
+    whose target has gone."""
+    link = SHORT_LINKS / f"{_SHORT_PREFIX}{hashlib.sha256(str(target).encode()).hexdigest()[:12]}"
+    target.mkdir(parents=True, exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(target, target_is_directory=True)
+    return link
+
+
+def _dangling_links() -> list[Path]:
+    return [p for p in SHORT_LINKS.glob(f"{_SHORT_PREFIX}*") if p.is_symlink() and not p.exists()]
+
+
 # ----------------------------------------------------------------------------------------- the sweep
 
 
@@ -166,6 +186,10 @@ def sweep(settings: Settings, gone: set[str] | None = None) -> Swept:
                 swept.folders.append(entry)
     for path in swept.folders:
         _remove(path)
+    links = _dangling_links()  # only now: the scratch folders they led into are gone
+    for link in links:
+        link.unlink(missing_ok=True)
+    swept.folders += links
     return swept
 
 

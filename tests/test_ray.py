@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from ray.cluster_utils import Cluster
 
-from conftest import catalog_rows
+from conftest import catalog_rows, swedeck_cli
 from data import SAMPLE
 from flows.config import load_config
 from flows.pipeline1 import run_pipeline1
@@ -86,3 +86,16 @@ def test_a_node_that_cannot_run_the_sandboxes_is_named_before_any_task(cluster, 
     finally:
         ray.shutdown()
         ray_cluster.remove_node(bare)
+
+
+def test_the_default_runner_ray_starts_a_temporary_ray_from_the_command_line(tmp_path: Path) -> None:
+    """`swedeck p1 --runner ray` with no address starts a temporary Ray whose files live under the
+    command's scratch folder: its socket paths there ran past the 107 bytes Unix allows (OSError:
+    validate_socket_filename failed) after 86 s. The results equal the local runner's."""
+    src = tmp_path / "src"
+    shutil.copytree(SAMPLE / SUBSET[0], src / SUBSET[0])
+    for runner in ("local", "ray"):
+        done = swedeck_cli("p1", str(src), "--runner", runner, "--set", "pipeline1.runs=1", "--out", str(tmp_path / runner))
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert _results(tmp_path / "ray") == _results(tmp_path / "local")
+    assert len(_results(tmp_path / "ray")) == 1

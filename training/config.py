@@ -8,8 +8,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from harness.records import content_hash
 from training.eviction import EvictionConfig
-from training.objectives import Normalisation
 from training.placement import PlacementConfig
+
+# how the loss is averaged (``training.objectives``); here so a config loads without torch
+Normalisation = Literal["batch_tokens", "per_rollout"]
 
 
 class TrainConfig(BaseModel):

@@ -24,7 +24,8 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-Normalisation = Literal["batch_tokens", "per_rollout"]
+from training.config import Normalisation
+
 NORMALISATIONS: tuple[str, ...] = ("batch_tokens", "per_rollout")
 STD_EPS = 1e-6
 

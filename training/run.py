@@ -13,8 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from curation.decks import DECK_FILE
 from harness.agent import AgentConfig
-from harness.config import SandboxConfig
+from harness.config import ConfigError, SandboxConfig
 from harness.records import Task, content_hash
 from training.config import TrainConfig
 
@@ -120,3 +121,12 @@ def score(config: RunConfig, out: Path, tasks: list[Task], *, samples: int = 1) 
         for t in tasks for i in range(samples)
     ]  # fmt: skip
     return sum(rewards) / len(rewards) if rewards else 0.0
+
+
+def check_arms(cfg: RunConfig, deck: Path) -> None:
+    """What an arms run needs before Prefect starts: a SWE run config and a deck folder."""
+    if cfg.env != "swe":
+        raise ConfigError('arms train on a deck\'s SWE tasks: set env = "swe" in the run config (--config FILE or --set env=swe); '
+                          "configs/arms-cpu.toml is one")
+    if not (deck / DECK_FILE).exists():
+        raise ConfigError(f"{deck}: not a deck folder (no {DECK_FILE}); make one with `swedeck deck RUN_DIR --out DECK`")
