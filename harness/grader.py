@@ -19,6 +19,7 @@ output was forged; anything that goes wrong is a reason with reward 0, never an 
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import secrets
@@ -26,10 +27,11 @@ import time
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Literal
 
-from harness import canaries
+from harness import canaries, tamper
 from harness.capabilities import describe, violations
-from harness.config import Settings
+from harness.config import SandboxConfig, Settings
 from harness.envs import ENV_MOUNT
 from harness.names import file_name
 from harness.parsers import parse_junit, resolve_parser, uses_junit
@@ -38,8 +40,10 @@ from harness.records import Grade, Status, Task, TestRun, content_hash
 from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, tail
 from harness.trusted import (
     LISTING,
+    Entry,
     File,
     TaskFacts,
+    _read_many,
     archive,
     decode,
     facts_key,
@@ -47,6 +51,7 @@ from harness.trusted import (
     parse_listing,
     plan,
     task_facts,
+    tree_changes,
 )
 
 BAD = {Status.FAILED, Status.ERROR}
@@ -55,6 +60,7 @@ PLUGINS = Path(__file__).parent / "plugins"
 ASSERTIONS_LOADED = '{"plugin": "swedeck_assertions"}\n'
 PLUGIN_DIR = f"{IO_DIR}/plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
+TamperMode = Literal["zero", "flag"]
 
 
 def run_tests(
@@ -83,6 +89,7 @@ def run_tests(
     durations: dict[str, float] = {}
     try:
         facts = task_facts(task, backend)
+        pool = _canary_pool(task, facts, backend) if not instrument and canaries.usable(task.test_cmd) else None
         sandbox = backend.open(task, network=network)
     except EnvError:
         raise
@@ -91,7 +98,7 @@ def run_tests(
     durations["open"] = time.monotonic() - started
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
-        return _run_in(sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe)
+        return _run_in(sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, pool=pool)
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
     except EnvError:
@@ -115,7 +122,10 @@ def _run_in(
     coverage: Sequence[str] | None = None,
     maxfail: int | None = None,
     observe: Sequence[str] | None = None,
+    *,
+    pool: list[str] | None = None,
 ) -> TestRun:
+    """``pool``: the validated canaries to draw from (``_canary_pool``); None plants none."""
     t0 = time.monotonic()
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
@@ -137,11 +147,13 @@ def _run_in(
     if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
         return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
     hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
+    run.tamper = _audit(sandbox, patch, before, after, token)
     planted: list[canaries.Canary] = []
-    if not instrument and canaries.usable(task.test_cmd):
+    if pool is not None:
         texts = {path: file.data for path, file in hidden.items() if file is not None}
-        with_canaries, planted = canaries.plant(texts, random.Random(token))
+        with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
         hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
+        run.canaries = canaries.strength(planted)
     todo = plan(before, after, task, facts, hidden)
     run.neutralized = todo.neutralized
     infra = f"{IO_DIR}/infra-{token}.tar"
@@ -242,6 +254,55 @@ def _run_in(
     return run
 
 
+_POOLS: dict[str, list[str]] = {}
+
+
+def _canary_pool(task: Task, facts: TaskFacts, backend: Backend) -> list[str]:
+    """The keys of the canary candidates that behave on gold as they must (copies that pass, changed
+    copies that fail), found by one gold run with them all planted, once per task and backend
+    (memory, then disk, keyed like the facts). A trial that did not run clean validates nothing and
+    is not kept, so the next grade tries again."""
+    key = facts_key(task, backend)
+    if key in _POOLS:
+        return _POOLS[key]
+    cache = Settings.from_env().cache_dir / "canaries" / f"{key}.json"
+    if cache.exists():
+        _POOLS[key] = json.loads(cache.read_text())
+        return _POOLS[key]
+    texts = {path: decode(stored).data for path, stored in facts.hidden.items() if stored is not None}
+    files, trial = canaries.trial(texts, task.answer.fail_to_pass, random.Random(key))
+    validated: list[str] = []
+    if trial:
+        hidden = facts.hidden | {p: (facts.hidden[p][0], base64.b64encode(files[p]).decode()) for p in {c.path for c in trial}}  # type: ignore[index]
+        sandbox = backend.open(task)
+        try:
+            log_dir = Settings.from_env().cache_dir / "logs"
+            run = _run_in(sandbox, task, facts.model_copy(update={"hidden": hidden}), task.answer.gold_patch, {}, log_dir, False, None)
+        finally:
+            sandbox.close()
+        if run.outcome != "ok":
+            return []
+        validated = canaries.validate(trial, run.statuses)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps(validated))
+    _POOLS[key] = validated
+    return validated
+
+
+def _audit(sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str) -> list[str]:
+    """harness.tamper's findings in the Python files the change added or modified, read in one round
+    trip after it was applied and before anything of it ran."""
+    changes = tree_changes(before, after)
+    paths = tamper.python_paths({p for p in changes.added | changes.modified if after[p].kind == "f"})
+    readable = [p for p in paths if after[p].size <= tamper.MAX_FILE_BYTES]
+    try:
+        read = _read_many(sandbox, readable, f"audit-{token}")
+    except EnvError as err:  # the change's own files would not tar: as suspect as unread
+        return [f"{', '.join(readable)}: could not be read for the audit: {err}"]
+    files: dict[str, bytes | None] = {p: read.get(p) for p in paths}
+    return [str(finding) for finding in tamper.audit(files, patch)]
+
+
 def _instrumentation(sandbox: Sandbox, task: Task, events_path: str) -> tuple[bool, str, dict[str, str]]:
     """Whether the plugin loaded, its events, and the source of every Python test file they or the
     task name."""
@@ -339,8 +400,10 @@ def _statuses(
     return statuses, evidence
 
 
-def compare(run: TestRun, expected: dict[str, Status], task: Task) -> Grade:
-    """Reward 1 iff the run reproduced ``expected`` exactly and looks genuine."""
+def compare(run: TestRun, expected: dict[str, Status], task: Task, tamper: TamperMode = "zero") -> Grade:
+    """Reward 1 iff the run reproduced ``expected`` exactly and looks genuine; with ``tamper`` "zero",
+    also only when the tamper audit found nothing in the change (with "flag" its findings are only
+    recorded)."""
     differing = {
         test_id: [expected.get(test_id), run.statuses.get(test_id)]
         for test_id in sorted(set(expected) | set(run.statuses))
@@ -348,6 +411,8 @@ def compare(run: TestRun, expected: dict[str, Status], task: Task) -> Grade:
     }
     if run.outcome != "ok":
         reason = run.outcome
+    elif run.tamper and tamper == "zero":
+        reason = "tamper_suspected"
     elif not run.statuses:
         reason = "spoofing_suspected" if run.spoof_evidence else "tests_errored"
     elif run.spoof_evidence:
@@ -371,6 +436,8 @@ def compare(run: TestRun, expected: dict[str, Status], task: Task) -> Grade:
         durations=run.durations,
         log_path=run.log_path,
         detail=run.detail,
+        canaries=run.canaries,
+        tamper=run.tamper,
     )
 
 
@@ -407,13 +474,16 @@ def grade(
     log_dir: Path | None = None,
     select: Sequence[str] | None = None,
     maxfail: int | None = None,
+    tamper: TamperMode | None = None,
 ) -> Grade:
     """THE grader. ``expected`` defaults to the corpus's gold map or a cached gold run; with ``select``
     only those tests run and only their part of the pattern is held against them. ``maxfail`` stops
-    pytest after that many failures: only sound for reward 0 when no test it runs is expected to fail."""
+    pytest after that many failures: only sound for reward 0 when no test it runs is expected to fail.
+    ``tamper`` defaults to the backend's SandboxConfig.tamper ("zero" where it has none)."""
     if expected is None:
         expected = gold_pattern(task, backend)
     if select is not None:
         expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
     run = run_tests(task, patch, backend, log_dir=log_dir, select=select, maxfail=maxfail)
-    return compare(run, expected, task)
+    config = getattr(backend, "config", None)  # a Backend need not carry a SandboxConfig (test doubles)
+    return compare(run, expected, task, tamper or (config.tamper if isinstance(config, SandboxConfig) else "zero"))

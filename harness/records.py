@@ -153,6 +153,11 @@ RunOutcome = Literal[
 ]
 
 
+# the canaries a run planted: copies of its own tests that must fail ("strong"), integer arithmetic
+# that must fail, which code reading test sources can tell apart ("weak"), or none (harness.canaries)
+CanaryStrength = Literal["strong", "weak", "none"]
+
+
 class TestRun(Record):
     """One execution of a task's tests on one tree, before any expectation is applied."""
 
@@ -175,6 +180,8 @@ class TestRun(Record):
     test_sources: dict[str, str] = Field(default_factory=dict)  # hidden test files as run, when instrumented
     coverage: str = ""  # JSONL from the coverage plugin, when asked for
     observed: str = ""  # JSONL from the observation plugin (swedeck_observe), when asked for
+    canaries: CanaryStrength = "none"
+    tamper: list[str] = Field(default_factory=list)  # harness.tamper's findings in the change: path:line: what
 
 
 GradeReason = Literal[
@@ -186,6 +193,7 @@ GradeReason = Literal[
     "output_limit",
     "tests_errored",
     "spoofing_suspected",
+    "tamper_suspected",  # the change reaches into the test runner or the interpreter (harness.tamper)
     "pattern_mismatch",
     "sandbox_error",
     "grader_error",  # something the grader did not foresee; the detail says what
@@ -210,6 +218,8 @@ class Grade(Record):
     durations: dict[str, float] = Field(default_factory=dict)
     log_path: str = ""
     detail: str = ""
+    canaries: CanaryStrength = "none"
+    tamper: list[str] = Field(default_factory=list)  # recorded whether or not the setting zeroes the reward
 
 
 # --------------------------------------------------------------------------------------------- pipeline 1
@@ -419,6 +429,9 @@ class VerdictRecord(Stamped):
     transcript_path: str
     tokens: int
     detail: str  # why a task is unjudgeable (budget spent, endpoint failed), or other notes
+    # "model": a judge session (judge_model names the model; "scripted-judge" is the shipped test double);
+    # "none": no judge endpoint, the verdict follows from the executed probes alone
+    judge: Literal["model", "none"] = "model"
 
 
 StrengtheningStatus = Literal["repaired", "partially_repaired", "not_repaired"]
@@ -491,6 +504,9 @@ class DeckRow(Stamped):
     tests: TestsVersion = "original"  # the hidden tests this arm grades the task with
     strengthening: str = ""  # lineage: the strengthening record (RUN/strengthen/<id>#<record hash>), "" when none ran
     strengthening_status: str = ""  # that record's status, "" when none ran
+    cluster_id: str = ""  # the fix's cluster (``curation.dedup``); "" when the deck was built without fingerprints
+    lineage: list[str] = Field(default_factory=list)  # every member of the cluster: "corpus/version/instance_id"
+    contamination: list[str] = Field(default_factory=list)  # eval matches kept under a flag-only policy: "rule:eval_member"
 
 
 # ---- trajectories
@@ -565,3 +581,89 @@ class IncrementRecord(Stamped):
     flow_run: str  # the Prefect flow run
     started: str  # when that run started, ISO 8601
     change: Literal["new", "changed", "retried", "unchanged"]
+
+
+# ---- deduplication and decontamination (curation.fingerprints, curation.dedup)
+
+Role = Literal["train", "eval"]
+DedupRule = Literal["same_pr", "same_patch", "syntax_equal", "near_issue"]
+ReportRule = Literal["near_issue_below", "near_issue_other_repo", "same_patch_other_base"]
+ContaminationRule = Literal["same_pr", "same_patch", "syntax_equal", "near_issue", "same_repo"]
+
+
+class Fingerprint(Record):
+    """What identifies a task's fix whatever corpus ships it, computed from its row at load time.
+
+    ``member`` (``source:instance_id``) is the task's name in clusters: two corpora may ship one id."""
+
+    schema_version: int = SCHEMA_VERSION
+    member: str
+    instance_id: str
+    source: str  # corpus: swe_bench, swe_rebench_v2, r2e_gym, ...
+    version: str  # the corpus's schema version (``Detection.version``)
+    location: str  # file#row the task came from
+    role: Role = "train"
+    repo: str  # normalised: lower case, no host, no .git; a fork sharing the root commit maps to one name
+    base_commit: str
+    pr: int | None = None
+    issues: list[int] = Field(default_factory=list)
+    created_at: str = ""  # ISO 8601, when the row says
+    patch_hash: str  # gold without test files: added and removed lines, whitespace, context and hunk headers dropped
+    syntax_hash: str  # the same, from tree-sitter tokens: survives reformatting and renamed locals ("" when no code)
+    languages: list[str] = Field(default_factory=list)
+    fail_to_pass: list[str] = Field(default_factory=list)
+    fail_to_pass_hash: str = ""
+    # datasketch MinHash of the issue's word shingles: its hash values as little-endian uint32, base64 ("" for
+    # an issue without words); a string, since 100k tasks of 128 Python ints would hold half a gigabyte
+    issue_minhash: str = ""
+
+
+class ClusterMember(Record):
+    """One task's cluster: the same fix across every corpus loaded (a cluster of one is a task alone)."""
+
+    cluster_id: str
+    member: str
+    instance_id: str
+    source: str
+    version: str
+    location: str
+    size: int
+
+
+class Duplicate(Record):
+    """Two tasks found to be the same fix (``merged``, with the equality rule that joined them), or
+    near-duplicates below the rules (reported, not merged; ``cluster_id`` is then "")."""
+
+    cluster_id: str
+    a: str  # members
+    b: str
+    rule: str  # a DedupRule when merged, else a ReportRule
+    similarity: float = 1.0  # the issue texts' estimated Jaccard similarity, where the rule compares them
+    merged: bool
+
+
+class Contamination(Record):
+    """A training task that matches an evaluation task, and how."""
+
+    member: str
+    instance_id: str
+    source: str
+    eval_source: str  # the --eval source it matches
+    eval_member: str  # "" for same_repo (the repository is in the eval set)
+    rule: ContaminationRule
+    similarity: float = 1.0
+    exact: bool  # same_pr, same_patch, syntax_equal or near_issue: the eval task's own fix
+    task_created: str = ""
+    eval_cutoff: str = ""  # the eval set's latest created_at, or the configured one
+    predates_cutoff: bool | None = None  # None when either date is unknown
+
+
+class DeckDrop(Record):
+    """A kept task a deck leaves out, and why: a duplicate of the row kept for its cluster, or
+    contaminated under the deck's policy."""
+
+    member: str
+    instance_id: str
+    reason: Literal["duplicate", "contaminated"]
+    detail: str  # the representative kept, or the eval match and rule
+    cluster_id: str = ""

@@ -18,13 +18,20 @@ from test_grader_attacks import REPORT_REWRITE
 
 from harness.config import Settings
 from harness.envs import prepare_tree
-from harness.grader import _statuses, compare, gold_pattern, grade, run_tests
+from harness import grader
+from harness.grader import _canary_pool, _statuses, compare, gold_pattern, run_tests
 from harness.parsers import parse_junit, resolve_parser
 from harness.records import Grade, HiddenTests, Status, Task, TestRun
 from harness.sandbox import Backend, Sandbox
 from harness.trusted import facts_key, task_facts
 
 ADVERSARY_TASK = "sample__toposort-1"
+
+
+def grade(task: Task, patch: str, backend: Backend, **options: object) -> Grade:
+    """The adversarial patches here test the defences behind the tamper audit (most of them would
+    reach into the runner), so the audit only flags; gold is graded with the default, which zeroes."""
+    return grader.grade(task, patch, backend, tamper="flag", **options)  # type: ignore[arg-type]
 BAD = {Status.FAILED, Status.ERROR}
 
 
@@ -55,7 +62,7 @@ def test_gold_earns_1_and_empty_earns_0_on_both_backends(
     grades: dict[tuple[str, str], Grade] = {}
     for name, backend in backends.items():
         for label, patch in (("gold", task.answer.gold_patch), ("empty", "")):
-            grades[name, label] = grade(task, patch, backend)
+            grades[name, label] = grader.grade(task, patch, backend)
     for name in backends:
         gold, empty = grades[name, "gold"], grades[name, "empty"]
         assert (gold.reward, gold.reason) == (1.0, "ok"), (name, gold.differing, gold.spoof_evidence, gold.detail)
@@ -494,8 +501,8 @@ class CountingBackend:
 def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, swedeck_env: Settings) -> None:
     settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
     changed = task.model_copy(update={"test_cmd": ["python -m pytest tests/test_sort.py"]})
-    for known in (task, changed):  # each task's facts take a sandbox of their own, once
-        task_facts(known, backend)
+    for known in (task, changed):  # each task's facts and canary trial take a sandbox of their own, once
+        _canary_pool(known, task_facts(known, backend), backend)
     counting = CountingBackend(backend)
     first = gold_pattern(task, counting, settings)
     assert counting.opened == 1
@@ -517,6 +524,7 @@ def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, sw
 def test_grade_through_counting_backend_opens_one_sandbox_per_run(
     backend: Backend, task: Task, expected: dict[str, Status]
 ) -> None:
+    _canary_pool(task, task_facts(task, backend), backend)  # once per task, and cached
     counting = CountingBackend(backend)
     result = grade(task, task.answer.gold_patch, counting, expected=expected)
     assert result.reward == 1.0 and counting.opened == 1

@@ -7,6 +7,7 @@ import ast
 import os
 import random
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -136,8 +137,10 @@ def test_canaries_are_planted_in_the_files_own_style(path: str, source: bytes) -
     if source is UNITTEST_STYLE:  # methods of the TestCase, nothing at module level
         methods = {f.name for f in ast.walk(module.body[1]) if isinstance(f, ast.FunctionDef)}
         assert names <= methods
-    else:
-        assert names <= {f.name for f in module.body if isinstance(f, ast.FunctionDef)}
+    else:  # module-level functions, or methods of the pytest-style class
+        helpers = next(n for n in module.body if isinstance(n, ast.ClassDef))
+        assert names <= {f.name for f in [*module.body, *helpers.body] if isinstance(f, ast.FunctionDef)}
+    assert canaries.strength(found) == "weak"  # nothing validated: arithmetic must fail
     # the real tests are all still there, and a different grade plants different names
     assert all(line in planted[path] for line in source.splitlines())
     assert not names & {c.name for c in canaries.plant({path: source}, random.Random(8))[1]}
@@ -155,6 +158,90 @@ def test_canary_check() -> None:
     assert canaries.check([fail, ok], {}, complete=True)[1] == []  # the file never ran at all
     unittest_ids = {"test_a_b_c (tests.test_x.T)": Status.FAILED, "test_real (tests.test_x.T)": Status.PASSED}
     assert canaries.check([fail], unittest_ids, complete=True) == ({"test_real (tests.test_x.T)": Status.PASSED}, [])
+
+
+def _function(source: str, name: str) -> ast.FunctionDef:
+    return next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def _constants(node: ast.AST) -> list[object]:
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant)]
+
+
+@pytest.mark.parametrize(("path", "source"), [("tests/test_sort.py", PYTEST_STYLE), ("tests/test_parser.py", UNITTEST_STYLE)])
+def test_canary_candidates_are_the_files_own_tests(path: str, source: bytes) -> None:
+    """A must-pass candidate is the test itself under another name; a must-fail one differs from it
+    in exactly one literal of a top-level equality assert, and never in a boolean or None."""
+    found = canaries.candidates({path: source})
+    originals = {n.name: n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name.startswith("test")}
+    assert {c.test for c in found if not c.must_fail} == set(originals)
+    failing = {c.test for c in found if c.must_fail}
+    assert failing == ({"test_sorts_a_chain"} if source is PYTEST_STYLE else {"test_reads_sections"})
+    for candidate in found:
+        copy = _function(textwrap.dedent(candidate.source.format(name="test_copy")), "test_copy")
+        original = originals[candidate.test]
+        copy.name = original.name
+        same = ast.dump(copy, include_attributes=False) == ast.dump(original, include_attributes=False)
+        assert same is not candidate.must_fail
+        if candidate.must_fail:
+            changed = [(a, b) for a, b in zip(_constants(original), _constants(copy)) if a != b]
+            assert len(changed) == 1 and type(changed[0][0]) is type(changed[0][1])
+            before, after = changed[0]
+            assert not isinstance(before, bool) and not (isinstance(before, int) and abs(before - after) == 1)  # type: ignore[operator]
+    # the same file gives the same candidates: a key validated once names the same source
+    assert canaries.candidates({path: source}) == found
+
+
+def test_strong_canaries_are_validated_copies_placed_anywhere() -> None:
+    """Drawn from the validated candidates only, named from the file's words, at any position among
+    the tests of their scope, after the last one included."""
+    files = {"tests/test_sort.py": PYTEST_STYLE, "tests/test_parser.py": UNITTEST_STYLE}
+    keys = [c.key for c in canaries.candidates(files)]
+    last_seen = set()
+    for seed in range(40):
+        planted, found = canaries.plant(files, random.Random(seed), keys)
+        assert canaries.strength(found) == "strong"
+        assert sum(c.must_fail for c in found) == 2 and all(c.key in keys for c in found)
+        copied = [c.key.split("::")[-1].split(":")[0] for c in found]
+        assert len(set(copied)) == len(copied), "a test seen in three versions"
+        for canary in found:
+            module = ast.parse(planted[canary.path])
+            scopes = [module, *(n for n in module.body if isinstance(n, ast.ClassDef))]
+            scope = next(s for s in scopes if any(getattr(f, "name", "") == canary.name for f in s.body))
+            tests = [f.name for f in scope.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test")]
+            if tests[-1] == canary.name:
+                last_seen.add(canary.path)
+        # the real tests are all still there
+        for path, source in files.items():
+            assert all(line in planted[path] for line in source.splitlines())
+    assert last_seen == set(files), "no canary was ever the last test of its file or class"
+    # nothing validated in a file: the grade falls back to arithmetic, and says so
+    assert canaries.strength(canaries.plant(files, random.Random(1), [k for k in keys if k.endswith(":pass")])[1]) == "weak"
+
+
+def test_canary_validation_keeps_only_what_behaved_on_gold() -> None:
+    fail = canaries.Canary("test_a_b", "tests/test_x.py", True, "tests/test_x.py::::test_real:fail")
+    fail_early = canaries.Canary("test_c_d", "tests/test_x.py", True, "tests/test_x.py::::test_broken:fail")
+    copy = canaries.Canary("test_e_f", "tests/test_x.py", False, "tests/test_x.py::::test_real:pass")
+    passed_anyway = canaries.Canary("test_g_h", "tests/test_x.py", True, "tests/test_x.py::::test_other:fail")
+    statuses = {
+        "tests/test_x.py::test_real[1]": Status.PASSED,
+        "tests/test_x.py::test_real[2]": Status.PASSED,
+        "tests/test_x.py::test_a_b[1]": Status.FAILED,
+        "tests/test_x.py::test_a_b[2]": Status.FAILED,
+        "tests/test_x.py::test_broken": Status.FAILED,  # the original fails too: not our changed value
+        "tests/test_x.py::test_c_d": Status.FAILED,
+        "tests/test_x.py::test_e_f[1]": Status.PASSED,
+        "tests/test_x.py::test_e_f[2]": Status.PASSED,
+        "tests/test_x.py::test_other": Status.PASSED,
+        "tests/test_x.py::test_g_h": Status.PASSED,  # the changed value was never compared
+    }
+    assert canaries.validate([fail, fail_early, copy, passed_anyway], statuses) == [fail.key, copy.key]
+    # a parametrized must-fail canary with one case reported passed is forged, and all its ids go
+    forged = statuses | {"tests/test_x.py::test_a_b[2]": Status.PASSED}
+    kept, evidence = canaries.check([fail], forged, complete=True)
+    assert len(evidence) == 1 and "test_a_b[2]" in evidence[0]
+    assert not any("test_a_b" in t for t in kept)
 
 
 @pytest.mark.parametrize(
