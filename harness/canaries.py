@@ -32,9 +32,11 @@ literal, or no candidate behaved on gold), must-fail canaries fall back to integ
 code reading test sources can tell apart: the run says so (``strength``: "weak"; "none" when nothing
 was planted), and the catalog counts such tasks.
 
-What remains: a policy can notice that two tests are near-twins (a canary and its original) and guess
-which is real; it guesses every must-fail pair right with probability 2**-k, and any wrong guess is
-caught.
+What remains: a canary and its original are near-twins. Where both fail on a candidate's tree (the
+original is a FAIL_TO_PASS test, which is why those are preferred), code that spots twins guesses which
+is real and is right for every must-fail pair with probability 2**-k; where the original passes there
+(a task that names no FAIL_TO_PASS tests), the failing twin is the canary. The tamper audit
+(harness.tamper) is what stands against such code.
 """
 
 from __future__ import annotations
