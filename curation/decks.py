@@ -4,6 +4,10 @@ A deck is a folder: ``deck.parquet`` (``DeckRow``s), ``tasks/<instance_id>.json`
 rows point at), ``tasks/strengthened/<instance_id>.json`` (the strengthened arm's version of a task whose
 tests were strengthened) and ``catalog.duckdb`` with a ``deck`` view. Rows of different arms share
 instance ids, so paired arms train on the same tasks and differ only in what the curation changed.
+
+A deck holds one task per upstream fix: where the run has fingerprints (``curation.dedup``), the kept
+tasks are chosen one per cluster and the contamination policy applied first (``dedupe``); what that
+left out is ``dropped.parquet`` (a ``dropped`` view), with the reason for each.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from curation import dedup
 from curation.store import build_catalog, commit_folder, read_records
 from harness.names import file_name
 from harness.records import (
+    DeckDrop,
     DeckRow,
     HiddenTests,
     Pipeline1Result,
@@ -25,6 +31,7 @@ from harness.records import (
 )
 
 DECK_FILE = "deck.parquet"
+DROPPED_FILE = "dropped.parquet"
 KEEP = ("accept", "issue_rewritten")  # verdicts whose task goes into the curated arm
 
 
@@ -35,13 +42,15 @@ def deck_rows(
     deck_id: str,
     source_run: str,
     strengthened: Mapping[str, Strengthening] | None = None,
+    selection: dedup.Selection | None = None,
 ) -> list[DeckRow]:
     """Rows of the three arms. ``strengthened`` holds the run's strengthening records by instance id; the
-    strengthened arm has every raw task, with its strengthened tests where a record added some."""
+    strengthened arm has every raw task, with its strengthened tests where a record added some.
+    ``selection`` (``dedupe``) gives each row its cluster, lineage and contamination flags."""
     rows = []
     for task, p1 in kept:
         stamp = {"config_hash": p1.config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
-        common = {**stamp, "deck_id": deck_id, "source_run": source_run}
+        common = {**stamp, "deck_id": deck_id, "source_run": source_run, **_lineage(task, selection)}
         verdict = verdicts.get(task.instance_id)
         rows.append(DeckRow(**common, arm="raw", problem_statement=task.problem_statement, verdict=verdict.verdict if verdict else ""))
         if verdict is not None and verdict.verdict in KEEP:
@@ -52,6 +61,27 @@ def deck_rows(
         rows.append(DeckRow(**common, arm="strengthened", problem_statement=task.problem_statement, verdict=verdict.verdict if verdict else "",
                             tests="strengthened" if record and record.tests_patch else "original", **lineage))  # fmt: skip
     return rows
+
+
+def _lineage(task: Task, selection: dedup.Selection | None) -> dict:
+    member = f"{task.source}:{task.instance_id}"
+    if selection is None or member not in selection.cluster:
+        return {}
+    return {"cluster_id": selection.cluster[member], "lineage": selection.lineage[member], "contamination": selection.flags.get(member, [])}
+
+
+def dedupe(run: Path, kept: list[tuple[Task, Pipeline1Result]], verdicts: Mapping[str, VerdictRecord],
+           cfg: dedup.DedupConfig) -> tuple[list[tuple[Task, Pipeline1Result]], dedup.Selection | None]:  # fmt: skip
+    """Pipeline 1's kept tasks, one per cluster of the run's fingerprints, contaminated clusters
+    dropped by ``cfg.policy``; a run without fingerprints keeps them all (and no selection)."""
+    found = dedup.read(run)
+    if found is None:
+        return kept, None
+    members, records = found
+    by_member = {f"{t.source}:{t.instance_id}": (t, p1) for t, p1 in kept}
+    judged = {m: verdicts[t.instance_id].verdict for m, (t, _) in by_member.items() if t.instance_id in verdicts}
+    selection = dedup.select(list(by_member), judged, members, records, cfg)
+    return [by_member[m] for m in selection.kept], selection
 
 
 def record_id(run: str, record: Strengthening) -> str:
@@ -77,7 +107,8 @@ def task_file(row: DeckRow) -> str:
     return f"tasks/{'strengthened/' if row.tests == 'strengthened' else ''}{file_name(row.instance_id)}.json"
 
 
-def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthened: Mapping[str, Strengthening] | None = None) -> None:
+def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthened: Mapping[str, Strengthening] | None = None,
+               dropped: Iterable[DeckDrop] = ()) -> None:  # fmt: skip
     by_id = {t.instance_id: t for t in tasks}
 
     def version(row: DeckRow) -> Task:
@@ -85,8 +116,9 @@ def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthen
         return strengthened_task(task, (strengthened or {}).get(row.instance_id)) if row.tests == "strengthened" else task
 
     files = {task_file(r): version(r).model_dump_json() for r in rows}
-    commit_folder(out, [("deck", DeckRow, rows)], files)
-    build_catalog(out / "catalog.duckdb", {"deck": (str(out.resolve() / DECK_FILE), DeckRow)})
+    commit_folder(out, [("deck", DeckRow, rows), ("dropped", DeckDrop, list(dropped))], files)
+    build_catalog(out / "catalog.duckdb", {"deck": (str(out.resolve() / DECK_FILE), DeckRow),
+                                           "dropped": (str(out.resolve() / DROPPED_FILE), DeckDrop)})  # fmt: skip
     # imported here: it reads the deck back through this module, and ``datasets`` is slow to import
     from curation.deck_dataset import export_dataset
 

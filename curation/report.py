@@ -275,8 +275,23 @@ def latest_run(cat: Catalog) -> Section | None:
     return Section("The latest scheduled run", bar_chart(answer.column("change"), answer.column("tasks"), "tasks") + table(answer))
 
 
+def duplicates(cat: Catalog) -> Section | None:
+    """Fixes shared between the loaded sources and with the eval sets (``curation.dedup``)."""
+    if "clusters" not in cat.views or not cat.con.execute("select count(*) from clusters").fetchone()[0]:
+        return None
+    fixes = cat.ask("SELECT source, count(*) AS tasks, count(DISTINCT cluster_id) AS fixes FROM clusters GROUP BY source ORDER BY source")
+    matrix = cat.ask("PIVOT (SELECT source_a AS source, source_b, fixes FROM overlap) ON source_b USING sum(fixes) GROUP BY source ORDER BY source")
+    pairs = cat.ask("SELECT rule, merged, count(*) AS pairs FROM duplicates GROUP BY ALL ORDER BY merged DESC, rule")
+    tainted = cat.ask("SELECT eval_source, rule, count(DISTINCT member) AS tasks, count(*) FILTER (WHERE predates_cutoff) AS predating_cutoff "
+                      "FROM contamination GROUP BY ALL ORDER BY eval_source, rule")  # fmt: skip
+    body = (table(fixes) + "<h3>Overlap: fixes each pair of sources shares (a corpus with itself: fixes it ships twice; "
+            "with an eval set: exact contamination)</h3>" + table(matrix) + "<h3>Pairs by rule (merged, or reported only)</h3>"
+            + table(pairs) + "<h3>Contamination by the eval sets</h3>" + table(tainted))  # fmt: skip
+    return Section("Duplicates and contamination", body)
+
+
 SECTIONS: tuple[Callable[[Catalog], Section | None], ...] = (
-    latest_run, funnel, reject_reasons, verdicts, probe_survival, slow_and_flaky, errors
+    latest_run, funnel, reject_reasons, verdicts, probe_survival, slow_and_flaky, errors, duplicates
 )
 
 STYLE = """

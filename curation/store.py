@@ -53,6 +53,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.records import (
     AssertionRecord,
+    ClusterMember,
+    Contamination,
+    Duplicate,
+    Fingerprint,
     IncrementRecord,
     LoadError,
     Pipeline1Result,
@@ -196,6 +200,11 @@ RUN_TABLES: dict[str, PerTask | RunFile] = {
     "verdicts": PerTask("p2", "verdict", VerdictRecord),
     "strengthening": PerTask("strengthen", "strengthening", Strengthening),
     "increments": PerTask("increments", "changes", IncrementRecord),  # one folder per scheduled run
+    # curation.dedup: written at load time, or by `swedeck dedup` over existing runs
+    "fingerprints": RunFile("dedup/fingerprints.parquet", Fingerprint),
+    "clusters": RunFile("dedup/clusters.parquet", ClusterMember),
+    "duplicates": RunFile("dedup/duplicates.parquet", Duplicate),
+    "contamination": RunFile("dedup/contamination.parquet", Contamination),
 }
 PER_TASK = {view: t for view, t in RUN_TABLES.items() if isinstance(t, PerTask)}
 STAGES = sorted({t.stage for t in PER_TASK.values()})
@@ -222,6 +231,17 @@ NAMED_VIEWS = {
                avg((p.reward = 1)::INT) AS survival
         FROM probes p JOIN p1_results r USING (run, instance_id)
         GROUP BY ALL""",
+    # fixes two loaded sources share: corpora by their clusters (a corpus with itself: fixes it ships
+    # twice), a corpus and an eval set by contamination records of an exact rule
+    "overlap": """
+        SELECT a.run, a.source AS source_a, b.source AS source_b, count(DISTINCT a.cluster_id) AS fixes
+        FROM clusters a JOIN clusters b ON a.run = b.run AND a.cluster_id = b.cluster_id
+             AND (a.source < b.source OR (a.source = b.source AND a.member < b.member))
+        GROUP BY ALL
+        UNION ALL
+        SELECT c.run, c.source, c.eval_source, count(DISTINCT k.cluster_id)
+        FROM contamination c JOIN clusters k USING (run, member)
+        WHERE c.exact GROUP BY ALL""",
 }
 
 Stamp = tuple[int, int]  # a committed folder's (inode, mtime_ns): a replaced folder is a new inode

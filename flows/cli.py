@@ -25,6 +25,8 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="machine-readable output")
 SourceOpt = Annotated[list[Path] | None, typer.Option("--source", "-s", help="task source (default: sample corpus)")]
 RepoCacheOpt = Annotated[Path | None, typer.Option("--repo-cache", help="folder of git bundles (owner__name.bundle) or clones "
                          "(owner__name/): rows whose image cannot run here are built from their install spec")]  # fmt: skip
+EvalOpt = Annotated[list[str] | None, typer.Option("--eval", help="an evaluation set (hub id, Parquet or JSONL file, task folder; "
+                    "repeatable): training tasks that match it get contamination records, and decks apply dedup.policy")]  # fmt: skip
 
 
 def _console():
@@ -49,6 +51,12 @@ def _config(config: Path | None, overrides: list[str] | None, backend: str | Non
         _console().print(f"[red]repository cache {cfg.sources.repo_cache}: no such folder[/]")
         raise typer.Exit(2)
     return cfg
+
+
+def _with_evals(cfg, evals: list[str] | None):  # noqa: ANN001, ANN202 - a SwedeckConfig
+    if not evals:
+        return cfg
+    return cfg.model_copy(update={"dedup": cfg.dedup.model_copy(update={"eval": [*cfg.dedup.eval, *evals]})})
 
 
 def _print_errors(errors) -> None:
@@ -334,7 +342,16 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     table.add_row("unloadable rows", str(summary["load_errors"]))
     console = Console()
     console.print(table)
+    if "dedup" in summary:
+        console.print(_dedup_line(summary["dedup"]))
     console.print(f"catalog: {summary['catalog']}  (try: swedeck query \"select * from p1_results\" --db {summary['catalog']})")
+
+
+def _dedup_line(d: dict) -> str:
+    merged = ", ".join(f"{rule} {n}" for rule, n in d["merged_pairs"].items()) or "none"
+    reported = ", ".join(f"{rule} {n}" for rule, n in d["reported_pairs"].items()) or "none"
+    return (f"fixes: {d['fixes']} in {d['tasks']} tasks (pairs merged: {merged}; near-duplicates reported: {reported}); "
+            f"contaminated: {d['contaminated_tasks']} exact, {d['eval_repo_tasks']} of an eval repository")  # fmt: skip
 
 
 @app.command()
@@ -345,12 +362,13 @@ def p1(
     runner: RunnerOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w", help="tasks processed at once")] = 2,
     repo_cache: RepoCacheOpt = None,
+    evals: EvalOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Pipeline 1: two-tree fail-to-pass with binding assertions, into Parquet and a DuckDB catalog."""
-    cfg = _config(config, overrides, backend, runner, repo_cache)
+    cfg = _with_evals(_config(config, overrides, backend, runner, repo_cache), evals)
     _run_pipelines(["pipeline1"], out, cfg, workers, sources=list(sources), as_json=as_json)
 
 
@@ -362,12 +380,14 @@ def curate(
     runner: RunnerOpt = None,
     workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
     repo_cache: RepoCacheOpt = None,
+    evals: EvalOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
 ) -> None:
     """The main job, end to end with embedded defaults: Pipeline 1, then probes and the judge, then test
-    strengthening of the tasks the judge called too loose."""
-    cfg = _config(config, overrides, backend, runner, repo_cache)
+    strengthening of the tasks the judge called too loose. Every task's fingerprint is taken as it
+    loads: duplicates across the corpora and matches of the --eval sets land in the catalog."""
+    cfg = _with_evals(_config(config, overrides, backend, runner, repo_cache), evals)
     _run_pipelines(["pipeline1", "pipeline2", "strengthen"], out, cfg, workers, sources=_sources(sources))
     from curation.report import write_report
 
@@ -681,23 +701,72 @@ def deck(
     run_dir: Annotated[Path, typer.Argument(help="a `swedeck curate` run folder")],
     out: Annotated[Path, typer.Option("--out", "-o", help="deck folder")] = Path("decks/sample"),
     deck_id: Annotated[str | None, typer.Option("--id", help="deck id (default: the folder name)")] = None,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
 ) -> None:
     """Build a deck from a curate run: the raw arm (every task Pipeline 1 kept), the curated arm (tasks
     Pipeline 2 accepted, with rewritten issues) and the strengthened arm (the raw arm's tasks, with the
-    strengthened hidden tests where strengthening added tests)."""
-    from curation.decks import deck_rows, write_deck
+    strengthened hidden tests where strengthening added tests). One task per upstream fix (the run's
+    clusters), contaminated ones dropped by dedup.policy; dropped.parquet says what was left out."""
+    from curation.decks import deck_rows, dedupe, write_deck
     from curation.pipeline1 import kept_tasks
     from judge.pipeline2 import verdicts
     from judge.strengthen import records
 
-    kept = kept_tasks(run_dir)
+    judged = verdicts(run_dir)
+    kept, selection = dedupe(run_dir, kept_tasks(run_dir), judged, _config(config, overrides, None).dedup)
     strengthened = records(run_dir)
-    rows = deck_rows(kept, verdicts(run_dir), deck_id=deck_id or out.name, source_run=str(run_dir), strengthened=strengthened)
-    write_deck(out, rows, [task for task, _ in kept], strengthened)
+    rows = deck_rows(kept, judged, deck_id=deck_id or out.name, source_run=str(run_dir), strengthened=strengthened, selection=selection)
+    write_deck(out, rows, [task for task, _ in kept], strengthened, selection.dropped if selection else ())
     counts = {arm: sum(r.arm == arm for r in rows) for arm in sorted({r.arm for r in rows})}
     repaired = sum(r.arm == "strengthened" and r.tests == "strengthened" for r in rows)
     _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items())
                      + f" ({repaired} with strengthened tests) · catalog {out / 'catalog.duckdb'}")  # fmt: skip
+    for drop in selection.dropped if selection else ():
+        _console().print(f"  dropped {drop.member} ({drop.reason}): {drop.detail}", highlight=False)
+
+
+@app.command()
+def dedup(
+    runs: Annotated[list[Path], typer.Argument(help="run folders (`swedeck p1` or `swedeck curate`)")],
+    evals: EvalOpt = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="where dedup/ and its catalog go (default: the run, when one)")] = None,
+    config: ConfigOpt = None,
+    overrides: SetOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Clusters of the same fix across existing runs and their contamination by evaluation sets,
+    without re-running anything: the catalog's duplicates, clusters, contamination and overlap views."""
+    from curation import dedup as dd
+    from curation.sources import SourceError
+
+    if out is None and len(runs) > 1:
+        _console().print("[red]several runs: say where their joint result goes with --out[/]")
+        raise typer.Exit(2)
+    missing = [r for r in runs if not (r / "p1").is_dir() and not (r / dd.DEDUP_DIR).is_dir()]
+    if missing:
+        _console().print(f"[red]not a run folder: {', '.join(map(str, missing))}[/]")
+        raise typer.Exit(2)
+    cfg = _with_evals(_config(config, overrides, None), evals)
+    try:
+        clustering, records, errors = dd.dedup_runs(runs, out or runs[0], cfg.dedup)
+    except SourceError as err:
+        _source_error(err)
+    _print_errors(errors)
+    found = dd.summary(clustering, records) | {"overlap": [[a, b, n] for (a, b), n in dd.overlap(clustering.members, records).items()]}
+    if as_json:
+        print(json.dumps(found, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(_dedup_line(found), highlight=False)
+    table = Table("source", "other source", "fixes shared", title="overlap")
+    for a, b, n in found["overlap"]:
+        table.add_row(a, b, str(n))
+    console.print(table)
+    console.print(f"catalog: {(out or runs[0]) / 'catalog.duckdb'}  (views: clusters, duplicates, contamination, overlap)")
 
 
 @app.command()

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from curation.dedup import DedupConfig
 from curation.pipeline1 import Pipeline1Config
 from curation.sources.recipes import RepoCache
 from flows.runners import RunnerConfig
@@ -55,12 +56,14 @@ class SwedeckConfig(BaseModel):
     pipeline2: Pipeline2Config = Pipeline2Config()
     agent: AgentConfig = AgentConfig()
     runner: RunnerConfig = RunnerConfig()
+    dedup: DedupConfig = DedupConfig()
     schedules: dict[str, Schedule] = {}
 
     def hash(self) -> str:
         # where and when the work runs never changes a result, so they stay out of the hash records carry;
         # a task built from the repository cache differs from its image task, so its own hash tells them apart
-        return content_hash(self.model_dump(mode="json", exclude={"runner", "schedules", "sources"}))
+        # deduplication picks among results and never changes one, so it stays out too
+        return content_hash(self.model_dump(mode="json", exclude={"runner", "schedules", "sources", "dedup"}))
 
     def repo_cache(self) -> RepoCache | None:
         if not self.sources.repo_cache:

@@ -11,6 +11,7 @@ from pathlib import Path
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from curation import dedup
 from curation.pipeline1 import finished, internal_error, process_task, result_path
 from curation.sources import load_sources
 from curation.store import CATALOG, commit_folder, refresh_catalog, sweep_partials
@@ -66,7 +67,9 @@ def pipeline1(sources: list[str], out: str, config: dict) -> dict:
         else:
             seen.add(t.instance_id)
             tasks.append(t)
-    commit_folder(out_dir / "load_errors", [("errors", LoadError, errors)])
+    fingerprints, eval_errors = dedup.with_evals(loaded.fingerprints, cfg.dedup, Path(cfg.sources.repo_cache) if cfg.sources.repo_cache else None)
+    clustering, contamination = dedup.write(out_dir, fingerprints, cfg.dedup)
+    commit_folder(out_dir / "load_errors", [("errors", LoadError, errors + eval_errors)])
     config_json = cfg.model_dump_json()
     futures = [run_one.submit(t.model_dump_json(), str(out_dir), config_json) for t in tasks]
     outcomes = []
@@ -81,7 +84,8 @@ def pipeline1(sources: list[str], out: str, config: dict) -> dict:
         "tasks": len(tasks),
         "kept": reasons.pop("kept", 0),
         "rejected": dict(sorted(reasons.items())),
-        "load_errors": len(errors),
+        "load_errors": len(errors) + len(eval_errors),
+        "dedup": dedup.summary(clustering, contamination),
         "flaky_tests": sum(int(o["flaky"]) for o in outcomes),
         "seconds": round(time.monotonic() - started, 1),
         "catalog": str(out_dir / CATALOG),

@@ -97,8 +97,8 @@ def _rule(
     """The first rule a touched path breaks ("" for none); ``entry`` is None for a deleted path."""
     name = PurePosixPath(path).name
     in_tests = (is_protected(path, task) and name not in PACKAGING_CONFIG) or path in facts.hidden
-    if entry is None:
-        return "tests_place" if in_tests else ""
+    if entry is None:  # a folder goes with its files, which say what the change deleted
+        return "tests_place" if in_tests and old is not None and old.kind != "d" else ""
     if entry.kind == "l":
         return "symlink"
     if entry.kind not in ("f", "d"):

@@ -122,8 +122,11 @@ def test_the_isolation_is_what_stops_them(
     added = re.findall(r"(?m)^\+def (test_\w+)", matrixlite.answer.hidden_tests.patch)
     assert all(name in hidden.turns[0].output for name in added)
 
-    # the grader's own defences: a planted conftest is deleted, the reports it rewrites would be
-    # caught against what the calls raised, and against the canaries; with all three off it pays...
+    # the grader's own defences: a planted conftest is refused, or left out of the tests' run, the
+    # reports it rewrites would be caught against what the calls raised, and against the canaries;
+    # with all four off it pays...
+    monkeypatch.setattr(harness.grader, "violations", lambda *args: [])
+    assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grader, "plan", _hidden_tests_only)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grader, "_forged_passes", lambda *args: [])

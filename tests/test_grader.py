@@ -144,14 +144,18 @@ def test_control_monkeypatch_fix_in_library_earns_1(
     assert (result.reward, result.reason) == (1.0, "ok"), result
 
 
-def test_editing_the_hidden_tests_file_is_undone(
+def _refused(result: Grade, *paths: str) -> None:
+    """Refused as applied (harness.capabilities), naming each path the tests own."""
+    assert (result.reward, result.reason) == (0.0, "forbidden_change"), result
+    assert [line.split(": ")[0] for line in result.detail.splitlines()[1:]] == list(paths), result.detail
+    assert "a path the tests own" in result.detail
+
+
+def test_editing_the_hidden_tests_file_is_refused(
     backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable
 ) -> None:
     patch = make_patch(task, {"tests/test_sort.py": _prepend(FIX_BY_MONKEYPATCH)})
-    result = grade(task, patch, backend)
-    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
-    assert result.neutralized == ["tests/test_sort.py"]
-    assert all(result.statuses[t] in BAD for t in f2p(task))
+    _refused(grade(task, patch, backend), "tests/test_sort.py")
 
 
 def test_control_force_pass_conftest_works_when_left_in_place(backend: Backend, task: Task) -> None:
@@ -172,14 +176,11 @@ def test_control_force_pass_conftest_works_when_left_in_place(backend: Backend, 
 
 # protected by name wherever it is, even where pytest would not load it
 @pytest.mark.parametrize("where", ["conftest.py", "tests/conftest.py", "toposort/conftest.py"])
-def test_conftest_forcing_passes_is_removed(
+def test_conftest_forcing_passes_is_refused(
     backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, where: str
 ) -> None:
     patch = make_patch(task, {where: FORCE_PASS_CONFTEST})
-    result = grade(task, patch, backend)
-    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
-    assert result.neutralized == [where]
-    assert all(result.statuses[t] in BAD for t in f2p(task))
+    _refused(grade(task, patch, backend), where)
 
 
 @pytest.mark.parametrize(
@@ -207,16 +208,12 @@ def test_forged_pass_lines_are_not_believed(
     assert any(shown in e for e in result.spoof_evidence), result.spoof_evidence
 
 
-def test_deleting_the_test_files_is_undone(
+def test_deleting_the_test_files_is_refused(
     backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable
 ) -> None:
     patch = make_patch(task, {"tests/test_sort.py": None, "tests/test_graph.py": None})
     assert patch.count("deleted file mode") == 2
-    result = grade(task, patch, backend)
-    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
-    assert result.neutralized == ["tests/test_graph.py", "tests/test_sort.py"]
-    # both files are back: every test of the expected pattern ran
-    assert set(result.statuses) == set(expected)
+    _refused(grade(task, patch, backend), "tests/test_graph.py", "tests/test_sort.py")
 
 
 PRINTING_PASSES_AT_IMPORT = """\
@@ -304,9 +301,7 @@ def test_regression_gitignore_hides_planted_conftest(
     neutralization and its forced passes earned reward 1."""
     patch = make_patch(task, {".gitignore": "conftest.py\n", "conftest.py": FORCE_PASS_CONFTEST})
     assert "+++ b/conftest.py" in patch
-    result = grade(task, patch, backend)
-    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
-    assert result.neutralized == ["conftest.py"]
+    _refused(grade(task, patch, backend), "conftest.py")
 
 
 GIT_HOOK = """#!/bin/sh
@@ -387,9 +382,7 @@ def test_regression_staged_rename_blocked_test_restore(
     )
     result = grade(task, _three_way_hunk(task, tmp_path) + tampering, backend)
     assert result.apply_strategy == "git apply --3way", result.detail
-    assert (result.reward, result.reason) == (0.0, "pattern_mismatch"), result
-    assert result.neutralized == ["tests/README.md", "tests/test_matrix.py"]
-    assert all(result.statuses[t] in BAD for t in f2p(task))
+    _refused(result, "tests/README.md", "tests/test_matrix.py")
 
 
 # ------------------------------------------------------------------------------------------ known gaps
@@ -450,17 +443,20 @@ sys.modules["force_pass"] = plugin
 os.environ["PYTEST_PLUGINS"] = "force_pass"
 '''
 
-def test_regression_modules_shadowing_pytest_or_the_stdlib_are_deleted_before_the_tests_run(
+def test_regression_modules_shadowing_pytest_or_the_stdlib_are_refused_before_the_tests_run(
     backend: Backend, task: Task, make_patch: Callable
 ) -> None:
     """A pytest.py (or pytest/__init__.py) added at the root would run instead of pytest and report
-    every test passed; an argparse.py there would run inside pytest's start-up. A new module of the
-    candidate's own stays."""
+    every test passed; an argparse.py there would run inside pytest's start-up. Only the shadow is
+    named: a new module of the candidate's own is allowed."""
     for path, source in [("pytest.py", SHADOW_PYTEST_FORCING_PASSES), ("pytest/__init__.py", SHADOW_PYTEST_FORCING_PASSES),
                          ("argparse.py", SHADOW_ARGPARSE_FORCING_PASSES)]:  # fmt: skip
         result = grade(task, make_patch(task, {path: source, "toposort_extra.py": "VALUE = 1\n"}), backend)
-        assert result.reward == 0.0, result
-        assert path.split("/")[0] in result.neutralized and "toposort_extra.py" not in result.neutralized
+        assert (result.reward, result.reason) == (0.0, "forbidden_change"), result
+        name = path.split("/")[0]
+        module = name.removesuffix(".py")
+        shadow = f"{name}: imported instead of a module the environment provides (`{module}`, from the work directory on sys.path)"
+        assert result.detail.splitlines()[1:] == [shadow]
 
 
 def test_regression_library_code_rewriting_pytest_reports_is_caught(backend: Backend, task: Task, make_patch: Callable) -> None:

@@ -34,3 +34,16 @@ def test_regression_gold_with_spoof_evidence_is_ungradeable(
     result = process_task(forged, bwrap_backend, Pipeline1Config(runs=1, instrument=False), "test", tmp_path)
     assert (result.decision, result.reason) == ("reject", "ungradeable"), result
     assert "test_invented" in result.detail
+
+
+def test_gold_needing_a_forbidden_change_is_ungradeable(
+    bwrap_backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable, tmp_path: Path
+) -> None:
+    """A gold patch that does what no candidate may (here: a module shadowing the standard library's
+    json, beside the real fix) would make every grade 0: rejected, naming the path and the rule."""
+    task = sample_tasks["sample__toposort-1"]
+    gold = task.answer.gold_patch + make_patch(task, {"json.py": "from _json import *\n"})
+    refused = task.model_copy(update={"answer": task.answer.model_copy(update={"gold_patch": gold})})
+    result = process_task(refused, bwrap_backend, Pipeline1Config(runs=1, instrument=False), "test", tmp_path)
+    assert (result.decision, result.reason, result.stage) == ("reject", "ungradeable", "patch"), result
+    assert "json.py: imported instead of a module the environment provides" in result.detail

@@ -22,7 +22,7 @@ from curation.sources.base import RowError
 from curation.sources.recipes import RepoCache, other_language
 from harness.names import id_problem
 from harness.parsers import UnsupportedParser, check_parser
-from harness.records import LoadError, Task
+from harness.records import Fingerprint, LoadError, Role, Task
 
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], Task]] = {
     "r2e_gym": r2e_gym.to_task,
@@ -67,6 +67,7 @@ class LoadResult(BaseModel):
     tasks: list[Task]
     errors: list[LoadError]
     detected: list[Detection] = []
+    fingerprints: list[Fingerprint] = []  # one per task, in order (``curation.fingerprints``)
 
 
 def detect(columns: set[str]) -> tuple[str, str]:
@@ -108,15 +109,18 @@ def detect_corpus(columns: set[str]) -> str:
 Located = tuple[str, Any]  # (file#row or file#line, the decoded row, or why it could not be decoded)
 
 
-def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str, repo_cache: RepoCache | None = None) -> LoadResult:
+def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str, repo_cache: RepoCache | None = None,
+              role: Role = "train") -> LoadResult:  # fmt: skip
     """Every row through ``corpus``'s adapter; failures become LoadErrors at ``{location}#row{i}``."""
-    return _adapt(corpus, [(f"{location}#row{i}", row) for i, row in enumerate(rows)], location, "given", repo_cache)
+    return _adapt(corpus, [(f"{location}#row{i}", row) for i, row in enumerate(rows)], location, "given", repo_cache, role)
 
 
-def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_cache: RepoCache | None = None) -> LoadResult:
+def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_cache: RepoCache | None = None,
+           role: Role = "train") -> LoadResult:  # fmt: skip
     """Each row through the adapter, in order; a row that could not be decoded arrives as the reason
     why (a string) and is recorded like any other bad row. With a repository cache, a row whose
-    image cannot run here and whose repository is cached becomes a recipe task (``recipes``)."""
+    image cannot run here and whose repository is cached becomes a recipe task (``recipes``). Each
+    task's fingerprint is taken from its row (``role`` says whether it is a training or an eval task)."""
     try:
         adapter = ADAPTERS[corpus]
     except KeyError:
@@ -124,6 +128,7 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_ca
     tasks: list[Task] = []
     errors: list[LoadError] = []
     versions: dict[tuple[str, str], int] = {}
+    made: list[tuple[Task, Mapping[str, Any], str, str]] = []  # for the fingerprints: task, row, version, where
     from_recipe = 0
     image_only: dict[str, int] = {}  # V2 rows in languages a recipe cannot build, by language
     for where, row in rows:
@@ -145,6 +150,7 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_ca
                 raise RowError("instance_id", problem)
             check_parser(task.log_parser)
             tasks.append(task)
+            made.append((task, row, version[0], where))
         except UnsupportedParser as err:  # the row is fine; nothing here can grade it
             errors.append(
                 LoadError(source=corpus, location=where, field="log_parser", message=str(err), stage="unsupported_parser")
@@ -177,10 +183,10 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_ca
         Detection(location=location, corpus=corpus, version=version, rows=n, reason=f"{reason}; {why}")
         for (version, why), n in versions.items()
     ]
-    return LoadResult(tasks=tasks, errors=errors, detected=detected)
+    return LoadResult(tasks=tasks, errors=errors, detected=detected, fingerprints=fingerprints(made, role))
 
 
-def load_corpus_file(path: str, corpus: str | None = None, repo_cache: RepoCache | None = None) -> LoadResult:
+def load_corpus_file(path: str, corpus: str | None = None, repo_cache: RepoCache | None = None, role: Role = "train") -> LoadResult:
     """Load a local .parquet/.jsonl/.json/.arrow file row by row, or a Hugging Face hub id.
 
     A line that is not a JSON object is a LoadError at ``{path}#line{n}`` and the other rows still
@@ -204,7 +210,7 @@ def load_corpus_file(path: str, corpus: str | None = None, repo_cache: RepoCache
                 error = LoadError(source="", location=path, field="columns", message=str(err), stage="corpus_file")
                 return LoadResult(tasks=[], errors=[error])
             corpus = "unknown"  # nothing decoded: every row is an error of its own below
-    return _adapt(corpus, rows, path, reason, repo_cache) if corpus in ADAPTERS else _undecoded(corpus, rows)
+    return _adapt(corpus, rows, path, reason, repo_cache, role) if corpus in ADAPTERS else _undecoded(corpus, rows)
 
 
 def _undecoded(corpus: str, rows: list[Located]) -> LoadResult:
@@ -324,7 +330,7 @@ def _refine(corpus: str, reason: str, rows: list[Mapping[str, Any]]) -> tuple[st
     return corpus, reason
 
 
-def load_source(path: str | Path, repo_cache: RepoCache | None = None) -> LoadResult:
+def load_source(path: str | Path, repo_cache: RepoCache | None = None, role: Role = "train") -> LoadResult:
     """Any source: a task folder, a folder of task folders, a corpus file, or a hub id."""
     from curation.sources.local import load_folders
 
@@ -332,19 +338,33 @@ def load_source(path: str | Path, repo_cache: RepoCache | None = None) -> LoadRe
         tasks, errors = load_folders(Path(path))
         found = [Detection(location=str(path), corpus="local", version="task folder", rows=len(tasks) + len(errors),
                            reason="a folder of task folders (task.toml)")] if tasks or errors else []  # fmt: skip
-        return LoadResult(tasks=tasks, errors=errors, detected=found)
-    return load_corpus_file(str(path), repo_cache=repo_cache)
+        made = [(t, t.answer.leaky_columns, "task folder", f"{path}#{t.instance_id}") for t in tasks]
+        return LoadResult(tasks=tasks, errors=errors, detected=found, fingerprints=fingerprints(made, role))
+    return load_corpus_file(str(path), repo_cache=repo_cache, role=role)
 
 
-def load_sources(paths: Iterable[str | Path], repo_cache: RepoCache | None = None) -> LoadResult:
+def load_sources(paths: Iterable[str | Path], repo_cache: RepoCache | None = None, role: Role = "train") -> LoadResult:
+    """Every source in order. ``role="eval"``: evaluation sets, loaded by the same adapters; their
+    fingerprints say so, and a run keeps nothing else of them."""
     if repo_cache is not None and not repo_cache.root.is_dir():
         raise SourceError(f"repository cache {repo_cache.root}: no such folder")
-    results = [load_source(p, repo_cache) for p in paths]
+    results = [load_source(p, repo_cache, role) for p in paths]
     return LoadResult(
         tasks=[t for r in results for t in r.tasks],
         errors=[e for r in results for e in r.errors],
         detected=[d for r in results for d in r.detected],
+        fingerprints=[f for r in results for f in r.fingerprints],
     )
+
+
+def fingerprints(made: list[tuple[Task, Mapping[str, Any], str, str]], role: Role) -> list[Fingerprint]:
+    """The fingerprints of tasks made from rows (``made``: task, row, schema version, location), the
+    issue MinHashes in bulk."""
+    from curation.fingerprints import fingerprint, issue_minhashes
+
+    hashes = issue_minhashes(t.problem_statement for t, _, _, _ in made)
+    return [fingerprint(t, row, version=version, location=where, role=role, minhash=h)
+            for (t, row, version, where), h in zip(made, hashes)]  # fmt: skip
 
 
 def find_task(instance_id: str, paths: Iterable[str | Path], repo_cache: RepoCache | None = None) -> Task:
