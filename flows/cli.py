@@ -10,11 +10,27 @@ from typing import Annotated
 import typer
 
 app = typer.Typer(help="Curate SWE RL task corpora into trustworthy decks.", no_args_is_help=True)
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from importlib.metadata import version
+
+        print(f"swedeck {version('swedeck')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")] = False,
+) -> None:
+    """Curate SWE RL task corpora into trustworthy decks."""
+
 tasks_app = typer.Typer(help="Read task sources: corpus files, hub ids, task folders.", no_args_is_help=True)
 env_app = typer.Typer(help="Build environments ahead of time.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(env_app, name="env")
-train_app = typer.Typer(help="Train agents with the bundled async GRPO trainer.", invoke_without_command=True)
+train_app = typer.Typer(invoke_without_command=True)  # its help is the callback's (train)
 app.add_typer(train_app, name="train")
 
 ConfigOpt = Annotated[Path | None, typer.Option("--config", "-c", help="TOML config file")]
@@ -33,6 +49,15 @@ def _console():
     from rich.console import Console
 
     return Console(stderr=True)
+
+
+def _stdout():
+    """Where tables go: piped, rich would cut every cell to fit 80 columns, ids included."""
+    import os
+
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else 100_000)
 
 
 def _sources(paths: list[Path] | None) -> list[Path]:
@@ -67,13 +92,11 @@ def _print_errors(errors) -> None:
 
 @tasks_app.command("list")
 def tasks_list(paths: Annotated[list[Path] | None, typer.Argument(help="sources")] = None, as_json: JsonOpt = False) -> None:
-    """List the tasks in one or more sources (default: the bundled sample corpus)."""
-    from curation.sources import SourceError, load_sources
+    """List the tasks in one or more sources (default: the bundled sample corpus), and which corpus and
+    schema version each source was read as."""
+    from curation.sources import load_sources
 
-    try:
-        result = load_sources(_sources(paths))
-    except SourceError as err:
-        _source_error(err)
+    result = load_sources(_sources(paths))
     if as_json:
         rows = [
             {"instance_id": t.instance_id, "source": t.source, "repo": t.repo, "base_commit": t.base_commit,
@@ -87,9 +110,9 @@ def tasks_list(paths: Annotated[list[Path] | None, typer.Argument(help="sources"
         table = Table("instance_id", "source", "repo", "environment", "parser")
         for t in result.tasks:
             table.add_row(t.instance_id, t.source, t.repo, t.environment.image or "recipe", t.log_parser)
-        from rich.console import Console
-
-        Console().print(table)
+        _stdout().print(table)
+    for d in result.detected:
+        _console().print(f"{d.location}: read as {d.corpus} ({d.version}), {d.rows} rows: {d.reason}", highlight=False, soft_wrap=True)
     _print_errors(result.errors)
 
 
@@ -135,34 +158,48 @@ def _find(task_id: str, source: list[Path] | None, find_task, repo_cache=None):
         _console().print(f"[red]{err.args[0]}[/]")
         raise typer.Exit(2) from None
     except SourceError as err:
-        _source_error(err)
+        _user_error(err)
 
 
-def _source_error(err: Exception):  # noqa: ANN202 - never returns
-    """A source that cannot be read at all: one line, exit 2 as for any other load failure."""
-    _console().print(f"[red]error:[/] {err}", soft_wrap=True, highlight=False)
-    raise typer.Exit(2) from None
+def _user_error(err: Exception):  # noqa: ANN202 - never returns
+    """A mistake the user can fix: one line (its text is not markup: it may quote [brackets]), exit 2."""
+    from rich.text import Text
+
+    _console().print(Text.assemble(("error: ", "red"), str(err)), soft_wrap=True, highlight=False)
+    raise SystemExit(2)
 
 
 @app.command()
 def grade(
-    task_id: Annotated[str, typer.Argument(help="instance id, or a task folder path")],
+    task_id: Annotated[str | None, typer.Argument(help="instance id, or a task folder path (not with --predictions)")] = None,
     patch: Annotated[str, typer.Option("--patch", "-p", help="gold, empty, or a patch file")] = "gold",
     source: SourceOpt = None,
-    arm: Annotated[str | None, typer.Option("--arm", help="grade against this arm's version of the task (--source is a deck)")] = None,
+    arm: Annotated[list[str] | None, typer.Option("--arm", help="grade against this arm's version of the task (--source is a deck); "
+                   "with --predictions, repeatable")] = None,  # fmt: skip
+    predictions: Annotated[Path | None, typer.Option("--predictions", help="a predictions file (SWE-bench's: JSONL or a JSON list of "
+                           "instance_id, model_patch, model_name_or_path): every prediction graded on each --arm of the deck")] = None,  # fmt: skip
+    workers: Annotated[int, typer.Option("--workers", "-w", help="with --predictions: grades at a time")] = 2,
+    out: Annotated[Path, typer.Option("--out", "-o", help="with --predictions: one grade per prediction and arm, results.parquet, "
+                   "summary.json (a rerun skips what is graded)")] = Path("runs/grade"),  # fmt: skip
     backend: BackendOpt = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Grade a patch on a task with the one grader (with --arm: the reward an RL run on that arm of a
-    deck would give)."""
+    deck would give), or a predictions file on the arms of a deck (resolved rate per arm, and the
+    predictions only the raw tests accept)."""
     from curation.sources import find_task
     from harness.grader import grade as grade_patch
     from harness.sandbox import EnvError, get_backend
 
     cfg = _config(config, overrides, backend)
-    task = _find(task_id, source, find_task) if arm is None else _arm_task(task_id, source, arm)
+    if predictions is not None:
+        _grade_predictions(predictions, source, arm, cfg, workers, out, as_json)
+        return
+    if task_id is None or len(arm or []) > 1:
+        _user_error(ValueError("grade one task: swedeck grade ID [--arm ARM]; several arms or predictions: --predictions FILE"))
+    task = _find(task_id, source, find_task) if not arm else _arm_task(task_id, source, arm[0])
     text = {"gold": task.answer.gold_patch, "empty": ""}.get(patch)
     if text is None:
         text = Path(patch).read_text()
@@ -190,6 +227,50 @@ def grade(
     if result.neutralized:
         console.print(f"  restored/removed test paths: {', '.join(result.neutralized)}")
     console.print(f"  {len(result.statuses)} tests · log {result.log_path}")
+
+
+def _grade_predictions(path: Path, source: list[Path] | None, arm: list[str] | None, cfg, workers: int, out: Path,  # noqa: ANN001
+                       as_json: bool) -> None:  # fmt: skip
+    from collections import Counter
+
+    from curation import predictions as pr
+    from curation.decks import DECK_FILE
+    from harness.records import content_hash
+    from harness.sandbox import get_backend
+
+    if not source or len(source) != 1 or not (source[0] / DECK_FILE).exists() or not arm:
+        _user_error(ValueError("--predictions needs --source DECK (one deck folder, `swedeck deck`) and at least one --arm"))
+    rows = pr.read_predictions(path)
+    versions = {a: pr.arm_versions(source[0], a) for a in arm}  # a wrong arm is refused before anything runs
+    total = sum(p.instance_id in versions[a] for a in arm for p in {p.prediction_id(): p for p in rows}.values())
+    resolved = Counter()
+    with _progress(total, "grading") as bar:
+        job = bar.add_task("grading", total=total, info="")
+
+        def done(record, reused: bool) -> None:  # noqa: ANN001 - a PredictionGrade
+            resolved[record.arm] += record.resolved
+            bar.update(job, advance=1, info=" · ".join(f"{a} resolved {resolved[a]}" for a in arm) + (" (reused)" if reused else ""))
+
+        pr.grade_predictions(source[0], rows, arm, get_backend(cfg.sandbox), content_hash(cfg.sandbox), out, workers=workers, on_done=done)
+    records = pr.collect(out, rows)
+    found = pr.summary(records, rows, source[0])
+    results, summary = pr.write_results(out, records, found)
+    if as_json:
+        print(json.dumps(found, indent=2))
+        return
+    from rich.table import Table
+
+    table = Table("arm", "predictions", "resolved", "rate", "not in arm", "reasons")
+    for name, s in found["arms"].items():
+        rate = "n/a" if s["rate"] is None else f"{s['rate']:.1%}"
+        table.add_row(name, str(s["predictions"]), str(s["resolved"]), rate, str(s["not_in_arm"]),
+                      ", ".join(f"{r} {n}" for r, n in s["reasons"].items()))  # fmt: skip
+    _stdout().print(table)
+    for pair, s in found["resolved_only_on"].items():
+        if pair.startswith("raw_not_"):
+            _stdout().print(f"resolved on raw, not on {pair.removeprefix('raw_not_')}: {s['resolved']} of {s['graded_on_both']} predictions "
+                            f"graded on both (accepted only by the raw tests)", highlight=False)  # fmt: skip
+    _console().print(f"results {results} · summary {summary}", highlight=False)
 
 
 @env_app.command("base")
@@ -261,9 +342,12 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+    from curation.sources import check_local
     from flows.supervise import Interrupted, Job, WorkerFailed, done, supervise
     from harness.config import Settings
     from harness.leftovers import RunConflict
+
+    check_local(sources or [])
 
     job = Job(stages=stages, out=str(out), config=cfg.model_dump(mode="json"), workers=workers,
               sources=[str(s) for s in sources or []], judge=judge, strengthen_all=strengthen_all)  # fmt: skip
@@ -307,11 +391,17 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
         _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
         raise typer.Exit(2) from None
     except Interrupted as stop:
-        n, m = (finished(), totals[remaining[0]]) if remaining else (0, None)
-        _console().print(f"interrupted: {n} of {'?' if m is None else m} done; rerun the same command to resume")
+        _console().print(_interrupted(finished() if remaining else 0, totals[remaining[0]] if remaining else None, bool(remaining)))
         raise typer.Exit(128 + stop.signum) from None
     except WorkerFailed as err:  # the worker printed why
         raise typer.Exit(err.returncode) from None
+
+
+def _interrupted(done: int, total: int | None, unfinished: bool) -> str:
+    if not unfinished:  # stopped while the worker was exiting: nothing is left to resume
+        return "interrupted after every stage had finished: the run's results are complete"
+    of = f" of {total}" if total is not None else " (the total was not known yet)"
+    return f"interrupted: {done}{of} done; rerun the same command to resume"
 
 
 def _totals(stages: list[str], sources: list[Path] | None, out: Path) -> dict[str, int | None]:
@@ -412,7 +502,7 @@ def report(
 
 @app.command()
 def serve(
-    config: Annotated[Path, typer.Option("--config", "-c", help="run config with [schedules.NAME] tables")] = Path("swedeck.toml"),
+    config: Annotated[Path, typer.Option("--config", "-c", help="run config with \\[schedules.NAME] tables")] = Path("swedeck.toml"),
     overrides: SetOpt = None,
     runner: RunnerOpt = None,
 ) -> None:
@@ -429,6 +519,9 @@ def serve(
                          "(e.g. http://127.0.0.1:4200/api); a temporary API would not run the schedules")  # fmt: skip
         raise typer.Exit(2)
     _quiet_prefect()
+    # a service's flow runs report what they did, to the console and to the API (the run's logs in the
+    # UI); per-task lines stay at warnings
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL", "INFO")
     from flows.serve import serve as serve_deployments
 
     serve_deployments(cfg)
@@ -458,7 +551,6 @@ def _print_strengthen(summary: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("task", "status", "survivors killed", "tests kept / tried", "test runs", "seconds",
@@ -469,7 +561,7 @@ def _print_strengthen(summary: dict, as_json: bool) -> None:
             continue
         table.add_row(iid, row["status"], f"{row['killed']} / {row['survivors']}", f"{row['tests_kept']} / {row['tests_tried']}",
                       str(row["executions"]), str(row["seconds"]))  # fmt: skip
-    Console().print(table)
+    _stdout().print(table)
 
 
 @app.command()
@@ -543,7 +635,6 @@ def probe(
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("probe", "kind", "operator", "what it does", "reward", "reason", "tests run")
@@ -551,7 +642,7 @@ def probe(
         alarm = (r.kind == "plausible_wrong") == (r.reward == 1)
         reward = f"[red]{r.reward:g}[/]" if alarm else f"{r.reward:g}"
         table.add_row(r.probe_id[:8], r.kind, r.operator, r.description, reward, r.reason, str(r.executions))
-    Console().print(table)
+    _stdout().print(table)
 
 
 @app.command()
@@ -587,13 +678,12 @@ def rollout(
         print(json.dumps([{"rollout_id": r.rollout_id, "turns": len(r.turns), "termination": r.termination,
                            "reward": r.reward} for r in records], indent=2))  # fmt: skip
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("rollout", "turns", "tokens", "termination", "reward")
     for r in records:
         table.add_row(r.rollout_id, str(len(r.turns)), str(sum(len(t.token_ids) for t in r.turns)), r.termination, f"{r.reward:g}")
-    Console().print(table)
+    _stdout().print(table)
     _console().print(f"trajectories in {under(out, task.instance_id)}")
 
 
@@ -610,7 +700,6 @@ def audit(
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("task", "rollout", "termination", "reward", *CHANNELS, "first evidence")
@@ -618,7 +707,7 @@ def audit(
         counts = summarise(r.findings)
         evidence = r.findings[0].evidence[:60] if r.findings else ""
         table.add_row(r.instance_id, r.rollout_id, r.termination, f"{r.reward:g}", *(str(counts[c]) for c in CHANNELS), evidence)
-    Console().print(table)
+    _stdout().print(table)
     flagged = [r for r in rows if r.findings]
     rewarded = [r for r in flagged if r.reward > 0]
     _console().print(f"{len(flagged)} of {len(rows)} trajectories used a cheating channel; {len(rewarded)} of them earned reward")
@@ -647,10 +736,21 @@ def train(
     overrides: SetOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="run folder (resumes from its checkpoint)")] = Path("runs/train"),
 ) -> None:
-    """Train from a TOML run config (default: the toy environment with a tiny model on CPU)."""
+    """Train with async GRPO from a TOML run config (`configs/` has examples).
+
+    With no config: the toy environment (four two-turn tasks: a tool call,
+    then the task's secret digit, under the strict format check and gated
+    reward) with a tiny random model on CPU, warmed up on demonstrations,
+    then 60 updates with the CISPO objective; a few minutes.
+
+    Writes into --out: checkpoint.pt (a rerun resumes from it),
+    metrics/update-N.parquet (one row per update: reward, success rate,
+    policy lag, mismatch KL, ...) with a TensorBoard log beside them, and
+    metrics.png (those curves)."""
     if ctx.invoked_subcommand is not None:
         return
     from flows.config import load_model
+    from training.metrics import updates_done
     from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
@@ -658,7 +758,8 @@ def train(
     from flows.training import train_flow
 
     with _progress(cfg.train.updates, f"training ({cfg.env})") as bar:
-        job = bar.add_task("train", total=cfg.train.updates, info="")
+        done = min(updates_done(out / "metrics"), cfg.train.updates)  # a resumed run starts where it stopped
+        job = bar.add_task("train", total=cfg.train.updates, completed=done, info="resumed" if done else "")
         summary = train_flow(cfg.model_dump(mode="json"), str(out), on_update=lambda m: bar.update(job, completed=m.update + 1,
             info=f"reward {m.reward:.2f} · lag {m.policy_lag_mean:.1f} · kl {m.mismatch_kl:.1e}"))  # fmt: skip
     _console().print(f"metrics in {summary['metrics']} · plot {summary['plot']} · checkpoint {summary['checkpoint']}")
@@ -685,14 +786,13 @@ def train_overfit(
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in results], indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("recipe", "ceiling 1-ε", "ε", "g", "d", "final success", "holds", "fit rmse")
     for r in results:
         table.add_row(r.recipe, f"{r.fit.ceiling:.2f}", f"{r.fit.eps:.2f}", f"{r.fit.g:.3f}", f"{r.fit.d:.3f}",
                       f"{r.final:.2f}", "yes" if r.holds else "[red]no[/]", f"{r.fit.rmse:.3f}")  # fmt: skip
-    Console().print(table)
+    _stdout().print(table)
     _console().print(f"plot: {out / 'overfit.png'}")
 
 
@@ -751,7 +851,7 @@ def dedup(
     try:
         clustering, records, errors = dd.dedup_runs(runs, out or runs[0], cfg.dedup)
     except SourceError as err:
-        _source_error(err)
+        _user_error(err)
     _print_errors(errors)
     found = dd.summary(clustering, records) | {"overlap": [[a, b, n] for (a, b), n in dd.overlap(clustering.members, records).items()]}
     if as_json:
@@ -782,9 +882,10 @@ def arms(
     then score each arm's final policy on held-out tasks: as the arm grades them and by the
     strengthened tests (a gap between the two is reward hacking)."""
     from flows.config import load_model
-    from training.run import RunConfig
+    from training.run import RunConfig, check_arms
 
     cfg = load_model(RunConfig, config, overrides)
+    check_arms(cfg, deck_dir)
     _preflight(cfg)
     from flows.training import arms_flow
 
@@ -844,13 +945,12 @@ def query(
         writer.writerow(columns)
         writer.writerows(rows)
     else:
-        from rich.console import Console
         from rich.table import Table
 
         table = Table(*columns)
         for r in rows:
             table.add_row(*("" if v is None else str(v) for v in r))
-        Console().print(table)
+        _stdout().print(table)
 
 
 def main() -> None:
@@ -860,7 +960,7 @@ def main() -> None:
 
     from flows.supervise import PREFECT_DEFAULTS
     from harness import leftovers
-    from harness.config import ConfigError, Settings
+    from harness.config import Settings, UserError
 
     for name, value in PREFECT_DEFAULTS.items():  # unsupervised commands (train, arms) start Prefect too
         os.environ.setdefault(name, value)
@@ -877,9 +977,8 @@ def main() -> None:
         os.environ["TMPDIR"] = tempfile.tempdir = str(scratch)
     try:
         app(prog_name="swedeck")
-    except ConfigError as err:
-        _console().print(f"[red]config error:[/] {err}")
-        sys.exit(2)
+    except UserError as err:
+        _user_error(err)
     finally:
         if owned:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -473,7 +473,7 @@ class Strengthening(Stamped):
     survivors: list[str]  # confirmed survivors (wrong probes with a distinguishing input)
     killed: list[str]  # those the strengthened suite fails (full grade)
     tests: list[AddedTest]
-    tests_patch: str  # the strengthened hidden tests against the buggy tree ("" when nothing was added)
+    tests_patch: str = ""  # the strengthened hidden tests against the buggy tree ("" when nothing was added)
     hidden_files: dict[str, str] = Field(default_factory=dict)
     expected_status: dict[str, str] = Field(default_factory=dict)  # gold's pattern on the strengthened suite
     fail_to_pass: list[str] = Field(default_factory=list)
@@ -667,3 +667,42 @@ class DeckDrop(Record):
     reason: Literal["duplicate", "contaminated"]
     detail: str  # the representative kept, or the eval match and rule
     cluster_id: str = ""
+
+
+# ---- batch grading (curation.predictions)
+
+
+class Prediction(BaseModel):
+    """One row of a predictions file, as SWE-bench's harness reads it; its other fields (an agent's
+    full output, costs) are not ours to read. A null ``model_patch`` is an empty one, as there."""
+
+    model_config = ConfigDict(extra="ignore", protected_namespaces=())
+
+    instance_id: str
+    model_patch: str | None = ""
+    model_name_or_path: str = ""
+
+    def prediction_id(self) -> str:
+        """Stable over reruns and row order: several predictions of one instance (samples, models) stay apart."""
+        return content_hash([self.instance_id, self.model_name_or_path, self.model_patch or ""])
+
+
+class PredictionGrade(Stamped):
+    """One prediction graded by the one grader against one arm of a deck. ``config_hash`` is the
+    sandbox configuration's hash and ``task_hash`` the arm's task's: a rerun regrades when either changed."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    prediction_id: str
+    model_name_or_path: str
+    deck_id: str
+    arm: Arm
+    tests: TestsVersion  # the hidden tests the arm grades this task with
+    resolved: bool  # reward 1: the tests reproduce gold's pattern exactly
+    reward: float
+    reason: Literal[GradeReason, "env_error"]  # env_error: no environment or no gold pattern to grade against (regraded on rerun)
+    detail: str
+    differing: list[str]  # tests whose status differs from gold's
+    backend: str
+    log_path: str
+    duration_s: float

@@ -1,0 +1,138 @@
+"""Batch grading of a predictions file (SWE-bench's format) against the arms of a deck, as a user runs it:
+``swedeck grade --predictions FILE --source DECK --arm raw --arm strengthened``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import test_decks
+from conftest import swedeck_cli
+
+from curation.decks import deck_rows, write_deck
+from curation.predictions import PredictionsError, read_predictions
+from data import SAMPLE
+from harness.grader import gold_pattern
+from harness.records import HiddenTests, Prediction, Strengthening, Task
+
+TASK = "sample__moneyfmt-1"  # too loose: its tests check JPY's minor units only, so a fix for 0 or 2 decimals passes
+# the test strengthening would add: KWD has three decimals, which the wrong patch prints as two
+ADDED = '''
+
+def test_format_uses_three_minor_units():
+    assert format_money(Money("12.345", "KWD")) == "KD 12.345"
+'''
+
+
+def strengthened_tests(task: Task) -> str:
+    """The task's hidden tests patch with ADDED appended to the file it creates lines in."""
+    patch = task.answer.hidden_tests.patch
+    assert patch.count("@@ -35,3 +35,12 @@") == 1
+    lines = ADDED.splitlines()
+    return patch.replace("@@ -35,3 +35,12 @@", f"@@ -35,3 +35,{12 + len(lines)} @@").rstrip("\n") + "\n" + "".join(f"+{line}\n" for line in lines)
+
+
+@pytest.fixture
+def deck(sample_tasks: dict[str, Task], tmp_path: Path, bwrap_backend) -> Path:  # noqa: ANN001
+    """A one-task deck as `swedeck deck` writes it: the too-loose task in the raw arm, and in the
+    strengthened arm with ADDED among its hidden tests (gold's pattern on them from a real gold run)."""
+    task = sample_tasks[TASK]
+    tests = strengthened_tests(task)
+    probe = task.model_copy(update={"answer": task.answer.model_copy(update={"hidden_tests": HiddenTests(patch=tests), "expected_status": None})})
+    pattern = gold_pattern(probe, bwrap_backend)
+    added = "tests/test_formatting.py::test_format_uses_three_minor_units"
+    assert pattern[added] == "PASSED"
+    record = Strengthening(config_hash="s", task_hash=task.task_hash(), instance_id=TASK, status="repaired", reason="", survivors=["w"],
+                           killed=["w"], tests=[], tests_patch=tests, expected_status={k: str(v) for k, v in pattern.items()},
+                           fail_to_pass=[*task.answer.fail_to_pass, added])  # fmt: skip
+    rows = deck_rows([(task, test_decks.p1(task))], {TASK: test_decks.verdict(task, "too_loose")}, deck_id="d1", source_run="runs/x",
+                     strengthened={TASK: record})  # fmt: skip
+    write_deck(tmp_path / "deck", rows, [task], {TASK: record})
+    return tmp_path / "deck"
+
+
+def test_a_predictions_file_is_graded_on_both_arms_and_resumes(deck: Path, sample_tasks: dict[str, Task], tmp_path: Path) -> None:
+    task = sample_tasks[TASK]
+    wrong = (SAMPLE / TASK / "probes" / "wrong.patch").read_text()
+    rows = [
+        {"instance_id": TASK, "model_patch": task.answer.gold_patch, "model_name_or_path": "gold"},
+        {"instance_id": TASK, "model_patch": "", "model_name_or_path": "empty"},
+        {"instance_id": TASK, "model_patch": wrong, "model_name_or_path": "shortcut", "full_output": "ignored"},
+        {"instance_id": "sample__toposort-1", "model_patch": "", "model_name_or_path": "elsewhere"},  # not in this deck
+    ]
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "graded"
+    args = ("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", "raw", "--arm", "strengthened",
+            "--workers", "2", "--out", str(out))  # fmt: skip
+    done = swedeck_cli(*args)
+    assert done.returncode == 0, done.stderr
+    # the user's table: gold and the shortcut resolve the raw arm, only gold the strengthened one
+    lines = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]] for line in done.stdout.splitlines() if line.count("│") > 4}
+    assert lines["raw"][:4] == ["3", "2", "66.7%", "1"] and lines["strengthened"][:4] == ["3", "1", "33.3%", "1"], done.stdout
+    assert "resolved on raw, not on strengthened: 1 of 3 predictions graded on both" in done.stdout
+
+    results = pq.read_table(out / "results.parquet").to_pylist()
+    resolved = {(r["arm"], r["model_name_or_path"]): r["resolved"] for r in results}
+    assert resolved == {("raw", "gold"): True, ("raw", "empty"): False, ("raw", "shortcut"): True,
+                        ("strengthened", "gold"): True, ("strengthened", "empty"): False, ("strengthened", "shortcut"): False}  # fmt: skip
+    killed = next(r for r in results if r["arm"] == "strengthened" and r["model_name_or_path"] == "shortcut")
+    assert killed["differing"] == ["tests/test_formatting.py::test_format_uses_three_minor_units"] and killed["tests"] == "strengthened"
+    assert Path(killed["log_path"]).is_relative_to(out / "logs" / "strengthened")
+    summary = json.loads((out / "summary.json").read_text())
+    shortcut = Prediction.model_validate(rows[2]).prediction_id()
+    assert summary["resolved_only_on"]["raw_not_strengthened"]["prediction_ids"] == [shortcut]
+    assert summary["resolved_only_on"]["strengthened_not_raw"]["resolved"] == 0
+
+    # a rerun grades nothing: every grade stands (its file untouched), and the results are the same
+    stamps = sorted((p, p.stat().st_mtime_ns) for p in (out / "graded").rglob("grade.parquet"))
+    again = swedeck_cli(*args, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == summary
+    assert sorted((p, p.stat().st_mtime_ns) for p in (out / "graded").rglob("grade.parquet")) == stamps and len(stamps) == 6
+
+
+def test_two_runs_with_one_arm_each_compare_like_one_run(deck: Path, sample_tasks: dict[str, Task], tmp_path: Path) -> None:
+    wrong = (SAMPLE / TASK / "probes" / "wrong.patch").read_text()
+    predictions = tmp_path / "preds.json"  # a JSON list, as SWE-agent writes
+    predictions.write_text(json.dumps([{"instance_id": TASK, "model_patch": wrong, "model_name_or_path": "shortcut"}]))
+    out = tmp_path / "graded"
+    for arm in ("raw", "strengthened"):
+        done = swedeck_cli("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", arm, "--out", str(out), "--json")
+        assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert {a: s["resolved"] for a, s in summary["arms"].items()} == {"raw": 1, "strengthened": 0}
+    assert summary["resolved_only_on"]["raw_not_strengthened"]["resolved"] == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "message"),
+    [
+        ("p.txt", "", "name it .jsonl (one prediction a line) or .json (a list of them)"),
+        ("p.jsonl", '{"instance_id": "a"}\n{"model_patch": ""}\n', "line 2: instance_id: Field required"),
+        ("p.jsonl", '{"instance_id": "a"\n', "not JSON at line 1"),
+        ("p.json", '"a"', "a JSON list of predictions"),
+        ("p.json", '[{"instance_id": 3}]', "item 0: instance_id: Input should be a valid string"),
+    ],
+)
+def test_regression_a_bad_predictions_file_is_one_line(tmp_path: Path, name: str, text: str, message: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(PredictionsError, match=re.escape(message)):
+        read_predictions(path)
+
+
+def test_batch_grading_refuses_mistakes_in_one_line(deck: Path, tmp_path: Path) -> None:
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text('{"instance_id": "x", "model_patch": ""}\n')
+    cases = {
+        "no such arm": (["--source", str(deck), "--arm", "curated"], "has no arm 'curated'; its arms: raw, strengthened"),
+        "no deck": (["--arm", "raw"], "--predictions needs --source DECK"),
+        "missing file": (["--source", str(deck), "--arm", "raw", "--predictions", str(tmp_path / "nope.jsonl")], "no such file"),
+    }
+    for name, (args, message) in cases.items():
+        done = swedeck_cli("grade", "--predictions", str(predictions), *args, "--out", str(tmp_path / "o"))
+        assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
