@@ -111,7 +111,8 @@ def load_model(model: type[M], path: Path | None = None, overrides: list[str] | 
         try:
             data = tomllib.loads(Path(path).read_text())
         except (OSError, tomllib.TOMLDecodeError) as err:
-            raise ConfigError(f"{path}: {err}") from err
+            reason = err.strerror if isinstance(err, OSError) else err
+            raise ConfigError(f"config file {path}: {reason}") from err
     for assignment in overrides or []:
         data = apply_override(data, assignment)
     for dotted, value in shortcuts.items():
@@ -120,8 +121,22 @@ def load_model(model: type[M], path: Path | None = None, overrides: list[str] | 
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        problems = ["{}: {}".format(".".join(map(str, e["loc"])) or "config", e["msg"]) for e in err.errors()]
-        raise ConfigError("; ".join(problems)) from err
+        raise ConfigError("; ".join(_problem(model, e, path, overrides or []) for e in err.errors())) from err
+
+
+def _problem(model: type[BaseModel], error: Any, path: Path | None, overrides: list[str]) -> str:
+    """One validation error as the user can act on it: the setting, where it was given, and what is
+    allowed there (the known settings beside an unknown one)."""
+    dotted = ".".join(map(str, error["loc"])) or "config"
+    given = next((f" (--set {o})" for o in overrides if o.partition("=")[0].strip() == dotted), f" (in {path})" if path else "")
+    if error["type"] != "extra_forbidden":
+        return f"{dotted}{given}: {error['msg']}, got {error['input']!r}"
+    owner: Any = model
+    for key in error["loc"][:-1]:
+        field = owner.model_fields.get(str(key)) if isinstance(owner, type) and issubclass(owner, BaseModel) else None
+        owner = field.annotation if field else None
+    known = sorted(owner.model_fields) if isinstance(owner, type) and issubclass(owner, BaseModel) else []
+    return f"unknown setting {dotted}{given}" + (f"; known here: {', '.join(known)}" if known else "")
 
 
 def _toml(value: Any) -> str:

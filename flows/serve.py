@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from prefect import flow
+from prefect import flow, get_run_logger
 from prefect.runtime import flow_run
 
 from curation.pipeline1 import result_path
@@ -54,14 +54,25 @@ def curate(sources: list[str], out: str, config: dict, workers: int = 2, judge: 
                         flow_run=str(flow_run.id), started=started.isoformat(), change=change(out_dir, t, stamp))
         for t in seen.values()
     ]  # fmt: skip
+    log = get_run_logger()  # what the Prefect UI shows of the run
+    counts = {c: sum(i.change == c for i in increments) for c in ("new", "changed", "retried", "unchanged")}
+    log.info("%d tasks in %s: %s", len(increments), ", ".join(sources), ", ".join(f"{n} {c}" for c, n in counts.items()))
     p1 = run_pipeline1(sources, out_dir, cfg, workers)
-    with judge_endpoint(judge) as settings:
+    log.info("pipeline 1: %d kept of %d; rejected %s; %d load errors", p1["kept"], p1["tasks"], p1["rejected"] or "none", p1["load_errors"])
+    with judge_endpoint(judge, out_dir) as settings:
         p2 = run_pipeline2(out_dir, cfg, workers, settings)
+    log.info("pipeline 2: %s", _fields(p2))
     strengthened = run_strengthen(out_dir, cfg, workers, every=False)
+    log.info("strengthening: %s", _fields(strengthened))
     commit_folder(out_dir / "increments" / f"{started:%Y%m%dT%H%M%S}-{flow_run.id}", [("changes", IncrementRecord, increments)])
     refresh_catalog(out_dir)
-    counts = {c: sum(i.change == c for i in increments) for c in ("new", "changed", "retried", "unchanged")}
-    return {"pipeline1": p1, "pipeline2": p2, "strengthen": strengthened, "increments": counts, "report": str(write_report(out_dir))}
+    report = write_report(out_dir)
+    log.info("report: %s", report)
+    return {"pipeline1": p1, "pipeline2": p2, "strengthen": strengthened, "increments": counts, "report": str(report)}
+
+
+def _fields(summary: dict) -> str:
+    return "; ".join(f"{k} {v}" for k, v in summary.items() if isinstance(v, (int, float, str, dict)) and k != "catalog")
 
 
 def _absolute(source: str) -> str:

@@ -97,6 +97,11 @@ def test_serve_runs_each_schedule_on_its_cron_and_then_only_new_tasks(prefect_se
         (second, "sample__toposort-1", "new"),
     ]
     assert kept.stat().st_mtime_ns == stored  # the unchanged task's result was not rewritten
+    # each run says what it did, in the Prefect UI (the API's logs) and on serve's console; before, neither
+    logs = [entry["message"] for entry in _api(prefect_server, "/logs/filter", {"logs": {"flow_run_id": {"any_": [second]}}})]
+    assert any(m.startswith("2 tasks in ") and "1 new, 0 changed, 0 retried, 1 unchanged" in m for m in logs), logs
+    assert any(m.startswith("pipeline 1: 2 kept of 2") for m in logs), logs
+    assert "pipeline 1: 2 kept of 2" in (tmp_path / "serve.log").read_text()
     assert catalog_rows(out / "catalog.duckdb", "select instance_id, decision from p1_results order by 1") == [
         ("sample__semverlite-1", "keep"), ("sample__toposort-1", "keep")]  # fmt: skip
 

@@ -159,6 +159,11 @@ class MetricsWriter:
         self.close()
 
 
+def updates_done(folder: Path) -> int:
+    """Updates whose metrics a run folder holds (what a resumed run has behind it)."""
+    return sum(1 for _ in folder.glob("update-*.parquet"))
+
+
 def read_metrics(folder: Path) -> list[UpdateMetrics]:
     """Every row in ``folder``, by update."""
     rows = [

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from curation.sources import r2e_gym, scale_swe, swe_bench, swe_rebench
 from curation.sources.base import RowError
 from curation.sources.recipes import RepoCache, other_language
+from harness.config import UserError
 from harness.names import id_problem
 from harness.parsers import UnsupportedParser, check_parser
 from harness.records import Fingerprint, LoadError, Role, Task
@@ -45,7 +46,7 @@ _SWE_BENCH_COLUMNS = {"instance_id", "repo", "base_commit", "patch", "test_patch
 _V1_MARKS = ("docker_image", "FAIL_TO_FAIL", "PASS_TO_FAIL", "environment_setup_commit", "version")
 
 
-class SourceError(ValueError):
+class SourceError(UserError):
     """A source that cannot be read at all (no such file, a hub dataset out of reach): one line to show."""
 
 
@@ -196,9 +197,8 @@ def load_corpus_file(path: str, corpus: str | None = None, repo_cache: RepoCache
     """
     if os.path.isfile(path):
         rows = _file_rows(path)
-    elif path.endswith(tuple(_READERS)):
-        raise SourceError(f"{path}: no such file")
     else:
+        check_local([path])
         rows = _hub_rows(path)
     decoded = [row for _, row in rows if not isinstance(row, str)]
     reason = "given by the caller"
@@ -295,14 +295,46 @@ def _hub_rows(name: str) -> list[Located]:
             f"{name}: not a local file or folder, and the Hugging Face hub is offline (HF_HUB_OFFLINE) "
             f"with no copy cached under {cache}"
         )
+    if not _hub_cached(cache, name) and not _hub_reachable():
+        raise SourceError(f"{name}: no such local file or folder, and the Hugging Face hub is unreachable from here "
+                          "(its host name does not resolve): check the path, or the network")
     from datasets import load_dataset
 
     try:
         dataset = load_dataset(name, split="train", cache_dir=str(cache))
     except (OSError, ValueError) as err:  # connection, not found, gated, no such split: all unreadable here
         reason = str(err).strip().splitlines()[0] if str(err).strip() else ""
-        raise SourceError(f"{name}: the Hugging Face hub dataset cannot be loaded: {type(err).__name__}: {reason}") from None
+        raise SourceError(f"{name}: no such local file or folder, and the Hugging Face hub dataset cannot be loaded: "
+                          f"{type(err).__name__}: {reason}") from None
     return [(f"{name}#row{i}", row) for i, row in enumerate(dataset)]
+
+
+def _local_looking(name: str) -> bool:
+    """A name no hub id has (ids are ``name`` or ``owner/name``), or whose first part is a folder here
+    (``data/sampel`` beside ``data/``): a typo of a local path, not a dataset to look for on the hub."""
+    parts = name.split("/")
+    return name.startswith((".", "/", "~")) or len(parts) > 2 or (len(parts) == 2 and Path(parts[0]).is_dir())
+
+
+def _hub_reachable(timeout_s: float = 5.0) -> bool:
+    """Whether the hub's host name resolves: without a network ``datasets`` retries for half a minute."""
+    import socket
+    import threading
+    from urllib.parse import urlsplit
+
+    from huggingface_hub import constants
+
+    answered, resolved = threading.Event(), []
+
+    def resolve() -> None:
+        try:
+            resolved.append(socket.getaddrinfo(urlsplit(constants.ENDPOINT).hostname, 443))
+        except OSError:
+            pass
+        answered.set()
+
+    threading.Thread(target=resolve, daemon=True).start()  # a resolver that hangs is waited for timeout_s
+    return answered.wait(timeout_s) and bool(resolved)
 
 
 def _hub_offline() -> bool:
@@ -341,6 +373,13 @@ def load_source(path: str | Path, repo_cache: RepoCache | None = None, role: Rol
         made = [(t, t.answer.leaky_columns, "task folder", f"{path}#{t.instance_id}") for t in tasks]
         return LoadResult(tasks=tasks, errors=errors, detected=found, fingerprints=fingerprints(made, role))
     return load_corpus_file(str(path), repo_cache=repo_cache, role=role)
+
+
+def check_local(paths: Iterable[str | Path]) -> None:
+    """SourceError for a source that names a local path which does not exist: said before a run starts."""
+    for path in map(str, paths):
+        if not os.path.exists(path) and (path.endswith(tuple(_READERS)) or _local_looking(path)):
+            raise SourceError(f"{path}: no such file or folder (not tried as a Hugging Face hub id: it names a local path)")
 
 
 def load_sources(paths: Iterable[str | Path], repo_cache: RepoCache | None = None, role: Role = "train") -> LoadResult:
