@@ -11,6 +11,9 @@ Refused, one rule each (``RULES``):
   device);
 - a file mode other than 644 or 755 on a file the change writes (the apply runs under umask 022,
   so no mode a patch can express falls outside these);
+- anything in the environment's installed packages the tree may hold (a virtualenv, marked by its
+  pyvenv.cfg, as R2E-Gym's .venv in the work directory; any site-packages or dist-packages folder):
+  editing pytest there is worse than shadowing it;
 - anything in the tests' places: the paths ``harness.patching.is_protected`` names (test files,
   conftest.py, pytest's own configuration files, start-up hooks, .pth files), the hidden tests'
   files and the folders they go in. The configuration files pytest shares with packaging
@@ -47,6 +50,7 @@ RULES = {
     "special_file": "neither a regular file nor a folder (a FIFO, socket or device)",
     "mode": "a file mode other than 644 or 755",
     "tests_place": "a path the tests own",
+    "environment": "part of the environment's installed packages",
     "bytecode": "bytecode, which Python loads in place of source",
     "package_metadata": "package metadata, whose entry points announce plugins",
     "extension_module": "a native extension module",
@@ -74,10 +78,13 @@ def violations(before: Mapping[str, Entry], after: Mapping[str, Entry], task: Ta
     changes = tree_changes(dict(before), dict(after))
     hidden = {p for p, f in facts.hidden.items() if f is not None}
     hidden_folders = {str(a) for p in facts.hidden for a in PurePosixPath(p).parents if str(a) != "."}
+    venvs = {_parent(p) for p in before if PurePosixPath(p).name == "pyvenv.cfg"}
     found = {}
     for path in sorted(changes.touched):
-        entry = after.get(path)
-        rule = _rule(path, entry, before.get(path), task, facts, hidden_folders)
+        if _in_environment(path, venvs):
+            rule = "environment"
+        else:
+            rule = _rule(path, after.get(path), before.get(path), task, facts, hidden_folders)
         if rule:
             found[path] = Violation(path, rule)
     for path, module, folder in sorted(_new_shadows(before, after, task, facts, hidden)):
@@ -117,6 +124,12 @@ def _rule(
     if entry.kind == "f" and (old is None or old.mode != entry.mode) and entry.mode not in MODES:
         return "mode"
     return ""
+
+
+def _in_environment(path: str, venvs: set[str]) -> bool:
+    parts = PurePosixPath(path).parts
+    folders = {str(PurePosixPath(*parts[:i])) for i in range(1, len(parts) + 1)}
+    return bool(folders & venvs) or "site-packages" in parts or "dist-packages" in parts
 
 
 def _new_shadows(

@@ -124,6 +124,17 @@ def test_everything_else_is_refused(task: Task, change: dict[str, Entry], refuse
     assert _refused(change, task) == refused
 
 
+@pytest.mark.parametrize(
+    "path", [".venv/lib/python3.9/site-packages/_pytest/runner.py", "env/lib/python3.11/site-packages/pytest/__init__.py",
+             "build/lib/dist-packages/x.py"],
+)  # fmt: skip
+def test_the_environments_installed_packages_are_refused(task: Task, path: str) -> None:
+    """R2E-Gym's environments live in the work directory (.venv): an edit to pytest there would be
+    worse than a shadow of it."""
+    before = BEFORE | {".venv": DIR, ".venv/pyvenv.cfg": FILE, path: FILE}
+    assert [(v.path, v.rule) for v in violations(before, before | {path: NEW}, task, _facts())] == [(path, "environment")]
+
+
 def test_deleting_a_test_file_is_refused(task: Task) -> None:
     after = {p: e for p, e in BEFORE.items() if p != "tests/test_sort.py"}
     assert violations(BEFORE, after, task, _facts()) == [Violation("tests/test_sort.py", "tests_place")]
