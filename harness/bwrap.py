@@ -2,7 +2,7 @@
 
 A sandbox is a host folder holding two tmpfs mounts, ``tree/`` (bound at the task's workdir) and
 ``tmp/`` (bound at /tmp), each sized by the kernel: the tree to its pristine size plus
-``Limits.tree_mb``, /tmp to ``Limits.tmp_mb``. The base root filesystem is bound read-only, and the
+``Limits.tree_mb``, /tmp to ``Limits.tmp_mb``; and ``io/``, the host's, bound over the IO folder. The base root filesystem is bound read-only, and the
 rest of / and /dev are read-only too, with a sized /dev/shm. Every command is a fresh ``bwrap``
 process in new user, pid, network, ipc and uts namespaces, run as a uid no other sandbox uses and in
 a control group of the sandbox's own, so memory and processes are bounded for the sandbox as a whole.
@@ -41,7 +41,17 @@ from harness.envs import (
 )
 from harness.images import ImageMissing
 from harness.records import ExecResult, Task
-from harness.sandbox import EnvError, capture, exec_result, host_path, io_only, shell_command
+from harness.sandbox import (
+    IO_DIR,
+    EnvError,
+    capture,
+    exec_result,
+    host_path,
+    io_only,
+    read_regular,
+    shell_command,
+    write_io,
+)
 
 MERGED_USR_LINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
 MIB = 2**20
@@ -152,12 +162,18 @@ class _BwrapSandbox:
         try:
             self._mount(self.root / "tmp", self.limits.tmp_mb * MIB)
             (self.root / "logs").mkdir()
+            # the host's (as under docker): a command may write the files output() reserves and
+            # nothing else there, so it cannot put a named pipe or a flood where the host reads
+            self.io = self.root / "io"
+            self.io.mkdir(mode=0o755)
             if tree is not None:
                 self._mount(self.root / "tree", _tree_size(tree) + self.limits.tree_mb * MIB)
                 shutil.copytree(tree, self.root / "tree", symlinks=True, dirs_exist_ok=True)
             for path in [self.root / "tmp", self.root / "tree", *([env_dir] if building else [])]:
                 if path.exists():
                     _chown_tree(path, self.uid)
+            # the mount point, made by the host so bwrap never creates (or follows) one the sandbox made
+            (self.root / "tmp" / IO_DIR.removeprefix("/tmp/")).mkdir(mode=0o755)
             self.cgroup = Cgroup(self.root.name, self.limits.memory_mb * MIB, self.limits.processes)
         except BaseException:
             self.close()
@@ -176,11 +192,18 @@ class _BwrapSandbox:
     # ------------------------------------------------------------------ paths
 
     def host_path(self, path: str) -> Path:
-        """Only the workdir and /tmp are writable, and both are host folders."""
-        return host_path(path, ((self.workdir, self.root / "tree"), ("/tmp", self.root / "tmp")), self.workdir)
+        """The IO folder, the workdir and /tmp are host folders."""
+        mounts = ((IO_DIR, self.io), (self.workdir, self.root / "tree"), ("/tmp", self.root / "tmp"))
+        return host_path(path, mounts, self.workdir)
+
+    def _in_io(self, path: str) -> bool:
+        return self.host_path(path).is_relative_to(self.io.resolve())
 
     def write_file(self, path: str, data: bytes | str) -> None:
         target = self.host_path(path)
+        if self._in_io(path):
+            write_io(target, data.encode() if isinstance(data, str) else data)
+            return
         # folders created here belong to the sandbox user too (as under docker's `mkdir -p`), or the
         # command could not add or delete files in them
         created = [d for d in (target.parent, *target.parent.parents) if not d.exists()]
@@ -190,12 +213,12 @@ class _BwrapSandbox:
         target.write_bytes(data.encode() if isinstance(data, str) else data)
         os.chown(target, self.uid, self.uid)
 
-    def read_file(self, path: str) -> bytes:
-        return self.host_path(path).read_bytes()
+    def read_file(self, path: str, *, limit: int | None = None) -> bytes:
+        return read_regular(self.host_path(path), self.limits.file_bytes if limit is None else limit)
 
     def output(self, path: str) -> str:
-        # /tmp, where the IO folder lives, is a sized tmpfs here: a command may write there anyway
         self.write_file(io_only(path), b"")
+        os.chown(self.host_path(path), self.uid, self.uid)
         return path
 
     # ------------------------------------------------------------------ run
@@ -211,7 +234,7 @@ class _BwrapSandbox:
         for link, target in MERGED_USR_LINKS.items():
             argv += ["--symlink", target, link]
         argv += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.shm_mb * MIB), "--tmpfs", "/dev/shm"]
-        argv += ["--bind", str(self.root / "tmp"), "/tmp"]
+        argv += ["--bind", str(self.root / "tmp"), "/tmp", "--bind", str(self.io), IO_DIR]
         if self.building:
             argv += ["--bind", str(self.env_dir), ENV_MOUNT]
             if self.network and Path("/etc/resolv.conf").exists():

@@ -47,7 +47,9 @@ from harness.sandbox import (
     exec_result,
     host_path,
     io_only,
+    read_regular,
     shell_command,
+    write_io,
 )
 
 UID = 1000
@@ -316,9 +318,7 @@ class _DockerSandbox:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
         blob = data.encode() if isinstance(data, str) else data
         if (target := self._io_path(path)) is not None:
-            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-            target.write_bytes(blob)
-            target.chmod(0o644)  # whatever the host's umask: the sandbox user reads it
+            write_io(target, blob)
             return
         # the tree and /tmp are tmpfs mounts, which the engine's archive copy writes beneath, out of
         # sight: stage the file in the IO folder and copy it into place from inside, as the sandbox user
@@ -332,17 +332,19 @@ class _DockerSandbox:
         if done.exit_code != 0:
             raise SandboxError(f"could not write {path}: {done.output[-400:]}")
 
-    def read_file(self, path: str) -> bytes:
+    def read_file(self, path: str, *, limit: int | None = None) -> bytes:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"
+        limit = self.limits.file_bytes if limit is None else limit
         if (source := self._io_path(path)) is not None:
-            return source.read_bytes()
+            return read_regular(source, limit)
         staged = self.output(f"{IO_DIR}/.staged-{secrets.token_hex(8)}")  # a tmpfs: see write_file
         host = self._io_path(staged)
         try:
-            done = self.run(f"cp {shlex.quote(path)} {staged}", timeout=60)
+            # a regular file only: cp would wait on a named pipe until the command's timeout
+            done = self.run(f"test -f {shlex.quote(path)} && cp {shlex.quote(path)} {staged}", timeout=60)
             if done.exit_code != 0:
                 raise FileNotFoundError(path)
-            return host.read_bytes()
+            return read_regular(host, limit)
         finally:
             host.unlink()
 

@@ -25,7 +25,8 @@ import random
 import secrets
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -37,7 +38,7 @@ from harness.names import file_name
 from harness.parsers import parse_junit, resolve_parser, uses_junit
 from harness.patching import apply_patch
 from harness.records import Grade, Status, Task, TestRun, content_hash
-from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, tail
+from harness.sandbox import IO_DIR, REPORT_BYTES, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
 from harness.trusted import (
     LISTING,
     Entry,
@@ -60,6 +61,31 @@ PLUGINS = Path(__file__).parent / "plugins"
 ASSERTIONS_LOADED = '{"plugin": "swedeck_assertions"}\n'
 PLUGIN_DIR = f"{IO_DIR}/plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
+# Host time for one grade's post-processing (each command's output and reports parsed, the outcome
+# records, the canaries). Every step is linear in what it reads, and what it reads is bounded
+# (Limits.output_bytes, REPORT_BYTES): an honest grade spends seconds. Past this the grade ends as a
+# grader_error, never as a worker stalled on one candidate's output.
+POSTPROCESS_S = 120.0
+
+
+class BudgetSpent(RuntimeError):
+    """The post-processing of a grade took longer than POSTPROCESS_S."""
+
+
+class _Budget:
+    """What is left of POSTPROCESS_S, checked after each step (steps are linear in bounded inputs,
+    so none runs long past it)."""
+
+    def __init__(self) -> None:
+        self.left = POSTPROCESS_S
+
+    @contextmanager
+    def step(self, what: str) -> Iterator[None]:
+        started = time.monotonic()
+        yield
+        self.left -= time.monotonic() - started
+        if self.left < 0:
+            raise BudgetSpent(f"the grade's post-processing took over {POSTPROCESS_S:g} s (spent at {what})")
 TamperMode = Literal["zero", "flag"]
 
 
@@ -190,6 +216,7 @@ def _run_in(
     if coverage is not None:
         sandbox.write_file(f"{IO_DIR}/cover-files-{token}", "".join(f"{path}\n" for path in coverage))
     must_fail = sum(c.must_fail for c in planted)
+    budget = _Budget()
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
             env: dict[str, str] = {}
@@ -229,13 +256,19 @@ def _run_in(
                 what = f"timed out after {result.duration_s:.0f} s" if result.timed_out else f"printed over {len(output)} bytes"
                 run.detail = f"command {i} `{command}` {what}; its output ends:\n{tail(output)}"
                 break
-            text = output.decode(errors="replace")
-            statuses, evidence = _statuses(parser(text), _junit(sandbox, junit), result.exit_code, i, bool(junit))
-            evidence += _forged_passes(statuses, _raised(sandbox, outcomes), i)
+            with budget.step(f"command {i}'s output and reports"):
+                try:
+                    report, raised = _junit(sandbox, junit), _raised(sandbox, outcomes)
+                except Unreadable as err:  # a named pipe, a flood: nothing pytest writes
+                    report, raised = None, {}
+                    run.spoof_evidence.append(f"command {i}: a report is refused: {err}")
+                statuses, evidence = _statuses(parser(output.decode(errors="replace")), report, result.exit_code, i, bool(junit))
+                evidence += _forged_passes(statuses, raised, i)
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
     if planted and run.outcome == "ok":
-        run.statuses, evidence = canaries.check(planted, run.statuses, complete=maxfail is None)
+        with budget.step("the canaries"):
+            run.statuses, evidence = canaries.check(planted, run.statuses, complete=maxfail is None)
         run.spoof_evidence += evidence
     durations["tests"] = time.monotonic() - t1
     if instrument:
@@ -331,7 +364,7 @@ def _junit(sandbox: Sandbox, path: str) -> dict[str, Status] | None:
     if not path:
         return None
     try:
-        return parse_junit(sandbox.read_file(path).decode(errors="replace"))
+        return parse_junit(sandbox.read_file(path, limit=REPORT_BYTES).decode(errors="replace"))
     except (FileNotFoundError, IsADirectoryError, ValueError):  # never written, replaced by a link, not XML
         return None
 
@@ -342,7 +375,7 @@ def _raised(sandbox: Sandbox, path: str) -> dict[str, str | None] | None:
     if not path:
         return None
     try:
-        lines = sandbox.read_file(path).decode(errors="replace").splitlines()
+        lines = sandbox.read_file(path, limit=REPORT_BYTES).decode(errors="replace").splitlines()
     except (FileNotFoundError, IsADirectoryError, ValueError):  # never written, or replaced by a link
         return {}
     raised = {}

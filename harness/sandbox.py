@@ -8,7 +8,10 @@ pipelines, agents) only sees the protocol.
 
 from __future__ import annotations
 
+import errno
+import os
 import shlex
+import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
@@ -18,11 +21,16 @@ from harness.config import Limits, SandboxConfig, Settings
 from harness.records import ExecResult, Task
 
 DISPLAY_BYTES = 16 * 1024
-# Files the harness exchanges with a sandbox (patches, plugins, reports) live here. Backends back it with a
-# host folder, so reading and writing them costs no engine round trip (a Docker copy is ~50 ms). A
-# command may write there only the files reserved for it (Sandbox.output): on docker the folder is a
-# host bind mount, which no tmpfs size bounds.
+# Files the harness exchanges with a sandbox (patches, plugins, reports) live here. Both backends back it
+# with a host folder that belongs to the host, bound over this path, so reading and writing them costs
+# no engine round trip (a Docker copy is ~50 ms). A command may write there only the files reserved for
+# it (Sandbox.output), never add, remove or replace an entry: no tmpfs bounds the folder, and the host
+# reads what is there.
 IO_DIR = "/tmp/.swedeck-io"
+# The most the host reads of a report a command wrote (JUnit, outcome records): a JUnit report of
+# 100 000 tests is about 20 MB; a larger one is a flood, and parsing it would outlast the grade's
+# post-processing budget (harness.grader).
+REPORT_BYTES = 64 * 2**20
 TIMEOUT_EXIT = 124  # coreutils timeout(1) after TERM
 KILLED_EXIT = 137  # after KILL
 
@@ -49,7 +57,10 @@ class Sandbox(Protocol):
 
     def write_file(self, path: str, data: bytes | str) -> None: ...
 
-    def read_file(self, path: str) -> bytes: ...
+    def read_file(self, path: str, *, limit: int | None = None) -> bytes:
+        """A regular file's bytes; Unreadable for anything else or for more than ``limit`` bytes
+        (default: the per-file limit). Never blocks, never follows a link."""
+        ...
 
     def output(self, path: str) -> str:
         """Reserve ``path`` in the IO folder for commands to write: an empty file the sandbox user
@@ -89,6 +100,40 @@ def get_backend(config: SandboxConfig | None = None, settings: Settings | None =
 
         return DockerBackend(config, settings)
     raise ValueError(f"unknown sandbox backend {config.backend!r} (expected 'bwrap' or 'docker')")
+
+
+class Unreadable(OSError):
+    """A file the host refuses to read: not a regular file (a FIFO, a folder, a link) or too large."""
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """``path``'s bytes, checked before anything is read: a named pipe would block the read for ever,
+    a link could lead anywhere, and a huge file would fill the host's memory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise Unreadable(f"{path.name} is a symbolic link") from err
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Unreadable(f"{path.name} is not a regular file (mode {stat.filemode(mode)})")
+        with os.fdopen(os.dup(fd), "rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise Unreadable(f"{path.name} holds more than {limit} bytes")
+        return data
+    finally:
+        os.close(fd)
+
+
+def write_io(target: Path, data: bytes) -> None:
+    """A file the host writes into a sandbox's IO folder: the host's, readable by the sandbox user,
+    in folders the sandbox user cannot change."""
+    target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+    target.write_bytes(data)
+    target.chmod(0o644)  # whatever the host's umask: the sandbox user reads it
 
 
 def io_only(path: str) -> str:

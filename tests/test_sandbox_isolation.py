@@ -28,7 +28,7 @@ from harness.config import Limits, Settings
 from harness.envs import prepare_tree
 from harness.grader import gold_pattern, grade
 from harness.records import Status, Task
-from harness.sandbox import IO_DIR, Backend, Sandbox
+from harness.sandbox import IO_DIR, Backend, Sandbox, Unreadable
 
 NET_TASK = "sample__toposort-1"
 HISTORY_TASK = "sample__matrixlite-1"
@@ -289,48 +289,68 @@ def test_regression_write_file_folders_belong_to_the_sandbox_user(sandbox: Sandb
 
 
 def test_io_folder_symlinks_never_lead_the_host_out(sandbox: Sandbox, tmp_path: Path) -> None:
-    """The IO folder is a host folder on both backends. On bwrap code under test can write in it (it
-    lies in the sized /tmp): a symlink it plants there must not make the harness read or write a host
-    file through it. On docker it can write only the files reserved for it, so it plants nothing."""
+    """The IO folder is the host's on both backends: code under test can write only the files reserved
+    for it, so it plants no symlink there. One planted in the tree must not make the harness read or
+    write a host file through it."""
     secret = tmp_path / "host-secret"
     secret.write_text("host only\n")
     planted = sandbox.run(f"mkdir -p {IO_DIR} && ln -s {secret} {IO_DIR}/report.xml && ln -s / {IO_DIR}/root")
-    if sandbox.backend == "docker":
-        assert planted.exit_code != 0 and "Permission denied" in planted.output, planted.output
-    else:
-        assert planted.exit_code == 0, planted.output
+    assert planted.exit_code != 0 and "Permission denied" in planted.output, planted.output
+    if sandbox.backend == "bwrap":  # the tree is a host folder too there
+        assert sandbox.run(f"ln -s {secret} report.xml && ln -s / root").exit_code == 0
         with pytest.raises(ValueError, match="escapes"):
-            sandbox.read_file(f"{IO_DIR}/report.xml")
+            sandbox.read_file("report.xml")
         with pytest.raises(ValueError, match="escapes"):
-            sandbox.write_file(f"{IO_DIR}/root{secret}", "overwritten\n")
+            sandbox.write_file(f"root{secret}", "overwritten\n")
     assert secret.read_text() == "host only\n"
     sandbox.write_file(f"{IO_DIR}/plain.txt", "in\n")
     assert sandbox.run(f"cat {IO_DIR}/plain.txt").output == "in\n"
     assert sandbox.read_file(f"{IO_DIR}/plain.txt") == b"in\n"
 
 
+@pytest.mark.parametrize("name", ["docker", "bwrap"])
 def test_regression_docker_io_folder_is_not_an_unbounded_host_folder(
-    backend_factory: Callable[..., Backend], toposort: Task
+    name: str, backend_factory: Callable[..., Backend], toposort: Task
 ) -> None:
     """Docker's IO folder is a bind mount of a host folder, which no tmpfs bounds: the sandbox user
-    could fill the host's disk there (it owned the folder). Now it writes only the files reserved for
-    it, each held to the per-file limit, and cannot swap one for a link or a folder."""
+    could fill the host's disk there (it owned the folder). On bwrap it lay in /tmp, the sandbox
+    user's, where code under test put a named pipe in place of a report and the host's read of it
+    blocked for ever. Now, on both, it writes only the files reserved for it, each held to the
+    per-file limit, and cannot swap one for a link, a folder or a pipe."""
     limits = SMALL.model_copy(update={"file_bytes": 4 * 2**20})
-    box = backend_factory("docker", limits).open(toposort)
+    box = backend_factory(name, limits).open(toposort)
     try:
         report = box.output(f"{IO_DIR}/report.xml")
         assert box.run(f"echo '<testsuite/>' > {report}").exit_code == 0
         assert box.read_file(report) == b"<testsuite/>\n"
         big = box.run(f"head -c 8388608 /dev/zero > {report}")
         assert big.exit_code != 0 and "File size limit exceeded" in big.output, big.output
-        for attack in (f"rm -f {report}", f"mv {report} {IO_DIR}/moved", f"ln -sf / {report}", f"mkdir {IO_DIR}/sub"):
+        for attack in (f"rm -f {report}", f"mv {report} {IO_DIR}/moved", f"ln -sf / {report}", f"mkdir {IO_DIR}/sub",
+                       f"mkfifo {IO_DIR}/pipe", f"mv {IO_DIR} /tmp/moved", f"rmdir {IO_DIR}"):
             done = box.run(attack)
-            assert done.exit_code != 0 and "Permission denied" in done.output, (attack, done.output)
+            refused = ("Permission denied", "busy", "not permitted")
+            assert done.exit_code != 0 and any(w in done.output for w in refused), (attack, done.output)
         assert len(box.read_file(report)) <= limits.file_bytes
         with pytest.raises(ValueError, match="IO folder"):
             box.output("/tmp/elsewhere")
     finally:
         box.close()
+
+
+@pytest.mark.timeout(120)
+def test_reading_a_file_never_blocks_and_checks_type_and_size(sandbox: Sandbox) -> None:
+    """What the host reads from a sandbox is a regular file of bounded size, checked before the read:
+    a named pipe (whose read would wait for a writer for ever), a folder or a file over the bound is
+    refused at once."""
+    report = sandbox.output(f"{IO_DIR}/report.xml")
+    assert sandbox.run(f"mkfifo pipe && mkdir folder && head -c 2097152 /dev/zero | tee big > {report}").exit_code == 0
+    for path in ("pipe", "folder"):
+        with pytest.raises(OSError):
+            sandbox.read_file(path)
+    for path in ("big", report):
+        with pytest.raises(Unreadable, match="more than"):
+            sandbox.read_file(path, limit=2**20)
+        assert len(sandbox.read_file(path, limit=2 * 2**20)) == 2 * 2**20
 
 
 # ------------------------------------------------------------------------------------------ limits
