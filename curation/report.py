@@ -96,7 +96,12 @@ select source, sum(tasks) as judged,
   round(coalesce(sum(tasks) filter (where verdict = 'unjudgeable'), 0) / sum(tasks), 3) as unjudgeable
 from verdict_shares group by source order by source"""
 
-VERDICTS = "select instance_id, verdict, len(evidence) as cited_probes from verdicts order by verdict, instance_id"
+VERDICTS = "select instance_id, verdict, judge, len(evidence) as cited_probes from verdicts order by verdict, instance_id"
+
+# who gave the verdicts: a judge model (the scripted test double names itself), or none (executed probes alone)
+JUDGES = """\
+select judge, case when judge = 'none' then 'none: verdicts from the executed probes alone' else judge_model end as judged_by,
+  count(*) as tasks from verdicts group by all order by all"""
 
 SURVIVAL_PER_OPERATOR = """\
 select kind, operator, sum(probes) as probes, sum(survived) as survived, round(sum(survived) / sum(probes), 3) as survival
@@ -217,7 +222,7 @@ def verdicts(cat: Catalog) -> Section:
     if shares.rows:
         parts = {name: shares.column(name) for name in VERDICT_SHARES}
         chart = stacked_chart(shares.column("source"), parts, "share of judged tasks")
-    return Section("Verdicts per corpus", chart + table(shares) + table(cat.ask(VERDICTS)))
+    return Section("Verdicts per corpus", chart + table(cat.ask(JUDGES)) + table(shares) + table(cat.ask(VERDICTS)))
 
 
 def probe_survival(cat: Catalog) -> Section:

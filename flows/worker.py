@@ -13,9 +13,11 @@ from flows.supervise import Job, die_with_parent, emit
 
 
 @contextmanager
-def judge_endpoint(scripted: bool | None) -> Iterator[object]:
+def judge_endpoint(scripted: bool | None, out: Path) -> Iterator[object]:
     """The judge's endpoint: SWEDECK_JUDGE_BASE_URL when set; else the scripted judge (a test double
-    shipped for demos) when ``scripted`` is not False; else none, and only model-free probes run."""
+    shipped for demos and tests) when ``scripted`` is not False and it has a script for every task
+    Pipeline 1 kept in ``out``; else none: verdicts from the executed probes alone (judge = "none").
+    A test double never answers for a task it was not written for, and one run is judged one way."""
     from judge.config import JudgeSettings
 
     if os.environ.get("SWEDECK_JUDGE_BASE_URL") and not scripted:
@@ -24,8 +26,15 @@ def judge_endpoint(scripted: bool | None) -> Iterator[object]:
     if scripted is False:
         yield None
         return
-    from judge.scripted import ScriptedJudge
+    from curation.pipeline1 import kept_tasks
+    from judge.scripted import ScriptedJudge, has_script
 
+    ids = [t.instance_id for t, _ in kept_tasks(out)]
+    if missing := [i for i in ids if not has_script(i)]:
+        print(f"no judge endpoint configured (SWEDECK_JUDGE_BASE_URL) and the scripted judge has no script for {len(missing)} of "
+              f"{len(ids)} tasks (e.g. {missing[0]}): verdicts from the executed probes alone (judge = none)", file=sys.stderr)  # fmt: skip
+        yield None
+        return
     print("no judge endpoint configured (SWEDECK_JUDGE_BASE_URL): using the scripted judge, a test double", file=sys.stderr)
     with ScriptedJudge("labelled") as base_url:
         yield JudgeSettings(base_url=base_url, model="scripted-judge")
@@ -47,12 +56,12 @@ def main() -> None:
             elif stage == "strengthen":
                 from flows.strengthen import run_strengthen
 
-                with judge_endpoint(job.judge) as settings:  # the judge reviews and proposes tests
+                with judge_endpoint(job.judge, out) as settings:  # the judge reviews and proposes tests
                     summary = run_strengthen(out, cfg, job.workers, job.strengthen_all, settings)
             else:
                 from flows.pipeline2 import run_pipeline2
 
-                with judge_endpoint(job.judge) as settings:
+                with judge_endpoint(job.judge, out) as settings:
                     summary = run_pipeline2(out, cfg, job.workers, settings)
             emit(events, {"stage": stage, "summary": summary})
 

@@ -83,7 +83,8 @@ def map_verdict(q1: bool, q2: Q2Answer | None, q3: bool | None) -> Verdict:
     return "accept" if q3 else "issue_rewritten"
 
 
-def _supports(q2: Q2Answer, probe: ProbeResult) -> bool:
+def supports(q2: Q2Answer, probe: ProbeResult) -> bool:
+    """Whether the executed grade of ``probe`` points the way the answer ``q2`` does (the table above)."""
     ran = probe.reason in TESTS_RAN
     if q2 == "too_loose":  # a survivor that behaves like gold on every input tried is no evidence
         return probe.kind == "plausible_wrong" and probe.reward == 1 and probe.distinguishing is not None
@@ -132,13 +133,13 @@ def check_citations(args: VerdictArgs, known: Mapping[str, ProbeResult], *, exec
                 f"{probe.probe_id} survived the tests, but {tried}: a survivor that behaves like gold is no "
                 "evidence; call differential on it (it must find an input where it behaves unlike gold)"
             )
-        elif not _supports(q2, probe):
+        elif not supports(q2, probe):
             problems.append(
                 f"{probe.probe_id} ({probe.kind}, origin {probe.origin}) scored reward {probe.reward:g} "
                 f"({probe.reason}), which does not support Q2 = {q2}"
             )
     wanted = "plausible_wrong" if q2 in ("too_loose", "yes") else "correct_alternative"
-    if not any(p.kind == wanted and _supports(q2, p) for p in cited):
+    if not any(p.kind == wanted and supports(q2, p) for p in cited):
         problems.append(f"Q2 = {q2} must cite {_NEEDS[q2]}; Q2 is never answered by inspection")
     if q2 == "yes" and args.q3_issue_states_requirements is None:
         problems.append("Q1 and Q2 hold, so answer Q3 (q3_issue_states_requirements: true or false)")

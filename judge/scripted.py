@@ -161,6 +161,11 @@ def _label(instance_id: str) -> dict | None:
     return None
 
 
+def has_script(instance_id: str) -> bool:
+    """Whether the labelled policy plays this task (it answers any other with "I have no script")."""
+    return _label(instance_id) is not None
+
+
 def _probe_patch(instance_id: str, relative: str) -> str:
     return (SAMPLE / instance_id / relative).read_text()
 

@@ -6,6 +6,7 @@ node id pytest gives the new test and that it passes on the library it was writt
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.records import Behaviour, DistinguishingInput, ProbeResult
+from harness.records import Behaviour, DistinguishingInput, ProbeResult, Strengthening
 from judge.strengthen import Candidate, add_case, model_free_candidate, place, split_test_id
 
 LIB = '''\
@@ -221,3 +222,26 @@ def test_a_case_edit_keeps_the_list_layout_and_non_ascii_text() -> None:
         add_case(source, ["test_none"], "1", "x")
     assert split_test_id("t.py::C::test_a[x::y-1]") == ("t.py", ["C", "test_a"])
     assert Candidate(file="t.py", cls="C", name="test_a", code="", source="model_free", found_by="", case="k").test_id == "t.py::C::test_a[k]"
+
+
+def test_selecting_a_parametrized_tests_id_without_its_parameters_runs_every_case(tmp_path: Path) -> None:
+    """Regression: the grader's canaries copy parametrized tests and name them without parameters; the
+    select plugin matched ids exactly, so a selected grade (strengthening's gold_stable) never ran the
+    must-fail canary and gold's new test got reward 0 as spoofing_suspected."""
+    (tmp_path / "wanted").write_text("tests_t.py::test_negative\ntests_t.py::test_tail[one]\n")
+    plugins = Path(__file__).resolve().parent.parent / "harness" / "plugins"
+    (tmp_path / "lib.py").write_text(LIB)
+    (tmp_path / "tests_t.py").write_text(PARAMETRIZED)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p", "swedeck_select", "tests_t.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(plugins), "SWEDECK_SELECT": str(tmp_path / "wanted")})  # fmt: skip
+    ran = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("PASSED "))
+    assert ran == ["tests_t.py::test_negative[-1]", "tests_t.py::test_negative[-5]", "tests_t.py::test_tail[one]"], done.stdout
+
+
+def test_a_strengthening_that_keeps_no_test_is_a_record_without_a_tests_patch() -> None:
+    """Regression: ``tests_patch`` had no default, so every not_repaired outcome (no confirmed survivor,
+    no candidate passing validation) raised a ValidationError instead of being recorded."""
+    record = Strengthening(config_hash="c", task_hash="t", instance_id="i", status="not_repaired", reason="none kept",
+                           survivors=["p"], killed=[], tests=[])  # fmt: skip
+    assert record.tests_patch == "" and record.hidden_files == {}

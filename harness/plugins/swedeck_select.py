@@ -13,8 +13,10 @@ def pytest_collection_modifyitems(config, items):
         return
     with open(path, encoding="utf-8") as handle:
         wanted = {line.rstrip("\n") for line in handle if line.strip()}
-    keep = [item for item in items if item.nodeid in wanted]
-    dropped = [item for item in items if item.nodeid not in wanted]
+    # an id without parameters selects every case of a parametrized test, as on pytest's command
+    # line: the grader's canaries copy parametrized tests and know their ids only without parameters
+    keep = [item for item in items if item.nodeid in wanted or item.nodeid.partition("[")[0] in wanted]
+    dropped = [item for item in items if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
