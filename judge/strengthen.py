@@ -308,8 +308,8 @@ def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d
         concrete = ast.parse(d.call, mode="exec").body
     except SyntaxError:
         return None
-    if len(concrete) != 1 or not isinstance(concrete[0], ast.Expr) or d.setup:
-        return None  # statements before the call would need a place in the test's body
+    if len(concrete) != 1 or not isinstance(concrete[0], ast.Expr) or not _imports_only(d.setup):
+        return None  # statements before the call would need a place in the test's body (imports: it has its own)
     holes = frozenset(spec.argnames)
     for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
         bound: dict[str, str] = {}
@@ -337,6 +337,13 @@ def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d
         if set(bound) == holes:
             return [bound[n] for n in spec.argnames]
     return None
+
+
+def _imports_only(statements: Sequence[str]) -> bool:
+    try:
+        return all(isinstance(node, (ast.Import, ast.ImportFrom)) for line in statements for node in ast.parse(line).body)
+    except SyntaxError:
+        return False
 
 
 def _module_names(tree: ast.Module) -> set[str]:

@@ -99,6 +99,15 @@ def test_an_input_fitting_a_parametrized_test_becomes_a_new_case_in_its_list_and
     assert f"PASSED {cand.test_id}" in run_pytest(tmp_path, {"tests_t.py": out}, cand.test_id)
 
 
+def test_an_observed_call_with_its_imports_is_a_case_of_the_test_that_made_it() -> None:
+    """The observation engine states a call as the function's own name after its import lines; the
+    test reaches it through its module: the callee's name and the arguments decide."""
+    probe = survivor("tests_t.py::test_tail[one]", "list(tail(0, 'ABC'))", Behaviour(value="[]"), literal="[]",
+                     setup=["from lib import tail"])  # fmt: skip
+    cand = model_free_candidate(probe, {"tests_t.py": PARAMETRIZED}, form="case")
+    assert cand is not None and cand.code == f"pytest.param(0, 'ABC', [], id={cand.case!r})"
+
+
 def test_a_raising_input_is_a_case_of_a_raises_test_and_fills_an_exception_argname(tmp_path: Path) -> None:
     sources = {"tests_t.py": PARAMETRIZED}
     negative = model_free_candidate(survivor("tests_t.py::test_negative[-1]", "mi.tail(-2, 'ABC')", Behaviour(raised="ValueError")),
