@@ -140,12 +140,25 @@ def _new_shadows(
     change put on sys.path (a test folder that lost its __init__.py). A module the project itself
     already shadowed at the base commit is its own code (the project installed into the environment,
     or a vendored copy), which the change may edit."""
-    return _shadows(after, task, facts, hidden) - _shadows(before, task, facts, hidden)
+    modules = environment_modules(before, facts)
+    return _shadows(after, task, facts, hidden, modules) - _shadows(before, task, facts, hidden, modules)
 
 
-def _shadows(tree: Mapping[str, Entry], task: Task, facts: TaskFacts, hidden: set[str]) -> set[tuple[str, str, str]]:
+def environment_modules(tree: Mapping[str, Entry], facts: TaskFacts) -> set[str]:
+    """What the environment provides: what its Python imports from outside the tree, and what is
+    installed in a site-packages folder inside it (R2E-Gym's .venv, whose pytest is not "outside")."""
+    installed = {
+        import_name(PurePosixPath(path).name, entry.kind, facts.suffixes)
+        for path, entry in tree.items()
+        if PurePosixPath(path).parent.name in ("site-packages", "dist-packages")
+    }
+    return set(facts.modules) | installed - {""}
+
+
+def _shadows(
+    tree: Mapping[str, Entry], task: Task, facts: TaskFacts, hidden: set[str], modules: set[str]
+) -> set[tuple[str, str, str]]:
     folders = sys_path_folders(set(tree) | hidden, task, facts)
-    modules = set(facts.modules)
     found = set()
     for path, entry in tree.items():
         parent = _parent(path)
@@ -170,11 +183,12 @@ def import_name(name: str, kind: str, suffixes: Iterable[str]) -> str:
 
 def sys_path_folders(paths: set[str], task: Task, facts: TaskFacts) -> set[str]:
     """Folders of the tree that are on sys.path while the tests run: the environment's own entries
-    inside the tree, what the test command puts on PYTHONPATH, and for each test file its own folder
-    (a test script's folder is sys.path[0]) and the folder pytest's rootdir-insertion puts in front
-    of it (the first one up without an __init__.py). ``paths`` is the tree's paths."""
+    inside the tree, what the test command puts on PYTHONPATH, and for each test file and conftest.py
+    its own folder (a test script's folder is sys.path[0]) and the folder pytest's rootdir-insertion
+    puts in front of it (the first one up without an __init__.py). ``paths`` is the tree's paths."""
     folders = set(facts.tree_path) | set(pythonpath_folders(task.test_cmd))
-    for test in {*facts.hidden, *task.test_paths}:
+    conftests = {p for p in paths if PurePosixPath(p).name == "conftest.py"}
+    for test in {*facts.hidden, *task.test_paths, *conftests}:
         if not test.endswith(".py"):
             continue
         folder = _parent(test)

@@ -135,6 +135,17 @@ def test_the_environments_installed_packages_are_refused(task: Task, path: str) 
     assert [(v.path, v.rule) for v in violations(before, before | {path: NEW}, task, _facts())] == [(path, "environment")]
 
 
+def test_a_module_installed_in_the_trees_virtualenv_is_the_environments(task: Task) -> None:
+    """R2E-Gym's pytest lives in .venv in the work directory, so the environment's Python does not
+    count it among the modules it imports from outside the tree; a pytest.py at the root shadows it
+    all the same."""
+    site = ".venv/lib/python3.9/site-packages"
+    before = BEFORE | {".venv": DIR, ".venv/pyvenv.cfg": FILE, site: DIR, f"{site}/pytest": DIR, f"{site}/py.py": FILE}
+    facts = _facts(modules=["json"])
+    found = [(v.path, v.rule) for v in violations(before, before | {"pytest.py": NEW, "py": DIR}, task, facts)]
+    assert found == [("py", "shadows_module"), ("pytest.py", "shadows_module")]
+
+
 def test_deleting_a_test_file_is_refused(task: Task) -> None:
     after = {p: e for p, e in BEFORE.items() if p != "tests/test_sort.py"}
     assert violations(BEFORE, after, task, _facts()) == [Violation("tests/test_sort.py", "tests_place")]
@@ -185,6 +196,7 @@ def test_sys_path_folders(task: Task) -> None:
     paths = {"src/pkg/__init__.py", "src/pkg/tests/__init__.py"}
     one = task.model_copy(update={"test_cmd": ["PYTHONPATH=lib:./other python -m pytest"], "test_paths": []})
     assert sys_path_folders(paths, one, facts) == {"", "src", "src/pkg/tests", "lib", "other"}
+    assert sys_path_folders(paths | {"docs/conftest.py"}, one, facts) == {"", "src", "src/pkg/tests", "lib", "other", "docs"}
     assert pythonpath_folders(["env PYTHONPATH=/abs:$PYTHONPATH:. pytest", "echo 'unbalanced"]) == [""]
 
 
