@@ -1,7 +1,8 @@
 """A deck as a Hugging Face dataset: one split per arm, in the two layouts ``datasets`` loads.
 
-``DECK/dataset/data/<arm>.parquet`` with a dataset card (``README.md``: schema, arms, counts,
-provenance, config hashes) loads with ``datasets.load_dataset("parquet", data_files=...)`` or
+``DECK/dataset/data/<arm>.parquet`` with a dataset card (``README.md``: the deck's id as its title, arms
+and counts, every column with its meaning from ``DeckRow``'s field descriptions, license, provenance,
+config hashes, a loading snippet that runs from any folder) loads with ``datasets.load_dataset("parquet", data_files=...)`` or
 ``load_dataset("DECK/dataset")``; ``DECK/dataset/arrow`` is the same DatasetDict saved for
 ``datasets.load_from_disk``. Each row is a deck row plus ``task``: the whole task as that arm grades it
 (``harness.records.Task`` as JSON: ``datasets`` has no type for the task's maps).
@@ -9,6 +10,7 @@ provenance, config hashes) loads with ``datasets.load_dataset("parquet", data_fi
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,23 +32,32 @@ def arm_table(deck: Path, arm: str) -> pa.Table:
     return pa.Table.from_pylist(records, schema=schema)
 
 
+TASK_COLUMN = ("the whole task as this arm grades it (`harness.records.Task` as JSON: repository, base commit, environment, "
+               "hidden tests, gold patch); keep it out of anything an agent reads")
+
+
 def dataset_card(deck: Path, tables: dict[str, pa.Table]) -> str:
-    """README.md: the YAML header ``datasets`` reads the splits from, then what a reader needs."""
+    """README.md: the YAML header ``datasets`` and the Hub read (splits, license), then what a reader needs."""
     all_rows = pa.concat_tables(tables.values())
     deck_ids = sorted(set(all_rows.column("deck_id").to_pylist()))
     runs = sorted(set(all_rows.column("source_run").to_pylist()))
     hashes = sorted(set(all_rows.column("config_hash").to_pylist()))
-    header = ["---", "configs:", "- config_name: default", "  data_files:"]
+    repos = sorted({json.loads(task)["repo"] for task in all_rows.column("task").to_pylist()})
+    title = ", ".join(deck_ids)
+    header = ["---", f"pretty_name: {json.dumps(title)}", "license: other", "license_name: upstream-repository-licenses",
+              "configs:", "- config_name: default", "  data_files:"]  # fmt: skip
     header += [f"  - split: {arm}\n    path: data/{arm}.parquet" for arm in tables]
     header += ["tags:", "- swedeck", "- software-engineering", "- reinforcement-learning", "---"]
-    schema = "\n".join(f"| `{f.name}` | `{f.type}` |" for f in next(iter(tables.values())).schema)
+    meanings = {name: field.description for name, field in DeckRow.model_fields.items()} | {"task": TASK_COLUMN}
+    schema = "\n".join(f"| `{f.name}` | `{f.type}` | {meanings[f.name]} |" for f in next(iter(tables.values())).schema)
     counts = "\n".join(f"| `{arm}` | {t.num_rows} |" for arm, t in tables.items())
+    where = json.dumps(str(deck.resolve()))
     return f"""{chr(10).join(header)}
 
-# swedeck deck {", ".join(deck_ids)}
+# {title}
 
-Software-engineering RL tasks curated by swedeck: one split per arm. Rows of different arms share
-instance ids, so paired arms train on the same tasks and differ only in what curation changed.
+A swedeck deck: software-engineering RL tasks curated by swedeck, one split per arm. Rows of different
+arms share instance ids, so paired arms train on the same tasks and differ only in what curation changed.
 
 ## Arms
 
@@ -58,14 +69,17 @@ instance ids, so paired arms train on the same tasks and differ only in what cur
 - `curated`: the tasks Pipeline 2 accepted, with the judge's rewritten issue where it rewrote one.
 - `strengthened`: the raw arm's tasks with test-strengthened hidden tests where they were repaired.
 
-## Schema
+## Columns
 
-| column | type |
-| --- | --- |
+| column | type | meaning |
+| --- | --- | --- |
 {schema}
 
-`task` is the whole task as the arm grades it (`harness.records.Task` as JSON, hidden tests and gold
-patch included): keep it out of anything an agent reads.
+## License
+
+`other`: each row is a task made from an upstream repository's code, issue and tests, and keeps that
+repository's license (the `repo` field of `task`). This deck's repositories: {", ".join(f"`{r}`" for r in repos)}.
+The verdicts, rewritten issues and strengthened tests swedeck adds are derived from that task.
 
 ## Provenance
 
@@ -76,9 +90,17 @@ patch included): keep it out of anything an agent reads.
 ## Loading
 
 ```python
+from pathlib import Path
+
 import datasets
-deck = datasets.load_dataset("parquet", data_files={{{", ".join(f'"{a}": "data/{a}.parquet"' for a in tables)}}})
-deck = datasets.load_from_disk("arrow")
+import duckdb
+
+deck = Path({where})  # where this deck was written; point it at the deck's folder if you moved or copied it
+ds = datasets.load_dataset(str(deck / "dataset"))  # this card's configs: one split per arm
+ds = datasets.load_from_disk(str(deck / "dataset" / "arrow"))  # the same DatasetDict, saved
+# the deck's DuckDB catalog names its files relative to the deck's folder
+con = duckdb.connect(str(deck / "catalog.duckdb"), read_only=True, config={{"file_search_path": str(deck)}})
+con.sql("select arm, count(*) from deck group by arm").show()
 ```
 """
 

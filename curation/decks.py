@@ -52,13 +52,14 @@ def deck_rows(
         stamp = {"config_hash": p1.config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
         common = {**stamp, "deck_id": deck_id, "source_run": source_run, **_lineage(task, selection)}
         verdict = verdicts.get(task.instance_id)
-        rows.append(DeckRow(**common, arm="raw", problem_statement=task.problem_statement, verdict=verdict.verdict if verdict else ""))
+        judged = {"verdict": verdict.verdict, "evidence": verdict.evidence} if verdict else {"verdict": ""}
+        rows.append(DeckRow(**common, **judged, arm="raw", problem_statement=task.problem_statement))
         if verdict is not None and verdict.verdict in KEEP:
             text = verdict.rewritten_issue if verdict.verdict == "issue_rewritten" else task.problem_statement
-            rows.append(DeckRow(**common, arm="curated", problem_statement=text, verdict=verdict.verdict, evidence=verdict.evidence))
+            rows.append(DeckRow(**common, **judged, arm="curated", problem_statement=text))
         record = (strengthened or {}).get(task.instance_id)
         lineage = {"strengthening": record_id(source_run, record), "strengthening_status": record.status} if record else {}
-        rows.append(DeckRow(**common, arm="strengthened", problem_statement=task.problem_statement, verdict=verdict.verdict if verdict else "",
+        rows.append(DeckRow(**common, **judged, arm="strengthened", problem_statement=task.problem_statement,
                             tests="strengthened" if record and record.tests_patch else "original", **lineage))  # fmt: skip
     return rows
 
@@ -117,8 +118,7 @@ def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthen
 
     files = {task_file(r): version(r).model_dump_json() for r in rows}
     commit_folder(out, [("deck", DeckRow, rows), ("dropped", DeckDrop, list(dropped))], files)
-    build_catalog(out / "catalog.duckdb", {"deck": (str(out.resolve() / DECK_FILE), DeckRow),
-                                           "dropped": (str(out.resolve() / DROPPED_FILE), DeckDrop)})  # fmt: skip
+    build_catalog(out / "catalog.duckdb", {"deck": (str(out / DECK_FILE), DeckRow), "dropped": (str(out / DROPPED_FILE), DeckDrop)})
     # imported here: it reads the deck back through this module, and ``datasets`` is slow to import
     from curation.deck_dataset import export_dataset
 

@@ -937,10 +937,21 @@ def refresh_catalog(run: Path) -> None:
 
 def build_catalog(db_path: Path, views: dict[str, tuple[str, type[BaseModel]]]) -> None:
     """(Re)create ``db_path`` with one view per name over one Parquet file; a missing file still gets a
-    typed, empty view so queries never fail for want of it."""
+    typed, empty view so queries never fail for want of it. Views name their files relative to the
+    catalog's folder, so the folder (a deck) can be copied or moved: open it with ``connect``."""
+    folder = db_path.resolve().parent
     with _new_database(db_path) as con:
+        con.execute(f"SET file_search_path = {_lit(str(folder))}")  # a session setting: never stored in the file
         for name, (path, model) in views.items():
             if Path(path).exists():
-                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_lit(path)})")
+                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_lit(os.path.relpath(Path(path).resolve(), folder))})")
             else:
                 _create_empty(con, name, model)
+
+
+def connect(db_path: Path) -> duckdb.DuckDBPyConnection:
+    """A catalog file opened read-only, with relative file names resolved from its own folder (DuckDB's
+    ``file_search_path``; plain ``duckdb`` run in that folder resolves them too)."""
+    import duckdb
+
+    return duckdb.connect(str(db_path), read_only=True, config={"file_search_path": str(db_path.resolve().parent)})

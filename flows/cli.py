@@ -432,6 +432,8 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     table.add_row("unloadable rows", str(summary["load_errors"]))
     console = Console()
     console.print(table)
+    if summary.get("reused"):
+        console.print(f"every task already had its result for this content and config: reused all {summary['reused']}")
     if "dedup" in summary:
         console.print(_dedup_line(summary["dedup"]))
     console.print(f"catalog: {summary['catalog']}  (try: swedeck query \"select * from p1_results\" --db {summary['catalog']})")
@@ -916,7 +918,7 @@ def query(
     import duckdb
 
     from curation.decks import DECK_FILE
-    from curation.store import open_catalog
+    from curation.store import connect, open_catalog
 
     paths = db or [Path("runs/curate/catalog.duckdb")]
     for path in paths:
@@ -924,7 +926,7 @@ def query(
             _console().print(f"[red]no catalog, run or deck at {path}[/]; run `swedeck curate` or pass --db")
             raise typer.Exit(2)
     if len(paths) == 1 and paths[0].is_file():
-        con = duckdb.connect(str(paths[0]), read_only=True)
+        con = connect(paths[0])  # a deck's catalog names its files relative to its folder
     else:  # several runs (and decks) in one in-memory catalog, without copying them
         folders = [p.parent if p.is_file() else p for p in paths]
         decks = [f / DECK_FILE for f in folders if (f / DECK_FILE).exists()]

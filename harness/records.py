@@ -230,10 +230,10 @@ Tree = Literal["buggy", "gold", "gold_network"]
 class Stamped(Record):
     """Every stored record says which schema, config and task content produced it."""
 
-    schema_version: int = SCHEMA_VERSION
-    config_hash: str
-    task_hash: str
-    instance_id: str
+    schema_version: int = Field(default=SCHEMA_VERSION, description="the record schema's version")
+    config_hash: str = Field(description="hash of the resolved configuration that produced the record")
+    task_hash: str = Field(description="hash of the task's content (issue, patches, tests, environment) the record is about")
+    instance_id: str = Field(description="the task's id, as its corpus names it")
 
 
 class TaskRow(Stamped):
@@ -330,6 +330,9 @@ class Pipeline1Result(Stamped):
     duration_s: float
     detail: str
     image_digest: str = ""  # docker: the image the runs used (registry digest name@sha256:..., else its id); "" on bwrap
+    # what the kept task's grades plant: "weak" (arithmetic must-fail canaries, no copyable test) is
+    # counted in the catalog (SELECT canaries, count(*) FROM results GROUP BY canaries)
+    canaries: CanaryStrength = "none"
 
 
 # --------------------------------------------------------------------------------------------- pipeline 2
@@ -495,18 +498,19 @@ class DeckRow(Stamped):
     by their original tests otherwise. The task itself (environment, hidden tests) is stored beside the deck.
     """
 
-    deck_id: str
-    arm: Arm
-    problem_statement: str
-    verdict: str  # Pipeline 2's verdict, "" when the task was not judged
-    evidence: list[str] = Field(default_factory=list)
-    source_run: str
-    tests: TestsVersion = "original"  # the hidden tests this arm grades the task with
-    strengthening: str = ""  # lineage: the strengthening record (RUN/strengthen/<id>#<record hash>), "" when none ran
-    strengthening_status: str = ""  # that record's status, "" when none ran
-    cluster_id: str = ""  # the fix's cluster (``curation.dedup``); "" when the deck was built without fingerprints
-    lineage: list[str] = Field(default_factory=list)  # every member of the cluster: "corpus/version/instance_id"
-    contamination: list[str] = Field(default_factory=list)  # eval matches kept under a flag-only policy: "rule:eval_member"
+    # the descriptions are the dataset card's column meanings (curation.deck_dataset)
+    deck_id: str = Field(description="the deck's id")
+    arm: Arm = Field(description="raw, curated or strengthened: which version of the task this row is")
+    problem_statement: str = Field(description="the issue text the agent reads in this arm (curated: the judge's rewrite where it rewrote one)")
+    verdict: str = Field(description="Pipeline 2's verdict (accept, issue_rewritten, too_loose, ...); empty when the task was not judged")
+    evidence: list[str] = Field(default_factory=list, description="ids of the executed probes the verdict rests on (the run's probes table)")
+    source_run: str = Field(description="the curate run folder the deck was built from")
+    tests: TestsVersion = Field(default="original", description="the hidden tests this arm grades the task with: original or strengthened")
+    strengthening: str = Field(default="", description="lineage: the strengthening record (RUN/strengthen/<id>#<record hash>); empty when none ran")
+    strengthening_status: str = Field(default="", description="that record's status (repaired, partially_repaired, not_repaired); empty when none ran")
+    cluster_id: str = Field(default="", description="the upstream fix's cluster across corpora; empty when the deck was built without fingerprints")
+    lineage: list[str] = Field(default_factory=list, description="every member of the cluster: corpus/version/instance_id")
+    contamination: list[str] = Field(default_factory=list, description="evaluation-set matches kept under a flag-only policy: rule:eval_member")
 
 
 # ---- trajectories

@@ -137,9 +137,9 @@ def test_p1_query_judge_and_deck_commands(bwrap_backend, tmp_path: Path) -> None
     # the run becomes a deck: both tasks in the raw arm, only the accepted one in the curated arm, and
     # the strengthened arm with exactly the raw arm's ids
     swedeck("deck", str(out), "--out", str(tmp_path / "deck"))
-    import duckdb
+    from curation.store import connect
 
-    con = duckdb.connect(str(tmp_path / "deck" / "catalog.duckdb"), read_only=True)
+    con = connect(tmp_path / "deck" / "catalog.duckdb")
     both = ["sample__cronexpr-1", "sample__toposort-1"]
     assert con.execute("select arm, list(instance_id order by instance_id) from deck group by arm order by arm").fetchall() == [
         ("curated", ["sample__toposort-1"]), ("raw", both), ("strengthened", both)]  # fmt: skip

@@ -3,13 +3,17 @@ arms trained with one config and one seed."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-import duckdb
 import pytest
+from conftest import swedeck_cli
 
 from curation.decks import arm_tasks, arms, deck_rows, write_deck
-from curation.store import read_records
+from curation.store import connect, read_records
 from harness.records import DeckRow, Pipeline1Result, Strengthening, Task, VerdictRecord
 
 IDS = ("sample__toposort-1", "sample__matrixlite-1", "sample__iniparse-1")
@@ -79,7 +83,7 @@ def test_arms_hold_what_each_verdict_allows(deck: Path, sample_tasks: dict[str, 
     assert curated[0].problem_statement == sample_tasks[IDS[0]].problem_statement
     assert curated[1].problem_statement == "Adding the same dependency twice must be a no-op."
     assert curated[1].answer == sample_tasks[IDS[1]].answer  # only the issue text changed
-    con = duckdb.connect(str(deck / "catalog.duckdb"), read_only=True)
+    con = connect(deck / "catalog.duckdb")
     assert con.execute("select arm, count(*) from deck group by arm order by arm").fetchall() == [("curated", 2), ("raw", 3), ("strengthened", 3)]
 
 
@@ -108,3 +112,29 @@ def test_paired_arms_train_with_one_config(deck: Path, tmp_path: Path, bwrap_bac
         assert (tmp_path / "runs" / arm / "checkpoint.pt").exists() and Path(summary["plot"]).stat().st_size > 0
     with pytest.raises(ValueError, match="swe"):
         arms_flow(str(deck), RunConfig().model_dump(mode="json"), str(tmp_path / "toy"))
+
+
+def test_regression_a_moved_deck_answers_queries_and_loads_with_datasets(deck: Path, tmp_path: Path) -> None:
+    """Issue 25: the catalog named its files by absolute path, so a copied or moved deck failed
+    ('No files found that match the pattern ...'); raw and strengthened rows had no evidence."""
+    card = (deck / "dataset" / "README.md").read_text()
+    assert card.startswith("---\npretty_name: \"d1\"\nlicense: other\n") and "\n# d1\n" in card
+    assert "keeps that\nrepository's license" in card and "`swedeck-samples/toposort`" in card
+    columns = [line.split("|")[1:4] for line in card.split("## Columns")[1].split("##")[0].splitlines() if line.startswith("| `")]
+    assert {c[0].strip(" `") for c in columns} == {*DeckRow.model_fields, "task"} and all(c[2].strip() for c in columns)
+    snippet = card.split("```python\n")[1].split("```")[0]
+    moved = tmp_path / "elsewhere" / "moved-deck"
+    moved.parent.mkdir()
+    deck.rename(moved)
+    arms_sql = "select arm, count(*) as n, list(distinct evidence) as evidence from deck group by arm order by arm"
+    for db in (moved, moved / "catalog.duckdb"):  # the folder (catalog built on the fly) and the deck's own catalog file
+        done = swedeck_cli("query", "--db", str(db), "--json", arms_sql)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == [{"arm": arm, "n": n, "evidence": [["p1"]]} for arm, n in (("curated", 2), ("raw", 3), ("strengthened", 3))]
+    # the card's own snippet, pointed at the moved deck, from another folder
+    where = next(line for line in snippet.splitlines() if line.startswith("deck = Path("))
+    code = snippet.replace(where, f"deck = Path({str(moved)!r})") + "print('splits', {k: v.num_rows for k, v in ds.items()})\n"
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "splits {'curated': 2, 'raw': 3, 'strengthened': 3}" in done.stdout and "│ raw" in done.stdout

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 
-from curation.store import arrow_schema, build_catalog, commit_folder, read_records, sweep_partials, write_records
+from curation.store import arrow_schema, build_catalog, commit_folder, connect, read_records, sweep_partials, write_records
 from harness.records import Pipeline1Result, RunRecord
 
 STAMP = {"config_hash": "c", "task_hash": "t", "instance_id": "i"}
@@ -57,6 +56,6 @@ def test_catalog_has_typed_empty_views_when_nothing_was_written(tmp_path: Path) 
     write_records(tmp_path / "a.parquet", Pipeline1Result, [_result()])
     db = tmp_path / "c.duckdb"
     build_catalog(db, {"p1_results": (str(tmp_path / "a.parquet"), Pipeline1Result), "runs": (str(tmp_path / "none.parquet"), RunRecord)})
-    con = duckdb.connect(str(db), read_only=True)
+    con = connect(db)
     assert con.execute("select instance_id, expected_status['a'] from p1_results").fetchall() == [("i", "PASSED")]
     assert con.execute("select count(*), count(statuses) from runs").fetchall() == [(0, 0)]
