@@ -334,7 +334,7 @@ def is_test(path: str) -> bool:
     """A test module or a conftest, wherever the project keeps them (tests/, the package, the root)."""
     parts = PurePosixPath(path).parts
     name = parts[-1]
-    return name.endswith(".py") and ("tests" in parts[:-1] or name.startswith("test") or name.endswith("_test.py") or name == "conftest.py")
+    return name.endswith(".py") and ("tests" in parts[:-1] or name.startswith("test_") or name.endswith("_test.py") or name in ("tests.py", "conftest.py"))
 
 
 GENERATED = ("gold.patch", "tests.patch", "issue.md", "task.toml", "repo.bundle")
