@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import flow, task
@@ -17,7 +18,7 @@ from curation.sources import load_sources
 from curation.store import CATALOG, commit_folder, refresh_catalog, sweep_partials
 from flows.config import SwedeckConfig
 from flows.runners import task_runner
-from harness.records import LoadError, Task
+from harness.records import LoadError, Pipeline1Result, Task
 from harness.sandbox import get_backend
 
 class InfrastructureFailure(RuntimeError):
@@ -47,16 +48,25 @@ def run_one(task_json: str, out: str, config_json: str) -> dict[str, str]:
             result = internal_error(work, config.hash(), out_dir, err)
         if result.reason == "sandbox_error":
             raise InfrastructureFailure(f"{work.instance_id}: {result.detail}")
+    return _outcome(result)
+
+
+def _outcome(result: Pipeline1Result) -> dict[str, str]:
     return {"instance_id": result.instance_id, "decision": result.decision, "reason": result.reason,
             "flaky": str(len(result.flaky))}  # fmt: skip
 
 
-@flow(name="pipeline1")
-def pipeline1(sources: list[str], out: str, config: dict) -> dict:
-    """Run Pipeline 1 over every task in ``sources`` into the run directory ``out``."""
-    started = time.monotonic()
-    cfg = SwedeckConfig.model_validate(config)
-    out_dir = Path(out)
+@dataclass
+class Prepared:
+    """What every pass over the sources does before any task runs: the tasks (each id once), the load
+    errors and the clusters of the same fix committed."""
+
+    tasks: list[Task]
+    load_errors: int
+    dedup: dict
+
+
+def prepare(sources: list[str], out_dir: Path, cfg: SwedeckConfig) -> Prepared:
     sweep_partials(out_dir / "p1")
     loaded = load_sources(sources, cfg.repo_cache())
     seen: set[str] = set()
@@ -70,29 +80,53 @@ def pipeline1(sources: list[str], out: str, config: dict) -> dict:
     fingerprints, eval_errors = dedup.with_evals(loaded.fingerprints, cfg.dedup, Path(cfg.sources.repo_cache) if cfg.sources.repo_cache else None)
     clustering, contamination = dedup.write(out_dir, fingerprints, cfg.dedup)
     commit_folder(out_dir / "load_errors", [("errors", LoadError, errors + eval_errors)])
-    config_json = cfg.model_dump_json()
-    futures = [run_one.submit(t.model_dump_json(), str(out_dir), config_json) for t in tasks]
-    outcomes = []
-    for t, future in zip(tasks, futures):
-        outcome = future.result(raise_on_failure=False)
-        if isinstance(outcome, BaseException):  # retries exhausted; the record on disk says why
-            outcome = {"instance_id": t.instance_id, "decision": "reject", "reason": "sandbox_error", "flaky": "0"}
-        outcomes.append(outcome)
+    return Prepared(tasks, len(errors) + len(eval_errors), dedup.summary(clustering, contamination))
+
+
+def summary(prepared: Prepared, outcomes: list[dict[str, str]], out_dir: Path, started: float, reused: int = 0) -> dict:
     refresh_catalog(out_dir)  # compact what this stage committed, then the catalog over it
     reasons = Counter(o["reason"] or "kept" for o in outcomes)
     return {
-        "tasks": len(tasks),
+        "tasks": len(prepared.tasks),
         "kept": reasons.pop("kept", 0),
         "rejected": dict(sorted(reasons.items())),
-        "load_errors": len(errors) + len(eval_errors),
-        "dedup": dedup.summary(clustering, contamination),
+        "load_errors": prepared.load_errors,
+        "dedup": prepared.dedup,
         "flaky_tests": sum(int(o["flaky"]) for o in outcomes),
+        "reused": reused,
         "seconds": round(time.monotonic() - started, 1),
         "catalog": str(out_dir / CATALOG),
     }
 
 
+@flow(name="pipeline1")
+def pipeline1(sources: list[str], out: str, config: dict) -> dict:
+    """Run Pipeline 1 over every task in ``sources`` into the run directory ``out``."""
+    started = time.monotonic()
+    cfg = SwedeckConfig.model_validate(config)
+    out_dir = Path(out)
+    prepared = prepare(sources, out_dir, cfg)
+    config_json = cfg.model_dump_json()
+    futures = [run_one.submit(t.model_dump_json(), str(out_dir), config_json) for t in prepared.tasks]
+    outcomes = []
+    for t, future in zip(prepared.tasks, futures):
+        outcome = future.result(raise_on_failure=False)
+        if isinstance(outcome, BaseException):  # retries exhausted; the record on disk says why
+            outcome = {"instance_id": t.instance_id, "decision": "reject", "reason": "sandbox_error", "flaky": "0"}
+        outcomes.append(outcome)
+    return summary(prepared, outcomes, out_dir, started)
+
+
 def run_pipeline1(sources: list[str], out: Path, cfg: SwedeckConfig, workers: int) -> dict:
+    """A rerun over a run folder whose every task already has its result for this content and config
+    answers from those results without starting Prefect (its temporary API takes up to a minute to
+    start on a busy machine), and says how many it reused."""
+    if done_count(out):
+        started = time.monotonic()
+        prepared = prepare([str(s) for s in sources], out, cfg)
+        stored = [finished(out, t, cfg.hash()) for t in prepared.tasks]
+        if all(stored):
+            return summary(prepared, [_outcome(r) for r in stored if r], out, started, reused=len(stored))
     with task_runner(cfg.runner, cfg.sandbox, workers) as runner:
         return pipeline1.with_options(task_runner=runner)([str(s) for s in sources], str(out), cfg.model_dump(mode="json"))
 

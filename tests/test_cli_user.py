@@ -1,4 +1,5 @@
-"""A user's mistake gets one line and exit 2 from the installed ``swedeck`` command, never a traceback.
+"""What a user of the installed ``swedeck`` command sees: one line and exit 2 for each mistake, never a
+traceback, and the small things a first session trips over.
 
 The console script used to point at the Typer app itself, so the CLI's own handling (one line for a
 config error, the command's token and scratch folder) only ran under ``python -m flows.cli``, which the
@@ -23,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 def _swedeck(*args: str, cwd: Path = REPO, **env: str) -> subprocess.CompletedProcess[str]:
     script = shutil.which("swedeck")
     assert script, "the install puts the swedeck command on PATH"
-    return subprocess.run([script, *args], capture_output=True, text=True, cwd=cwd, timeout=120,
-                          env={**os.environ, "COLUMNS": "200", **env}, check=False)  # fmt: skip
+    piped = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # as a user's pipe: rich's 80 columns
+    return subprocess.run([script, *args], capture_output=True, text=True, cwd=cwd, timeout=300, env={**piped, **env}, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +88,25 @@ def test_a_short_link_leads_into_the_scratch_folder_and_goes_with_it(tmp_path: P
     assert link in leftovers._dangling_links()
     leftovers.sweep(Settings.from_env(), gone=set())
     assert not link.is_symlink()
+
+
+def test_version_help_and_what_a_source_was_read_as() -> None:
+    assert _swedeck("--version").stdout.startswith("swedeck ")
+    assert "run config with [schedules.NAME] tables" in _swedeck("serve", "--help").stdout  # markup ate the brackets
+    assert "Writes into --out: checkpoint.pt" in _swedeck("train", "--help").stdout
+    listed = _swedeck("tasks", "list", "data/fixtures/swe_bench.jsonl")
+    assert "data/fixtures/swe_bench.jsonl: read as swe_bench (SWE-bench 5), 1 rows" in listed.stderr
+    assert "…" not in listed.stdout  # piped, rich cut every cell to fit 80 columns
+
+
+def test_a_rerun_of_a_finished_p1_reuses_every_result_without_starting_prefect(tmp_path: Path) -> None:
+    """A no-op rerun took 70 s (the temporary Prefect API starting) and did not say it reused anything."""
+    shutil.copytree(SAMPLE / "sample__semverlite-1", tmp_path / "src" / "sample__semverlite-1")
+    args = ("p1", str(tmp_path / "src"), "--out", str(tmp_path / "run"), "--set", "pipeline1.runs=1")
+    first = _swedeck(*args, PREFECT_HOME=str(tmp_path / "first"))
+    assert first.returncode == 0 and "reused" not in first.stdout
+    assert (tmp_path / "first" / "prefect.db").exists()  # the temporary API's database
+    again = _swedeck(*args, PREFECT_HOME=str(tmp_path / "again"))
+    assert again.returncode == 0, again.stderr
+    assert "every task already had its result for this content and config: reused all 1" in again.stdout
+    assert not (tmp_path / "again" / "prefect.db").exists()  # no Prefect API was started
