@@ -26,6 +26,10 @@ run the suite as it is and watches from inside (``harness/plugins/swedeck_observ
    messages ignored. A difference is confirmed by replaying that one call alone on both trees, each
    in a fresh sandbox: the same two behaviours again, or no evidence.
 
+Budget per task: at most ``MAX_CALLS`` standalone calls, ``MAX_CONFIRMATIONS`` single-call replays per
+probe, and ``WALL_BUDGET_S`` of observation in all; ``Differential`` reports how many calls were
+compared and how many came from the tests (observed) or were generated.
+
 Limits: a call whose arguments have no evaluable source (an object built by a fixture, a method of an
 instance whose repr does not round-trip) is compared in the observation runs but cannot be confirmed
 standalone, so it is reported, not counted as evidence; variations change one argument at a time.
@@ -37,7 +41,7 @@ import ast
 import json
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +59,7 @@ HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
 MAX_CONFIRMATIONS = 3  # differences replayed alone per probe before giving up
 REPLAY_TIMEOUT_S = 300.0
+WALL_BUDGET_S = 900.0  # observation time per task, gold's side included: later survivors get no evidence
 _RAISES = re.compile(r"(?:raises|assertRaises\w*)\(\s*\(?\s*([\w.]+(?:\s*,\s*[\w.]+)*)")
 _EXCEPT = re.compile(r"except\s+\(?\s*([\w.]+(?:\s*,\s*[\w.]+)*)")
 _EXC_WORD = re.compile(r"\b(\w*(?:Error|Exception|Warning))\b")
@@ -211,21 +216,31 @@ class Call:
     test_id: str  # the test (or document) the seed came from
     source: str  # "observed" or "variant"
     how: str
+    consume: bool = False  # the target returns an iterator: the call is ``list(...)``, so its value has a literal
 
     @property
     def src(self) -> str:
-        return f"{self.func}({', '.join([*self.args, *(f'{k}={v}' for k, v in self.kwargs)])})"
+        call = f"{self.func}({', '.join([*self.args, *(f'{k}={v}' for k, v in self.kwargs)])})"
+        return f"list({call})" if self.consume else call
 
 
 def seeds_from_records(rows: Iterable[dict]) -> list[Call]:
-    """The observed calls whose arguments all have evaluable source."""
+    """The observed calls whose arguments all have evaluable source (inside ``list()`` for a target seen
+    returning an iterator, even where this call raised)."""
+    rows = list(rows)
+    iterating = iterators(rows)
     out = []
     for row in rows:
         if row.get("call"):
             out.append(Call(row["target"], row["call"][: row["call"].index("(")], tuple(row["args"]),
                             tuple(sorted(row["kwargs"].items())), tuple(row["imports"]), row["test"], "observed",
-                            f"called by {row['test']}"))  # fmt: skip
+                            f"called by {row['test']}", row["target"] in iterating))  # fmt: skip
     return _unique(out)
+
+
+def iterators(rows: Iterable[Mapping]) -> set[str]:
+    """The targets seen returning an iterator."""
+    return {row["target"] for row in rows if isinstance(row.get("value"), list) and row["value"][:1] == ["iterator"]}
 
 
 def _unique(calls: Iterable[Call]) -> list[Call]:
@@ -235,9 +250,10 @@ def _unique(calls: Iterable[Call]) -> list[Call]:
     return list(seen.values())
 
 
-def documented_calls(texts: Mapping[str, str], watched: Sequence[dict]) -> list[Call]:
+def documented_calls(texts: Mapping[str, str], watched: Sequence[dict], iterating: Collection[str] = ()) -> list[Call]:
     """Calls of a target written in the issue's code blocks, doctests or READMEs (``texts``: where -> text).
-    ``watched``: one observed record per target, for its callable and imports."""
+    ``watched``: one observed record per target, for its callable and imports; ``iterating``: the
+    targets that return iterators."""
     by_name = {}
     for row in watched:
         qualname = row["target"].split(":")[1]
@@ -266,7 +282,8 @@ def documented_calls(texts: Mapping[str, str], watched: Sequence[dict]) -> list[
                 if not all(_literal(a) is not _NO for a in [*args, *(v for _, v in kwargs)]):
                     continue
                 func = row["call"][: row["call"].index("(")] if row.get("call") else name
-                out.append(Call(row["target"], func, tuple(args), kwargs, tuple(row["imports"][:1]), where, "variant", f"written in {where}"))
+                out.append(Call(row["target"], func, tuple(args), kwargs, tuple(row["imports"][:1]), where, "variant",
+                                f"written in {where}", row["target"] in iterating))  # fmt: skip
     return _unique(out)
 
 
@@ -388,7 +405,7 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
                 args = tuple(text if str(i) == slot else a for i, a in enumerate(seed.args))
                 kwargs = tuple((k, text if k == slot else v) for k, v in seed.kwargs)
                 tries.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
-                                  f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how})"))  # fmt: skip
+                                  f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how})", seed.consume))  # fmt: skip
             sites.append(tries)
     out: list[Call] = []
     known = {s.src for s in seeds}
@@ -455,12 +472,7 @@ class Replay:
     gold: dict[str, dict] = field(default_factory=dict)  # key -> the driver's one observation
     observed: int = 0  # calls the tests made
     generated: int = 0  # calls varied or read from documents
-    seconds: float = 0.0
     error: str = ""
-
-
-def timer() -> float:
-    return time.monotonic()
 
 
 # ============================================================================================ session
@@ -512,6 +524,7 @@ class ObservationSession:
         self.paths: list[str] = []
         self._gold: Replay | None = None
         self.runs = 0
+        self.seconds = 0.0  # spent on this task so far
 
     def replay(self, patch: str, calls: Sequence[tuple[str, Call]]) -> dict[str, list[dict]]:
         progs = [call_program(call, key) for key, call in calls]
@@ -522,7 +535,6 @@ class ObservationSession:
 
     def gold(self) -> Replay:
         if self._gold is None:
-            started = timer()
             replay = Replay()
             if self.ctx.watched:
                 try:
@@ -532,7 +544,7 @@ class ObservationSession:
                 self.runs += 1
             seeds = seeds_from_records(self.rows)
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
-            documented = documented_calls(self.ctx.documents, one_per_target)
+            documented = documented_calls(self.ctx.documents, one_per_target, iterators(self.rows))
             room = max(self.budget - len(seeds) - len(documented), 0)
             replay.calls = _unique([*seeds, *documented, *variations([*seeds, *documented], self.values, self.ctx.none_ok, room)])[: self.budget]
             replay.observed = sum(c.source == "observed" for c in replay.calls)
@@ -540,7 +552,6 @@ class ObservationSession:
             self.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in self.rows))
             if replay.calls:
                 replay.gold = {key: o for key, o in self._outcomes(self.task.answer.gold_patch, replay.calls).items()}
-            replay.seconds = timer() - started
             self._gold = replay
         return self._gold
 
@@ -550,12 +561,20 @@ class ObservationSession:
         return {key: o for key, call in keyed if (o := _outcome(results, key, call)) is not None}
 
     def distinguish(self, patch: str) -> Differential:
+        started = time.monotonic()
+        try:
+            return self._distinguish(patch)
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def _distinguish(self, patch: str) -> Differential:
+        if self.seconds >= WALL_BUDGET_S:
+            return Differential(None, 0, f"observation: the task's budget ({WALL_BUDGET_S:.0f} s) is spent")
         gold = self.gold()
         counts = {"observed": gold.observed, "generated": gold.generated}
         if not gold.gold:
             why = gold.error or ("no target of gold's patch was watched" if not self.ctx.watched else "the tests made no call with evaluable arguments into gold's changed functions")
             return Differential(None, 0, f"observation: {why}", **counts)
-        started = timer()
         differing = observed_differences(self.rows, observe(self.task, self.backend, patch, self.ctx.watched), self.ctx.expected)
         self.runs += 1
         first = {row["call"] for row, _ in differing if row.get("call")}
@@ -584,7 +603,7 @@ class ObservationSession:
         unconfirmable = sum(1 for row, _ in differing if not row.get("call"))
         note = f"; {unconfirmable} observed calls differ but have no evaluable arguments" if unconfirmable else ""
         return Differential(None, tried, f"observation: none of {tried} calls ({gold.observed} observed, {gold.generated} generated) "
-                            f"behaves unlike gold in contract{note}; {timer() - started + gold.seconds:.0f} s", **counts)  # fmt: skip
+                            f"behaves unlike gold in contract{note}", **counts)  # fmt: skip
 
     def _confirmed(self, patch: str, call: Call, gold: Behaviour, other: Behaviour) -> bool:
         """The call alone, in a fresh sandbox on each tree, behaves as in the batch: no state left by an

@@ -6,7 +6,6 @@ patch that passes it and that the engine must tell apart from gold with a confir
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import subprocess
 import sys
@@ -16,14 +15,12 @@ import pytest
 
 from harness.envs import prepare_tree
 from harness.grader import PLUGINS, grade
-from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
+from harness.records import Answer, Behaviour, Environment, HiddenTests, Recipe, RepoSource, Task
 from harness.sandbox import Backend
-from probes.differential import pool, session_for
+from probes.differential import session_for
 from probes.observe import (
     Call,
-    ObservationSession,
     alternatives,
-    context,
     documented_calls,
     expected_exceptions,
     import_root,
@@ -33,7 +30,6 @@ from probes.observe import (
     seeds_from_records,
     variations,
 )
-from harness.records import Behaviour
 
 # ================================================================================ the plugin, on the host
 
@@ -197,6 +193,21 @@ def test_observed_differences_match_the_same_call_in_the_same_test() -> None:
     assert [(g["test"], o["value"]) for g, o in diffs] == [("t::a", "9")]  # the second identical call; gold's crash is out of contract
 
 
+def test_a_target_returning_an_iterator_is_called_inside_list_so_its_value_has_a_literal() -> None:
+    rows = [
+        {"test": "t::a", "target": "m:tail", "call": "tail(3, 'ABC')", "args": ["3", "'ABC'"], "kwargs": {},
+         "imports": ["from m import tail"], "value": ["iterator", ["'A'"]]},
+        {"test": "t::a", "target": "m:size", "call": "size('ABC')", "args": ["'ABC'"], "kwargs": {},
+         "imports": ["from m import size"], "value": "3"},
+        {"test": "t::b", "target": "m:size", "call": "", "args": [None], "kwargs": {}, "imports": [], "value": "3"},
+    ]  # fmt: skip
+    rows.append({**rows[0], "call": "tail(-1, 'ABC')", "args": ["-1", "'ABC'"], "value": None, "raised": "ValueError"})
+    seeds = seeds_from_records(rows)
+    # a call without evaluable arguments is no seed; a call that raised is consumed like the target's others
+    assert [c.src for c in seeds] == ["list(tail(3, 'ABC'))", "size('ABC')", "list(tail(-1, 'ABC'))"]
+    assert "list(tail(2, 'ABC'))" in {c.src for c in variations(seeds, [], {}, 50)}
+
+
 def test_import_root_finds_a_src_layout() -> None:
     assert import_root("src/tomli/_parser.py", "tomli._parser") == "src"
     assert import_root("more_itertools/recipes.py", "more_itertools.recipes") == "."
@@ -304,13 +315,14 @@ from comments import strip_comment
 class CommentTests(unittest.TestCase):
     def setUp(self):
         self.code = "x = 1 # note"
+        self.quoted = "a = '#x'"
 
     def test_plain(self):
         self.assertEqual(strip_comment(self.code), "x = 1 ")
 '''
 STRIP_HIDDEN = "tests/test_comments.py\n" + STRIP_TESTS + '''
     def test_quoted(self):
-        self.assertEqual(strip_comment("a = '#x'"), "a = '#x'")
+        self.assertEqual(strip_comment(self.quoted), self.quoted)
 '''
 
 CASES = {
@@ -334,16 +346,21 @@ def test_a_shortcut_that_passes_a_too_loose_suite_is_told_apart_with_a_confirmed
     shortcut_patch = diff(path, buggy, shortcut)
     assert grade(task, shortcut_patch, bwrap_backend).reward == 1.0  # the planted suite is too loose
     assert grade(task, task.answer.gold_patch, bwrap_backend).reward == 1.0
-    tree = prepare_tree(task, swedeck_env)
-    sources = {p: t for p, t in tests.items()} | {hidden.split("\n", 1)[0]: hidden.split("\n", 1)[1]}
-    ctx = context(task, tree, sources, [f2p])
-    session = ObservationSession(task, bwrap_backend, ctx, pool(issue, sources.values()))
+    session = session_for(task, bwrap_backend, [f2p], prepare_tree(task, swedeck_env))
     answer = session.distinguish(shortcut_patch)
     found = answer.found
     assert found is not None, answer.detail
-    assert found.source in ("observed", "variant") and found.target.endswith(found.call.split("(")[0])
-    assert found.gold != found.other and not found.gold.raised or found.gold.raised == "ValueError"
+    # the program replay has nothing to vary in these tests (parameters, a fixture, values from setUp)
+    assert found.source in ("observed", "variant"), found
+    assert found.target.split(":")[1].split(".")[0] == found.call.split("(")[0]
+    assert found.gold != found.other and found.gold.raised in ("", "ValueError")
+    assert found.setup == [f"from {Path(path).stem} import {found.call.split('(')[0]}"]
     assert answer.observed >= 1 and answer.generated >= 1 and answer.tried >= 1
-    # the input replays standalone: gold's side evaluates to gold's literal
-    assert found.setup[0].startswith("from ") and found.call.startswith(found.target.split(":")[1].split(".")[0])
+    # the input is a standalone call: on the host, against gold's module, it behaves as gold did
+    (tmp_path / "gold").mkdir()
+    (tmp_path / "gold" / path).write_text(gold)
+    check = "\n".join([*found.setup, "try:", f"    print(repr({found.call} == {found.literal or 'None'}))",
+                       "except Exception as err:", "    print(type(err).__name__)"])  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", check], cwd=tmp_path / "gold", capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == (found.gold.raised or "True"), (done.stdout, done.stderr, found)
     assert session.distinguish(task.answer.gold_patch).found is None  # gold against itself: no false alarm

@@ -146,6 +146,7 @@ class _State:
         self.root = ""
         self.by_line = {}  # (normalised file, first line of the code object) -> _Target
         self.files = set()
+        self.watched = {}  # co_filename -> normalised path when it holds targets, else ""
         self.is_test = {}  # co_filename -> bool
         self.test = ""
         self.ordinal = {}
@@ -212,6 +213,21 @@ def _defs(tree):
                             else "staticmethod" if "staticmethod" in names else "method")
                     out.append((node.name + "." + item.name, item, kind))
     return out
+
+
+def _watched_file(filename):
+    """The normalised path of a file holding targets, "" for any other (remembered: called on every frame)."""
+    try:
+        return _STATE.watched[filename]
+    except KeyError:
+        pass
+    found = ""
+    for path in (_norm(filename), os.path.normcase(os.path.realpath(filename))):
+        if path in _STATE.files:
+            found = path
+            break
+    _STATE.watched[filename] = found
+    return found
 
 
 def _test_file(filename):
@@ -375,8 +391,10 @@ def _trace(frame, event, arg):
         return None
     try:
         code = frame.f_code
-        key = (_norm(code.co_filename), code.co_firstlineno)
-        target = _STATE.by_line.get(key)
+        path = _watched_file(code.co_filename)
+        if not path:
+            return None
+        target = _STATE.by_line.get((path, code.co_firstlineno))
         if target is None or threading.get_ident() != _STATE.main:
             return None
         existing = _STATE.open.get(id(frame))
