@@ -42,10 +42,11 @@ from pydantic import BaseModel, ConfigDict
 
 from curation import assertions
 from curation.store import commit_folder, read_records
-from harness.grader import run_tests
+from harness.grader import canary_strength, run_tests
 from harness.names import under
 from harness.records import (
     AssertionRecord,
+    CanaryStrength,
     Pipeline1Result,
     RunRecord,
     Status,
@@ -133,6 +134,26 @@ def _owned(test_id: str, owned: Sequence[str]) -> bool:
     return any(dotted.startswith(".".join(module[i:]) + ".") for module in parts for i in range(len(module)))
 
 
+def explain(reason: str, d: Derived, buggy: Sequence[dict[str, str]], gold: Sequence[dict[str, str]], limit: int = 10) -> str:
+    """Which tests and runs a rejection by the test outcomes rests on (the result's ``detail``)."""
+
+    def listed(ids: Sequence[str]) -> str:
+        shown = [f"{t} (buggy {'/'.join(sorted(_outcomes(buggy, t)))}, gold {'/'.join(sorted(_outcomes(gold, t)))})" for t in ids[:limit]]
+        return ", ".join(shown) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+    runs = f"{len(buggy)} buggy and {len(gold)} gold run(s)"
+    if reason == "only_flaky":
+        return f"no stable FAIL_TO_PASS test over {runs}; {len(d.flaky)} test(s) change outcome between identical runs: {listed(d.flaky)}"
+    if reason == "gold_fails":
+        return f"{len(d.gold_failing)} test(s) of the task's own files fail on every gold run ({runs}): {listed(d.gold_failing)}"
+    if reason == "no_fail_to_pass":
+        ids = sorted({t for run in [*buggy, *gold] for t in run})
+        others = [t for t in ids if t not in d.pass_to_pass]
+        return (f"no test fails on buggy and passes on gold ({runs}): {len(d.pass_to_pass)} of {len(ids)} pass on both trees"
+                + (f"; the others: {listed(others)}" if others else ""))  # fmt: skip
+    return ""
+
+
 def decide(d: Derived, *, network: bool, binding: list[str] | None) -> str:
     """The rejection reason ('' to keep) for a task whose runs all completed."""
     if network:
@@ -211,7 +232,8 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     image_digest = ""
 
     def finish(
-        reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None
+        reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None,
+        canaries: CanaryStrength = "none",
     ) -> Pipeline1Result:
         d = d or Derived()
         gold = trials["gold"][0].statuses if trials["gold"] else {}
@@ -225,6 +247,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
             records=records,
             seconds=time.monotonic() - started,
             image_digest=image_digest,
+            canaries=canaries,
         )  # fmt: skip
 
     try:
@@ -274,7 +297,11 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     reason = decide(d, network=network, binding=binding)
     if reason == "no_binding_assertion":
         detail = assertions.explain_no_binding(records, d.fail_to_pass)
-    return finish(reason, "tests" if reason else "", detail, d, binding)
+    elif reason in ("only_flaky", "gold_fails", "no_fail_to_pass"):
+        detail = explain(reason, d, [t.statuses for t in trials["buggy"]], [t.statuses for t in trials["gold"]])
+    # what the kept task's grades will plant (one more gold run, which its first grade would make)
+    canaries = "none" if reason else canary_strength(task, backend)
+    return finish(reason, "tests" if reason else "", detail, d, binding, canaries)
 
 
 def run_record(trial: TestRun, tree: Tree, attempt: int, stamp: dict[str, str]) -> RunRecord:
@@ -332,6 +359,7 @@ def store(
     records: list[AssertionRecord],
     seconds: float,
     image_digest: str = "",
+    canaries: CanaryStrength = "none",
 ) -> Pipeline1Result:
     """Build the task's result and write its folder (task, runs, assertions, result) atomically."""
     result = Pipeline1Result(
@@ -354,6 +382,7 @@ def store(
         duration_s=round(seconds, 3),
         detail=detail,
         image_digest=image_digest,
+        canaries=canaries,
     )
     tables = [
         ("task", TaskRow, [task_row(task, stamp)]),

@@ -187,7 +187,8 @@ def _tests(module: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFun
 def candidates(files: dict[str, bytes]) -> list[Candidate]:
     """Every canary the hidden test files offer: a copy of each test, and of each test with a
     top-level equality against a literal, one changed copy (the same one every time for the same
-    file, so a validated key names the same source)."""
+    file, so a validated key names the same source). A copy costs what its test costs, so a test
+    with a loop is copied only where the copy stops before it: a changed assert ahead of the loop."""
     found = []
     for path, blob in sorted(files.items()):
         parsed = _module(path, blob)
@@ -203,7 +204,8 @@ def candidates(files: dict[str, bytes]) -> list[Candidate]:
             named = _rename(segment, test, start)
             binds = bool(test.decorator_list) or bool(test.args.defaults or test.args.kw_defaults)
             earliest = end if binds else 0
-            found.append(Candidate(f"{key}:pass", path, scope, test.name, False, named, earliest))
+            if not _loops(test):
+                found.append(Candidate(f"{key}:pass", path, scope, test.name, False, named, earliest))
             edit = _edit(test, lines, start, random.Random(key))
             if edit is not None:
                 begin, stop, text = edit
@@ -229,6 +231,8 @@ def _edit(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start:
         literal = _expected(statement)
         if literal is not None:
             leaves.append([leaf for leaf in ast.walk(literal) if _editable(leaf)])
+        if _loops(statement):  # a copy that fails after it would run it
+            break
     rng.shuffle(leaves)
     for group in leaves:
         rng.shuffle(group)
@@ -240,6 +244,10 @@ def _edit(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start:
                 stop = _offset(lines, start, leaf.end_lineno or leaf.lineno, leaf.end_col_offset or 0)
                 return begin, stop, changed
     return None
+
+
+def _loops(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.For, ast.AsyncFor, ast.While, ast.comprehension)) for n in ast.walk(node))
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:

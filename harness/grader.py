@@ -37,7 +37,7 @@ from harness.envs import ENV_MOUNT
 from harness.names import file_name
 from harness.parsers import parse_junit, resolve_parser, uses_junit
 from harness.patching import apply_patch
-from harness.records import Grade, Status, Task, TestRun, content_hash
+from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
 from harness.sandbox import IO_DIR, REPORT_BYTES, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
 from harness.trusted import (
     LISTING,
@@ -320,6 +320,20 @@ def _canary_pool(task: Task, facts: TaskFacts, backend: Backend) -> list[str]:
     cache.write_text(json.dumps(validated))
     _POOLS[key] = validated
     return validated
+
+
+def canary_strength(task: Task, backend: Backend) -> CanaryStrength:
+    """What canaries this task's grades plant ("strong" where a validated must-fail copy exists);
+    runs the canary trial once if no grade has yet. A trial the machine failed validates nothing."""
+    if not canaries.usable(task.test_cmd):
+        return "none"
+    facts = task_facts(task, backend)
+    try:
+        pool = _canary_pool(task, facts, backend)
+    except SandboxError:
+        pool = []
+    texts = {path: decode(stored).data for path, stored in facts.hidden.items() if stored is not None}
+    return canaries.strength(canaries.plant(texts, random.Random(0), pool, task.answer.fail_to_pass)[1])
 
 
 def _audit(sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str) -> list[str]:

@@ -124,7 +124,9 @@ def test_the_isolation_is_what_stops_them(
 
     # the grader's own defences: a planted conftest is refused, or left out of the tests' run, the
     # reports it rewrites would be caught against what the calls raised, and against the canaries;
-    # with all four off it pays...
+    # with all four off it pays (the tamper audit, which reads its hooks, is off for these steps)...
+    audit = harness.grader._audit
+    monkeypatch.setattr(harness.grader, "_audit", lambda *args: [])
     monkeypatch.setattr(harness.grader, "violations", lambda *args: [])
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grader, "plan", _hidden_tests_only)
@@ -137,6 +139,10 @@ def test_the_isolation_is_what_stops_them(
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grader, "uses_junit", lambda parser: False)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 1.0
+    # and with every other defence off, the tamper audit alone reads the hooks in both planted files
+    monkeypatch.setattr(harness.grader, "_audit", audit)
+    for channel in ("tamper", "spoof"):
+        assert attempt(matrixlite, bwrap_backend, bwrap_backend, channel, fix_url).reward == 0.0
 
 
 def _hidden_tests_only(before: object, after: object, task: Task, facts: object, hidden: dict) -> Plan:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from curation.pipeline1 import Derived, decide, derive, label_disagreements
+from curation.pipeline1 import Derived, decide, derive, explain, label_disagreements
 from data import SAMPLE
 from flows.config import load_config
 from harness import leftovers
@@ -77,6 +77,24 @@ def _task(**answer: object) -> Task:
     )  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("buggy", "gold", "reason", "says"),
+    [
+        ([{"t": "FAILED", "f": "PASSED"}, {"t": "FAILED", "f": "FAILED"}], [{"t": "FAILED", "f": "PASSED"}] * 2, "only_flaky",
+         "no stable FAIL_TO_PASS test over 2 buggy and 2 gold run(s); 1 test(s) change outcome between identical runs: f (buggy FAILED/PASSED, gold PASSED)"),
+        ([{"x": "FAILED", "y": "FAILED"}], [{"x": "ERROR", "y": "PASSED"}], "gold_fails",
+         "1 test(s) of the task's own files fail on every gold run (1 buggy and 1 gold run(s)): x (buggy FAILED, gold ERROR)"),
+        ([{"p": "PASSED", "q": "PASSED"}], [{"p": "PASSED", "q": "PASSED"}], "no_fail_to_pass",
+         "no test fails on buggy and passes on gold (1 buggy and 1 gold run(s)): 2 of 2 pass on both trees"),
+    ],
+)  # fmt: skip
+def test_regression_rejections_by_outcome_say_which_tests_and_runs(buggy: list, gold: list, reason: str, says: str) -> None:
+    """Issue 25: p1_results.detail was empty for only_flaky, gold_fails and no_fail_to_pass."""
+    d = derive(buggy, gold)
+    assert decide(d, network=False, binding=None) == reason
+    assert explain(reason, d, buggy, gold) == says
+
+
 def test_label_disagreements_name_every_claim_the_runs_contradict() -> None:
     task = _task(fail_to_pass=["a", "b"], pass_to_pass=["c"], expected_status={"c": "PASSED", "d": "FAILED"})
     d = Derived(fail_to_pass=["a", "e"], pass_to_pass=["c"], flaky=["b"])
@@ -114,6 +132,7 @@ def test_sample_task_is_decided_as_labelled(sample_run: Path, instance_id: str) 
     decision, reason, f2p, binding, infrastructure, detail = row
     assert (decision, reason) == (label["p1_decision"], label["p1_reason"]), detail
     assert infrastructure == (reason == "env_error")
+    assert bool(detail) or decision == "keep", "a rejection says why"
     if decision == "keep":
         assert sorted(f2p) == sorted(label["fail_to_pass"])
         assert sorted(binding) == sorted(label["binding_asserts"])
@@ -135,6 +154,11 @@ def test_catalog_views_hold_every_record_kind(sample_run: Path) -> None:
     assert binding_rows > 0
     [(network_runs,)] = catalog_rows(db, "select count(*) from runs where tree = 'gold_network'")
     assert network_runs == 1  # only the feedfetch task fails gold with network errors
+    # the catalog counts what canaries the kept tasks' grades plant: copies of their own tests
+    # ("strong") or integer arithmetic ("weak"); every kept sample task has copyable tests
+    canaries = dict(catalog_rows(db, "select canaries, count(*) from p1_results where decision = 'keep' group by all"))
+    kept = sum(1 for label in LABELS.values() if label["p1_decision"] == "keep")
+    assert canaries == {"strong": kept}, canaries
 
 
 def _copy_tasks(dest: Path, *names: str) -> Path:

@@ -192,6 +192,31 @@ def test_canary_candidates_are_the_files_own_tests(path: str, source: bytes) -> 
     assert canaries.candidates({path: source}) == found
 
 
+def test_canary_copies_never_repeat_a_loop() -> None:
+    """A copy costs what its test costs: a test with a loop gets no must-pass copy, and a must-fail
+    copy only when its changed assert comes before the loop (the copy stops there)."""
+    source = b'''from roman import to_roman
+
+
+def test_round_trip():
+    for n in range(1, 4000):
+        assert to_roman(n) == to_roman(n)
+
+
+def test_small_then_everything():
+    assert to_roman(4) == "IV"
+    for n in range(1, 4000):
+        assert to_roman(n)
+
+
+def test_everything_then_small():
+    assert all(to_roman(n) for n in range(1, 4000))
+    assert to_roman(9) == "IX"
+'''
+    found = canaries.candidates({"tests/test_roman.py": source})
+    assert [(c.test, c.must_fail) for c in found] == [("test_small_then_everything", True)]
+
+
 def test_strong_canaries_are_validated_copies_placed_anywhere() -> None:
     """Drawn from the validated candidates only, named from the file's words, at any position among
     the tests of their scope, after the last one included."""
