@@ -129,6 +129,7 @@ class BwrapBackend:
         return dest
 
     def open(self, task: Task, *, network: bool = False) -> _BwrapSandbox:
+        leftovers.sweep_sandboxes(self.settings, "bwrap")
         tree, env_dir = self._materialise(task)
         return _BwrapSandbox(self, task, tree=tree, env_dir=env_dir, network=network)
 

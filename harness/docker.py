@@ -37,7 +37,7 @@ from harness.envs import (
     tree_key,
 )
 from harness.images import ImageStore
-from harness.leftovers import container_labels, sandbox_prefix
+from harness.leftovers import alive, container_labels, remove_containers, sandbox_prefix, sweep_sandboxes
 from harness.records import ExecResult, Task
 from harness.sandbox import (
     IO_DIR,
@@ -98,6 +98,9 @@ class DockerBackend:
         self._lock = threading.Lock()
         self._drained = False
         atexit.register(self.drain)
+        # what a grade killed from outside left: its containers (spares included) and folders
+        remove_containers(settings, lambda token: not alive(token))
+        sweep_sandboxes(settings, "docker")
 
     def _has_image(self, ref: str) -> bool:
         import docker.errors

@@ -193,6 +193,21 @@ def sweep(settings: Settings, gone: set[str] | None = None) -> Swept:
     return swept
 
 
+def sweep_sandboxes(settings: Settings, kind: str) -> list[Path]:
+    """Release the sandbox folders of ``kind`` (bwrap, docker) whose owner is dead: what a grade killed
+    from outside (a timeout, SIGKILL) left, mounts and control group included. Backends call it as
+    they open a sandbox, so the next grade cleans up after a stopped one, not only the next run's sweep."""
+    sandboxes = settings.cache_dir / "sandboxes"
+    gone = [
+        folder
+        for folder in (sorted(sandboxes.glob(f"{kind}-*")) if sandboxes.is_dir() else [])
+        if (owned := _OWNED.match(folder.name)) and not alive(owned.group(1))
+    ]
+    for folder in gone:
+        _remove(folder)
+    return gone
+
+
 def _remove(path: Path) -> None:
     if path.name.startswith("bwrap-"):  # its tmpfs mounts and control group go first, or nothing can
         from harness.bwrap import release

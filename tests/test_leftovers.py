@@ -197,3 +197,92 @@ def test_probe_scratch_in_tmp_a_killed_command_leaves_its_files_under_the_cache(
     assert list(careless.iterdir()) == []
     swept = leftovers.sweep(swedeck_env)
     assert scratch in swept.folders and not scratch.exists()
+
+
+# A grade in a process of its own that stops at STAGE and waits there to be killed: after the
+# sandbox opened, after the patch applied, while the tests run (they sleep), in the post-processing.
+KILLED_GRADE = """
+import json, sys, threading, time
+from harness import grader, leftovers
+from harness.config import SandboxConfig, Settings
+from harness.records import Task
+from harness.sandbox import get_backend
+
+stage, backend_name, task_json, patch = sys.argv[1], sys.argv[2], sys.argv[3], open(sys.argv[4]).read()
+task = Task.model_validate_json(open(task_json).read())
+backend = get_backend(SandboxConfig(backend=backend_name), Settings.from_env())
+
+def stop(name):
+    print(f"STAGE {name} {leftovers.owner()}", flush=True)
+    threading.Event().wait()
+
+def after(module, attribute, name):
+    original = getattr(module, attribute)
+    def wrapped(*args, **kwargs):
+        result = original(*args, **kwargs)
+        if stage == name:
+            stop(name)
+        return result
+    setattr(module, attribute, wrapped)
+
+after(backend, "open", "open")
+after(grader, "apply_patch", "apply")
+if stage == "post":
+    grader._statuses = lambda *args, **kwargs: stop("post")
+if stage == "tests":
+    open_box = backend.open
+    def open_announcing(*args, **kwargs):
+        box = open_box(*args, **kwargs)
+        run = box.run
+        def announcing(command, **kw):
+            if command in task.test_cmd:
+                threading.Timer(3, lambda: print(f"STAGE tests {leftovers.owner()}", flush=True)).start()
+            return run(command, **kw)
+        box.run = announcing
+        return box
+    backend.open = open_announcing
+grader.grade(task, patch, backend, expected={})
+print("STAGE finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("stage", ["open", "apply", "tests", "post"])
+@pytest.mark.parametrize("backend_name", [pytest.param("bwrap", marks=pytest.mark.bwrap),
+                                          pytest.param("docker", marks=pytest.mark.docker)])  # fmt: skip
+@pytest.mark.timeout(400)
+def test_a_grade_killed_at_any_stage_leaves_nothing_once_the_next_grade_opens(
+    swedeck_env: Settings, sample_tasks, make_patch, tmp_path: Path, backend_name: str, stage: str  # noqa: ANN001
+) -> None:
+    """A grade stopped from outside (SIGKILL: none of its own cleanup runs) left its bwrap folder and
+    tmpfs mounts, or its containers, until a later run's sweep. The next grade's backend releases
+    what dead owners left as it opens a sandbox."""
+    from conftest import make_backend
+
+    task = sample_tasks["sample__toposort-1"]
+    sleeping = {"toposort/__init__.py": lambda old: old + "\nimport time as _t\n_t.sleep(600)\n"}
+    (tmp_path / "task.json").write_text(task.model_dump_json())
+    (tmp_path / "patch.diff").write_text(make_patch(task, sleeping))
+    env = {k: v for k, v in os.environ.items() if k != leftovers.RUN_ENV}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_GRADE, stage, backend_name, str(tmp_path / "task.json"), str(tmp_path / "patch.diff")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    line = proc.stdout.readline()
+    assert line.startswith(f"STAGE {stage} "), (line, proc.stderr.read() if proc.poll() is not None else "")
+    owner = line.split()[2]
+    folders = lambda: list((swedeck_env.cache_dir / "sandboxes").glob(f"{backend_name}-{owner}-*"))  # noqa: E731
+    assert folders(), "the killed grade had no sandbox folder"
+    proc.kill()
+    proc.wait()
+    assert folders(), "nothing was left to clean up"
+    backend = make_backend(backend_name, swedeck_env)  # the next grade's
+    backend.open(sample_tasks["sample__toposort-1"]).close()
+    assert folders() == []
+    mounts = Path("/proc/self/mountinfo").read_text()
+    assert owner not in mounts
+    if backend_name == "docker":
+        import docker
+
+        backend.drain()
+        owned = docker.from_env().containers.list(all=True, filters={"label": f"swedeck.owner={owner}"})
+        assert owned == []

@@ -103,9 +103,11 @@ parse_jest_files = word_lines(
 )
 
 # Karma's progress and dots reporters name only failing tests, after the browser:
-# "Chrome Headless 120.0.0 (Linux x86_64) Chart.helpers should work FAILED"
+# "Chrome Headless 120.0.0 (Linux x86_64) Chart.helpers should work FAILED". The browser is read up to
+# its first parenthesis, its version right before it: nested repeats over the words before it
+# backtracked for ever on a long line of words.
 parse_karma_failures = word_lines(
-    r"^(?:\S+ )*?[\w ]*?[\d.]+ \([^)]*\) (?P<name>.+?) ?(?P<word>FAILED)$",
+    r"^[^()]*[\d.] \([^)]*\) (?P<name>.+?) ?(?P<word>FAILED)$",
     {"FAILED": F},
 )
 
@@ -116,6 +118,9 @@ _TAP_RESULT = re.compile(
 )
 _TAP_DIRECTIVE = re.compile(r"\s+#\s*(?P<word>skip|todo)\b.*$", re.IGNORECASE)
 _TAP_COMMENT = re.compile(r"\s+#.*$")
+# A key joins the titles of this many enclosing subtest blocks at most: joining them all made a log
+# of a million "{" lines quadratic (no real suite nests this deep)
+MAX_NESTING = 64
 
 
 def tap(nested: bool) -> Parser:
@@ -154,7 +159,7 @@ def tap(nested: bool) -> Parser:
             if nested:
                 title = _TAP_COMMENT.sub("", title.removeprefix("- ")).strip()
             status = S if directive else P if result["ok"] == "ok" else F
-            record(statuses, " :: ".join([*blocks, title]) if nested else title, status)
+            record(statuses, " :: ".join([*blocks[:MAX_NESTING], title]) if nested else title, status)
             last = title
             if nested and result["open"]:
                 blocks.append(title)

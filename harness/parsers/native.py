@@ -153,20 +153,28 @@ parse_test_word = word_lines(
     {"passed": P, "failed": F, "skipped": S},
 )
 # "name ... OK" harnesses: "[12/414] File: save jpeg... OK" (C++, SWE-rebench's parse_log_cpp_v3)
-parse_dots_result = word_lines(
-    r"^(?:\[\d+/\d+\]\s*)?(?P<name>.+?)\s*\.\.\.\s*(?P<word>ok|OK|PASSED|FAILED|FAIL|failed|SKIPPED|ignored|ERROR)\b",
-    {
-        "ok": P,
-        "OK": P,
-        "PASSED": P,
-        "FAILED": F,
-        "FAIL": F,
-        "failed": F,
-        "SKIPPED": S,
-        "ignored": S,
-        "ERROR": E,
-    },
-)
+_DOTS_PROGRESS = re.compile(r"\[\d+/\d+\]\s*")
+_DOTS_WORD = re.compile(r"\s*(?P<word>ok|OK|PASSED|FAILED|FAIL|failed|SKIPPED|ignored|ERROR)\b")
+_DOTS_STATUS = {"ok": P, "OK": P, "PASSED": P, "FAILED": F, "FAIL": F, "failed": F, "SKIPPED": S, "ignored": S,
+                "ERROR": E}  # fmt: skip
+
+
+def parse_dots_result(text: str) -> dict[str, Status]:
+    """The name is the shortest text before a ``...`` that a result word follows (blanks around the
+    dots dropped), as a lazy ``(?P<name>.+?)\\s*\\.\\.\\.`` reads it; found by visiting each ``...`` once,
+    since that regex rescanned a run of blanks from each of its positions (quadratic in a long one)."""
+    statuses: dict[str, Status] = {}
+    for line in decolor(text).splitlines():
+        line = line.strip()
+        progress = _DOTS_PROGRESS.match(line)
+        start = progress.end() if progress else 0
+        dots = line.find("...", start + 1)
+        while dots >= 0:
+            if (word := _DOTS_WORD.match(line, dots + 3)) is not None and (name := line[start:dots].rstrip()):
+                record(statuses, name, _DOTS_STATUS[word["word"]])
+                break
+            dots = line.find("...", dots + 1)
+    return statuses
 
 # Redis and Valkey's Tcl suite: "[ok]: name (2 ms)", "[err]: name in tests/unit/x.tcl", "[skip]: name",
 # "[ignore]: name", "[exception]: ..." (the run stopped)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Mapping
 
 from harness.parsers.common import decolor, junit_status, record
 from harness.records import Status
@@ -34,49 +34,46 @@ _SKIP_SUMMARY = re.compile(
 # A failed subtest: "SUBFAILED[msg] (i=1) id - ..." (pytest 9), "[msg] (i=1) SUBFAIL id - ..." (pytest-subtests
 # on pytest 7, the label first)
 _SUBTEST_FAILED = re.compile(r"(?:^|[\])] )SUBFAIL(?:ED)?\b")
+# where the id starts in either: after pytest 9's word and its description, or after pytest-subtests' word
+_SUBTEST_ID = re.compile(r"^SUBFAILED(?:\[[^\]]*\])?(?: ?\([^)]*\))? |(?:^|[\])] )SUBFAIL ")
 _MESSAGE_SEP = " - "
 
 
-def _outer_summary(lines: Iterable[str]) -> list[str]:
+def _outer_summary(lines: list[str]) -> list[str]:
     """The lines of the outermost pytest session's short test summary: the last one in the log.
 
-    A section runs from the summary rule to the session's statistics line. A test that runs pytest in
-    process (``pytester``, ``pytest.main``) prints the inner session's whole output, summary included,
-    into the outer log before the outer summary; a fake summary a test prints (with ``-s``) comes before
+    A section runs from the summary rule to the session's statistics line, pytest's last line.
+    Whatever follows the log's last such line is not pytest's (an ``atexit`` hook of the code under
+    test prints there) and is never read; a log without one (a run cut short) is read to its end. A test that runs pytest in process
+    (``pytester``, ``pytest.main``) prints the inner session's whole output, summary included, into
+    the outer log before the outer summary; a fake summary a test prints (with ``-s``) comes before
     it too. Of several sessions run one after another by one command only the last counts, as only
     the last one's JUnit report survives at the shared report path.
     """
-    summary: list[str] = []
-    current: list[str] | None = None
-    for line in lines:
-        if _SUMMARY_RULE.match(line):
-            current = summary = []
-        elif current is not None and _SESSION_END.match(line):
-            current = None
-        elif current is not None:
-            current.append(line)
-    return summary
+    end = next((i for i in range(len(lines) - 1, -1, -1) if _SESSION_END.match(lines[i])), len(lines))
+    start = next((i for i in range(end - 1, -1, -1) if _SUMMARY_RULE.match(lines[i])), None)
+    return [] if start is None else lines[start + 1 : end]
 
 
 def _strip_message(rest: str, separator: str = _MESSAGE_SEP) -> str:
     """Cut the message pytest appends to an id at the first ``separator`` outside ``[...]``.
 
     An id with unbalanced brackets in its parameters (``test_p[[]``) has none; there the first
-    separator right after a ``]`` ends the id.
+    separator right after a ``]`` ends the id. Linear in the line: brackets are counted between
+    separators by ``str.count``, and the search jumps to the next bracket that can bring the depth
+    back to 0.
     """
-    depth = 0
-    after_bracket: int | None = None
-    for i, char in enumerate(rest):
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif rest.startswith(separator, i):
-            if depth == 0:
-                return rest[:i]
-            if after_bracket is None and i > 0 and rest[i - 1] == "]":
-                after_bracket = i
-    return rest if after_bracket is None else rest[:after_bracket]
+    depth, counted = 0, 0
+    i = rest.find(separator)
+    while i >= 0:
+        depth += rest.count("[", counted, i) - rest.count("]", counted, i)
+        counted = i
+        if depth == 0:
+            return rest[:i]
+        closer = rest.find("]" if depth > 0 else "[", i)
+        i = -1 if closer < 0 else rest.find(separator, closer)
+    after_bracket = rest.find("]" + separator)  # no separator is outside brackets
+    return rest if after_bracket < 0 else rest[: after_bracket + 1]
 
 
 def _summary_entry(line: str) -> tuple[str, Status] | None:
@@ -94,18 +91,19 @@ def _summary_entry(line: str) -> tuple[str, Status] | None:
     return _strip_message(rest, " " if status is Status.XPASS else _MESSAGE_SEP), status
 
 
-def _subtest_parent(line: str, known_ids: Iterable[str]) -> str | None:
-    """The test a failed-subtest line (``SUBFAILED[msg] (params) id - message``) belongs to.
+def _subtest_parent(line: str, known_ids: Container[str]) -> str | None:
+    """The test a failed-subtest line (``SUBFAILED[msg] (params) id - message``, ``[msg] (params)
+    SUBFAIL id - message``) belongs to, if pytest reported it too (it reports the parent itself).
 
-    The subtest label before the id is free text, so the id is found by looking for the longest
-    already-reported id (pytest also reports the parent test itself) at a word boundary in the line.
+    The id starts after the runner's word and its description, and ends where ``_strip_message``
+    cuts; one lookup per line, whatever the line holds (matching every known id against every line
+    made a crafted log quadratic). A description whose message holds ``]`` hides the id.
     """
-    candidates = [
-        test_id
-        for test_id in known_ids
-        if f" {test_id}{_MESSAGE_SEP}" in line or line.endswith(f" {test_id}")
-    ]
-    return max(candidates, key=len, default=None)
+    start = _SUBTEST_ID.search(line)
+    if start is None:
+        return None
+    test_id = _strip_message(line[start.end() :])
+    return test_id if test_id in known_ids else None
 
 
 def parse_pytest(text: str) -> dict[str, Status]:
@@ -117,7 +115,7 @@ def parse_pytest(text: str) -> dict[str, Status]:
     """
     statuses: dict[str, Status] = {}
     subtest_failures: list[str] = []
-    lines = (line.rstrip() for line in decolor(text).splitlines())
+    lines = [line.rstrip() for line in decolor(text).splitlines()]
     for line in _outer_summary(lines):
         entry = _summary_entry(line)
         if entry is not None:
@@ -125,7 +123,7 @@ def parse_pytest(text: str) -> dict[str, Status]:
         elif _SUBTEST_FAILED.search(line):
             subtest_failures.append(line)
     for line in subtest_failures:
-        parent = _subtest_parent(line, list(statuses))
+        parent = _subtest_parent(line, statuses)
         if parent is not None:
             record(statuses, parent, Status.FAILED)
     return statuses
