@@ -5,13 +5,15 @@ The program replay of ``probes.differential`` reads a FAIL_TO_PASS test's statem
 written with ``parametrize``, fixtures and classes, which it does not replay. This engine lets pytest
 run the suite as it is and watches from inside (``harness/plugins/swedeck_observe.py``):
 
-1. Targets. The functions gold's patch changes, and the public functions of the project the
-   FAIL_TO_PASS tests call (``targets``), as ``path::qualname``.
+1. Targets. The functions gold's patch changes, and the public functions of gold's changed files
+   the FAIL_TO_PASS tests' files call (``targets``), as ``path::qualname``.
 2. Observation. The task's whole test command runs on gold with the plugin (``harness.grader.run_tests``
    with ``observe=``): every call a test, fixture, test-class or unittest method makes into a target,
    with its arguments as evaluable source, canonical return value, exception type and printed output.
-   The same run on a surviving probe gives the calls whose recorded behaviour differs (same test,
-   target, arguments): those go first.
+   The suite is observed on gold only: on a survivor, every observed call with evaluable arguments is
+   replayed standalone (step 4), which is the same comparison (same call, same arguments) made where it
+   can be confirmed; a difference only the suite's context shows (state an earlier call left) could not
+   be confirmed standalone, so a full observed run per survivor would buy no evidence for its cost.
 3. Inputs worth trying (``variations``). Seeds: every observed call with evaluable arguments (from any
    test that reaches the targets, PASS_TO_PASS too) and the calls of targets written in the issue text's
    code blocks, the changed modules' doctests and the README. Each seed varies one argument at a
@@ -31,8 +33,9 @@ probe, and ``WALL_BUDGET_S`` of observation in all; ``Differential`` reports how
 compared and how many came from the tests (observed) or were generated.
 
 Limits: a call whose arguments have no evaluable source (an object built by a fixture, a method of an
-instance whose repr does not round-trip) is compared in the observation runs but cannot be confirmed
-standalone, so it is reported, not counted as evidence; variations change one argument at a time.
+instance whose repr does not round-trip) cannot be replayed, so it is counted in the detail, never
+evidence; variations change one argument at a time; the
+public functions the tests call are looked for only in the files gold changed.
 """
 
 from __future__ import annotations
@@ -115,9 +118,7 @@ def public_called(path: str, text: str, names: set[str]) -> list[str]:
         return []
     out = []
     for node in tree.body:
-        if node.name.startswith("_") if isinstance(node, (ast.FunctionDef, ast.ClassDef)) else True:
-            continue
-        if node.name not in names:
+        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)) or node.name.startswith("_") or node.name not in names:
             continue
         if isinstance(node, ast.FunctionDef):
             out.append(f"{path}::{node.name}")
@@ -158,28 +159,15 @@ def records(jsonl: str) -> list[dict]:
     return out
 
 
-def observe(task: Task, backend: Backend, patch: str, watched: Sequence[str]) -> list[dict]:
-    """The plugin's records of one run of the task's tests on the tree with ``patch``."""
-    run = run_tests(task, patch, backend, observe=watched)
-    return records(run.observed) if run.outcome == "ok" else []
-
-
-def _keyed(rows: Iterable[dict]) -> dict[tuple, dict]:
-    """Each record under (test, target, arguments, occurrence): the same call in the same test."""
-    out: dict[tuple, dict] = {}
-    seen: dict[tuple, int] = {}
-    for row in rows:
-        args = json.dumps([row.get("args"), row.get("kwargs")], sort_keys=True)
-        base = (row.get("test"), row.get("target"), args if row.get("call") else f"#{row.get('ordinal')}")
-        n = seen[base] = seen.get(base, -1) + 1
-        out[(*base, n)] = row
-    return out
-
-
-def observed_differences(gold: Sequence[dict], other: Sequence[dict], expected: set[str]) -> list[tuple[dict, dict]]:
-    """Calls made in both runs whose recorded behaviour differs, where gold's is in contract."""
-    g, o = _keyed(gold), _keyed(other)
-    return [(g[k], o[k]) for k in g if k in o and in_contract(behaviour(g[k]), expected) and behaviour(g[k]) != behaviour(o[k])]
+def observe(task: Task, backend: Backend, patch: str, watched: Sequence[str]) -> tuple[list[dict], str]:
+    """The plugin's records of one run of the task's tests on the tree with ``patch``, or why there are none."""
+    try:
+        run = run_tests(task, patch, backend, observe=watched)
+    except EnvError as err:
+        return [], f"no observation run: {err}"
+    if run.outcome != "ok":
+        return [], f"the observation run ended {run.outcome}: {run.detail[-300:]}"
+    return records(run.observed), ""
 
 
 # ============================================================================================ contract
@@ -515,8 +503,8 @@ def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pas
 
 class ObservationSession:
     """Gold's side for one task (an observed run of the suite and one replay of every call), compared
-    with any number of other patches (an observed run and a replay each, plus two single-call replays
-    to confirm a difference)."""
+    with any number of other patches (one replay each, plus two single-call replays to confirm a
+    difference)."""
 
     def __init__(self, task: Task, backend: Backend, ctx: Context, values: Sequence[object], *, budget: int = MAX_CALLS) -> None:
         self.task, self.backend, self.ctx, self.values, self.budget = task, backend, ctx, list(values), budget
@@ -537,10 +525,7 @@ class ObservationSession:
         if self._gold is None:
             replay = Replay()
             if self.ctx.watched:
-                try:
-                    self.rows = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
-                except EnvError as err:
-                    replay.error = f"no observation run: {err}"
+                self.rows, replay.error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
                 self.runs += 1
             seeds = seeds_from_records(self.rows)
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
@@ -575,14 +560,10 @@ class ObservationSession:
         if not gold.gold:
             why = gold.error or ("no target of gold's patch was watched" if not self.ctx.watched else "the tests made no call with evaluable arguments into gold's changed functions")
             return Differential(None, 0, f"observation: {why}", **counts)
-        differing = observed_differences(self.rows, observe(self.task, self.backend, patch, self.ctx.watched), self.ctx.expected)
-        self.runs += 1
-        first = {row["call"] for row, _ in differing if row.get("call")}
-        order = sorted(range(len(gold.calls)), key=lambda i: gold.calls[i].src not in first)
         other = self._outcomes(patch, gold.calls)
         tried, confirmations = 0, 0
-        for i in order:
-            key, call = f"call{i}", gold.calls[i]
+        for i, call in enumerate(gold.calls):  # the tests' own calls first, then the generated ones
+            key = f"call{i}"
             if key not in gold.gold or key not in other:
                 continue
             tried += 1
@@ -594,14 +575,14 @@ class ObservationSession:
                 found = DistinguishingInput(
                     test_id=call.test_id, how=call.how, setup=list(call.imports), call=call.src, gold=g, other=o,
                     literal=gold.gold[key].get("literal", "") or "", target=call.target,
-                    source="observed" if call.source == "observed" or call.src in first else "variant",
+                    source=call.source,
                     args=list(call.args), kwargs=dict(call.kwargs),
                 )  # fmt: skip
                 return Differential(found, tried, f"observation: {call.how}", **counts)
             if confirmations >= MAX_CONFIRMATIONS:
                 break
-        unconfirmable = sum(1 for row, _ in differing if not row.get("call"))
-        note = f"; {unconfirmable} observed calls differ but have no evaluable arguments" if unconfirmable else ""
+        unusable = sum(1 for row in self.rows if not row.get("call"))
+        note = f"; {unusable} observed calls have no evaluable arguments" if unusable else ""
         return Differential(None, tried, f"observation: none of {tried} calls ({gold.observed} observed, {gold.generated} generated) "
                             f"behaves unlike gold in contract{note}", **counts)  # fmt: skip
 

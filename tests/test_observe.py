@@ -25,7 +25,6 @@ from probes.observe import (
     expected_exceptions,
     import_root,
     in_contract,
-    observed_differences,
     records,
     seeds_from_records,
     variations,
@@ -181,16 +180,6 @@ def test_gold_is_in_contract_when_it_returns_or_raises_what_the_tests_expect() -
     assert in_contract(Behaviour(raised="pkg.errors.Bad"), expected)
     assert not in_contract(Behaviour(raised="ZeroDivisionError"), expected)
     assert not in_contract(Behaviour(raised="timeout"), expected)
-
-
-def test_observed_differences_match_the_same_call_in_the_same_test() -> None:
-    def row(test: str, call: str, value: str, raised: str = "") -> dict:
-        return {"test": test, "target": "m:f", "args": [call], "kwargs": {}, "call": f"f({call})", "value": value, "raised": raised, "stdout": ""}
-
-    gold = [row("t::a", "1", "1"), row("t::a", "1", "1"), row("t::b", "0", None, "ZeroDivisionError"), row("t::c", "2", "2")]
-    other = [row("t::a", "1", "1"), row("t::a", "1", "9"), row("t::b", "0", "0"), row("t::c", "3", "3")]
-    diffs = observed_differences(gold, other, set())
-    assert [(g["test"], o["value"]) for g, o in diffs] == [("t::a", "9")]  # the second identical call; gold's crash is out of contract
 
 
 def test_a_target_returning_an_iterator_is_called_inside_list_so_its_value_has_a_literal() -> None:
