@@ -86,7 +86,9 @@ def test_no_channel_pays_with_isolation_on(matrixlite: Task, backend: Backend, f
 
 class Unisolated:
     """A backend with the agent-side isolation switched off: network shared, every ref of the
-    environment's repository (the fix commit included) fetched back in, hidden tests applied."""
+    environment's repository (the fix commit included) fetched back in, hidden tests applied to a
+    copy of the tree beside it (in the tree they would be part of every diff the agent submits,
+    which the grader refuses for touching the tests)."""
 
     def __init__(self, inner: Backend, task: Task) -> None:
         self.inner, self.task, self.name = inner, task, inner.name
@@ -104,7 +106,8 @@ class Unisolated:
         box.write_file("/tmp/repo.bundle", Path(task.repo_source.path).read_bytes())
         box.write_file(PATCH_FILE.format(name="leak"), task.answer.hidden_tests.patch)
         done = box.run(
-            "git fetch -q /tmp/repo.bundle '+refs/*:refs/unsealed/*' && git apply " + PATCH_FILE.format(name="leak")
+            "git fetch -q /tmp/repo.bundle '+refs/*:refs/unsealed/*' && mkdir -p /tmp/leaked && "
+            "git archive HEAD | tar -x -C /tmp/leaked && cd /tmp/leaked && git apply " + PATCH_FILE.format(name="leak")
         )
         assert done.exit_code == 0, done.output
         return box
