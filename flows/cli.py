@@ -914,7 +914,8 @@ def query(
     as_csv: Annotated[bool, typer.Option("--csv", help="CSV output")] = False,
 ) -> None:
     """Answer SQL over a catalog. Views: tasks, runs, assertions, p1_results, load_errors, probes, probe_counts,
-    verdicts (each with the column run), deck; named: verdict_shares, reject_reasons, probe_survival."""
+    verdicts, fingerprints, clusters, duplicates, contamination (each with the column run), deck, dropped;
+    named: verdict_shares, reject_reasons, probe_survival, overlap."""
     import duckdb
 
     from curation.decks import DECK_FILE
