@@ -159,6 +159,47 @@ BOLTONS = [
         "`<=` and `>=` should work for every pair of complement sets and included sets, with the usual\n"
         "subset/superset meaning (`comp(X) <= comp(Y)` iff Y is a subset of X).\n",
     ),
+    RealTask(
+        "mahmoud+boltons",
+        "435774ef8b10c1355bf77483a837945034011754",
+        "python -m pytest tests/test_strutils.py",
+        "`MultiReplace` with an empty substitution map raises KeyError\n"
+        "\n"
+        "`boltons.strutils.MultiReplace({}).sub('foo bar')` raises `KeyError: None`, and so do\n"
+        "`MultiReplace([])` and `multi_replace('foo bar', {})`. With nothing to substitute, `sub` must return\n"
+        "its input unchanged, for any text (the empty string included) and any flags.\n",
+    ),
+    RealTask(
+        "mahmoud+boltons",
+        "25e8d6b18ecba58d358c8f46a5cea554f99bdfb2",
+        "python -m pytest tests/test_listutils.py",
+        "`BarrelList.insert` before the start raises IndexError\n"
+        "\n"
+        "`bl = BarrelList(range(100000)); bl.insert(-10**9, 'start')` raises `IndexError`, while\n"
+        "`list.insert` puts the item first for any index before the start. `BarrelList.insert` should match\n"
+        "`list`: the item becomes `bl[0]` and the length grows by one.\n",
+    ),
+    RealTask(
+        "mahmoud+boltons",
+        "ebc7a8f776debfa33f0b380b57a444bca75a251b",
+        "python -m pytest tests/test_dictutils.py",
+        "`copy.copy` and `copy.deepcopy` of an `OrderedMultiDict` keep one value per key\n"
+        "\n"
+        "`copy.deepcopy(OMD([('a', 1), ('a', 2)]))` gives an OMD whose `getlist('a')` is `[2]`, so the copy\n"
+        "is not equal to the original (likewise `copy.copy`). Both must keep every value of every key in\n"
+        "order, and a deep copy must not share mutable values with the original.\n",
+    ),
+    RealTask(
+        "mahmoud+boltons",
+        "1e61524a798ea73632029a013a7686036d5c126f",
+        "python -m pytest tests/test_strutils.py",
+        "`singularize` strips the final \"s\" of words ending in \"ss\"\n"
+        "\n"
+        "`boltons.strutils.singularize('glass')` returns `'glas'` (likewise `'bos'`, `'kis'`, `'addres'`).\n"
+        "A word ending in a double \"s\" is already singular and must be returned unchanged, keeping its case\n"
+        "(`'Glass'`, `'BOSS'`); plurals ending in \"sses\" keep singularizing to \"ss\" (`'glasses'` -> `'glass'`),\n"
+        "so `singularize(singularize('Glasses')) == 'Glass'`.\n",
+    ),
 ]
 
 TOMLI = [
@@ -231,6 +272,28 @@ PARSE = [
         "directive only accepts six fractional digits. Like `datetime.strptime`, it should accept one to six\n"
         "digits (`.1234` is 123400 µs, `.0` is 0). A fraction longer than six digits is not a `%f` value: the\n"
         "pattern must not match it (parse returns `None`), never raise.\n",
+    ),
+    RealTask(
+        "r1chardj0n3s+parse",
+        "421c19919fbca4c61ec20c2f8292d19d93eecbc8",
+        "python -m pytest -o addopts= test_parse.py",
+        "An alignment with a width the value exceeds makes the field fail to match\n"
+        "\n"
+        "`parse.parse(\"{:^2S}\", \"foo\")` and `parse.parse(\"{:<2S}\", \"foo\")` return `None` (and `search` finds\n"
+        "nothing), because centred and left-aligned fields require at least one fill character after the\n"
+        "value. The fill after the value is optional: these must give `'foo'`, and `\"{:<},{:<}\"` on\n"
+        "`\"12 ,34 \"` keeps giving `'12'` and `'34'`.\n",
+    ),
+    RealTask(
+        "r1chardj0n3s+parse",
+        "0477aa58673cd957c19d377e029347ce72c08b1b",
+        "python -m pytest -o addopts= test_parse.py",
+        "A sign option in a number format is rejected\n"
+        "\n"
+        "`parse.parse('Pi = {:+.7f}', 'Pi = 3.1415926')` raises `ValueError` for the format spec, although\n"
+        "`'{:+.7f}'` is a valid format string. The sign options `+`, `-` and ` ` say how a number is\n"
+        "formatted, not what is matched: a format with a sign must parse exactly as the same format without\n"
+        "it (here `3.1415926`).\n",
     ),
 ]
 
