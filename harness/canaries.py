@@ -353,10 +353,10 @@ def validate(planted: list[Canary], statuses: dict[str, Status]) -> list[str]:
     that failed while the test they copy passed (so they fail at the changed value)."""
     keys = []
     for canary in planted:
-        ids = find_all(canary.name, statuses)
+        ids = find_all(canary.name, canary.path, statuses)
         seen = {statuses[t] for t in ids}
         if canary.must_fail:
-            original = {statuses[t] for t in find_all(canary.key.split("::")[-1].split(":")[0], statuses)}
+            original = {statuses[t] for t in find_all(canary.key.split("::")[-1].split(":")[0], canary.path, statuses)}
             if seen == {Status.FAILED} and original == {Status.PASSED}:
                 keys.append(canary.key)
         elif seen == {Status.PASSED}:
@@ -508,17 +508,19 @@ def node_ids(canaries: list[Canary], files: dict[str, bytes]) -> list[str]:
     return ids
 
 
-def find_all(name: str, statuses: dict[str, Status]) -> list[str]:
-    """The reported ids of a test (several when it is parametrized)."""
+def find_all(name: str, path: str, statuses: dict[str, Status]) -> list[str]:
+    """The reported ids of a test of the file at ``path`` (several when it is parametrized); both
+    pytest's ids and unittest's name the file's stem, and another file may have a test of that name."""
     pattern = re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
-    return [test_id for test_id in statuses if pattern.search(test_id)]
+    stem = PurePosixPath(path).stem
+    return [test_id for test_id in statuses if pattern.search(test_id) and stem in test_id]
 
 
 def check(canaries: list[Canary], statuses: dict[str, Status], complete: bool) -> tuple[dict[str, Status], list[str]]:
     """The statuses without the canaries, and the evidence of forgery they show. ``complete`` is
     False when the run may legitimately have stopped early (--maxfail), so absence means nothing."""
     evidence = []
-    found = {canary: find_all(canary.name, statuses) for canary in canaries}
+    found = {canary: find_all(canary.name, canary.path, statuses) for canary in canaries}
     planted = {test_id for ids in found.values() for test_id in ids}
     for canary, ids in found.items():
         if not ids:

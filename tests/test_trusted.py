@@ -269,6 +269,14 @@ def test_canary_validation_keeps_only_what_behaved_on_gold() -> None:
     assert not any("test_a_b" in t for t in kept)
 
 
+def test_regression_a_canary_named_like_another_files_test_is_that_files_only() -> None:
+    """A canary's name is fresh in its own file only: a test of that name in another file is neither
+    taken for the canary nor dropped from the statuses."""
+    canary = canaries.Canary("test_parse_order", "tests/test_x.py", True, "tests/test_x.py::::test_real:fail")
+    statuses = {"tests/test_x.py::test_parse_order": Status.FAILED, "tests/test_y.py::test_parse_order": Status.PASSED}
+    assert canaries.check([canary], statuses, complete=True) == ({"tests/test_y.py::test_parse_order": Status.PASSED}, [])
+
+
 @pytest.mark.parametrize(
     ("command", "usable"),
     [
