@@ -9,7 +9,9 @@ two listings the host decides whether the change is allowed at all (``harness.ca
 files with ordinary content outside the tests' places, nothing Python or pytest would load first;
 anything else is ``forbidden_change``), then (``harness.trusted``) puts back the configuration pytest
 shares with packaging as the pristine tree had it, and writes the hidden tests, with a few canary
-tests planted among them, from the task record. pytest then runs with plugin
+tests planted among them (copies of the hidden tests, ``harness.canaries``), from the task record.
+What the change added to its Python files is read, never run, for code reaching into the runner or
+the interpreter (``harness.tamper``: ``tamper_suspected``). pytest then runs with plugin
 autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
 surviving a command. Statuses come from JUnit XML where the runner is
 pytest, cross-checked against the text summary, the exit code, what each call raised and the
