@@ -21,9 +21,10 @@ reward an RL run on that arm would give. Per label it prints:
   alternative passes  correct alternatives the strengthened arm gives reward 1 (on an over-restrictive
                       task the raw tests already fail it: there it should stay 0)
 and the cost: test executions (test cases run) and wall time per task of Pipeline 2 and strengthening
-against Pipeline 1's. Wall time is a stage's wall clock times its workers over the tasks it processed,
-summed over the invocations that did work (``RUN/evidence_timing.json``), the same measure for every
-stage. Test executions are the records' own counts (Pipeline 1: statuses of its runs; probes: tests run
+against Pipeline 1's. Wall time per task: Pipeline 1's and strengthening's from each task's record
+(``duration_s``; a task not strengthened costs 0), Pipeline 2's (whose records hold no duration) from
+its stage's wall clock times its workers over the tasks it processed, summed over the invocations that
+did work (``RUN/evidence_timing.json``). Test executions are the records' own counts (Pipeline 1: statuses of its runs; probes: tests run
 for each grade; strengthening: its validation and final grades); inputs the differential engine runs
 outside a grade are not in them.
 
@@ -138,6 +139,8 @@ def report(run: Path, ids: Sequence[str], labels: dict[str, dict], rewards: dict
             "verdict": verdict[0]["verdict"] if verdict else "-",
             "strengthening": strength[0]["status"] if strength else "-",
             "x_p1": p1_executions(run, iid),
+            "s_p1": p1[0]["duration_s"] if p1 else 0.0,
+            "s_st": strength[0]["duration_s"] if strength else 0.0,
             "x_p2": sum(p["executions"] for p in probes),
             "x_st": strength[0]["executions"] if strength else 0,
             "tried": sum(p["differential_tried"] for p in probes),
@@ -179,18 +182,26 @@ def report(run: Path, ids: Sequence[str], labels: dict[str, dict], rewards: dict
           "alternative 'passes' when the arm still gives it 0 (the raw tests reject it)")
 
     n = len(per_task) or 1
-    print("\ncost per task         test executions   wall time (s, stage wall x workers / tasks)")
+    p2_wall = walls_per_task(timing).get("pipeline2")
+    wall = {"pipeline1": sum(t["s_p1"] for t in per_task.values()) / n, "pipeline2": p2_wall,
+            "strengthen": sum(t["s_st"] for t in per_task.values()) / n}  # fmt: skip
+    print(f"\ncost per task (mean over {len(per_task)} tasks)   test executions        wall time (s)")
     base_x = sum(t["x_p1"] for t in per_task.values()) / n
-    walls = {s: (e["seconds"] * e["workers"] / e["tasks"]) for s, e in timing.items() if e["tasks"]}
     for stage, key in (("pipeline1", "x_p1"), ("pipeline2", "x_p2"), ("strengthen", "x_st")):
         x = sum(t[key] for t in per_task.values()) / n
-        wall = walls.get(stage)
+        w = wall[stage]
         ratio_x = f"{x / base_x:5.1f}x P1" if base_x else ""
-        ratio_w = f"{wall / walls['pipeline1']:5.1f}x P1" if wall and walls.get("pipeline1") else ""
-        print(f"  {stage:18} {x:8.0f} {ratio_x:10}   {f'{wall:.0f}' if wall else '-':>6} {ratio_w}")
-    if walls.get("pipeline1") and walls.get("pipeline2"):
-        both = walls["pipeline2"] + walls.get("strengthen", 0.0)
-        print(f"  {'P2 + strengthening':18} {'':19}   {both:6.0f} {both / walls['pipeline1']:5.1f}x P1 (target: at most 5x)")
+        ratio_w = f"{w / wall['pipeline1']:5.1f}x P1" if w is not None and wall["pipeline1"] else ""
+        print(f"  {stage:32} {x:8.0f} {ratio_x:12} {'-' if w is None else f'{w:8.1f}'} {ratio_w}")
+    if p2_wall is not None and wall["pipeline1"]:
+        both = p2_wall + wall["strengthen"]
+        print(f"  {'Pipeline 2 + strengthening':32} {'':21} {both:8.1f} {both / wall['pipeline1']:5.1f}x P1 (target: at most 5x)")
+    print("wall time: Pipeline 1 and strengthening from each task's record (duration_s; 0 for a task not strengthened), "
+          "Pipeline 2 from its stage's wall clock x workers / tasks (RUN/evidence_timing.json)")
+
+
+def walls_per_task(timing: dict) -> dict[str, float]:
+    return {stage: e["seconds"] * e["workers"] / e["tasks"] for stage, e in timing.items() if e["tasks"]}
 
 
 def main() -> int:
