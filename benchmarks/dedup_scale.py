@@ -89,7 +89,7 @@ def run(n: int, share: float, seed: int) -> dict:
     fingerprints = []
     for at in range(0, n, 5000):  # rows in batches: a corpus file is read whole, but its rows need not be held with the tasks
         rows = [row(truth[i], i, rng, kinds[i]) for i in range(at, min(n, at + 5000))]
-        loaded = load_rows("swe_bench", rows, "synthetic")
+        loaded = load_rows("swe_bench", rows, "synthetic", role="train")
         assert not loaded.errors, loaded.errors[:3]
         fingerprints += loaded.fingerprints
     loaded_s = time.perf_counter() - started

@@ -68,7 +68,7 @@ class Prepared:
 
 def prepare(sources: list[str], out_dir: Path, cfg: SwedeckConfig) -> Prepared:
     sweep_partials(out_dir / "p1")
-    loaded = load_sources(sources, cfg.repo_cache())
+    loaded = load_sources(sources, cfg.repo_cache(), role="train")
     seen: set[str] = set()
     tasks, errors = [], list(loaded.errors)
     for t in loaded.tasks:

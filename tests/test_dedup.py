@@ -37,7 +37,7 @@ PLANTED = json.loads((FIXTURES / "planted.json").read_text())
 
 @pytest.fixture(scope="module")
 def loaded():
-    train = load_sources(CORPORA)
+    train = load_sources(CORPORA, role="train")
     evals = load_sources([EVAL], role="eval")
     assert not train.errors and not evals.errors
     return train, evals
@@ -61,6 +61,7 @@ def clusters_of(clustering: dedup.Clustering) -> set[frozenset[str]]:
 
 def test_every_task_of_the_three_row_shapes_gets_a_fingerprint_at_load(loaded) -> None:
     train, evals = loaded
+    assert load_sources(CORPORA).fingerprints == []  # listing or finding a task does not pay for them
     assert [f.member for f in train.fingerprints] == [f"{t.source}:{t.instance_id}" for t in train.tasks]
     assert {f.source for f in train.fingerprints} == {"swe_bench", "swe_rebench_v2", "r2e_gym"}
     assert {f.role for f in evals.fingerprints} == {"eval"}

@@ -111,17 +111,18 @@ Located = tuple[str, Any]  # (file#row or file#line, the decoded row, or why it 
 
 
 def load_rows(corpus: str, rows: Iterable[Mapping[str, Any]], location: str, repo_cache: RepoCache | None = None,
-              role: Role = "train") -> LoadResult:  # fmt: skip
+              role: Role | None = None) -> LoadResult:  # fmt: skip
     """Every row through ``corpus``'s adapter; failures become LoadErrors at ``{location}#row{i}``."""
     return _adapt(corpus, [(f"{location}#row{i}", row) for i, row in enumerate(rows)], location, "given", repo_cache, role)
 
 
 def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_cache: RepoCache | None = None,
-           role: Role = "train") -> LoadResult:  # fmt: skip
+           role: Role | None = None) -> LoadResult:  # fmt: skip
     """Each row through the adapter, in order; a row that could not be decoded arrives as the reason
     why (a string) and is recorded like any other bad row. With a repository cache, a row whose
-    image cannot run here and whose repository is cached becomes a recipe task (``recipes``). Each
-    task's fingerprint is taken from its row (``role`` says whether it is a training or an eval task)."""
+    image cannot run here and whose repository is cached becomes a recipe task (``recipes``). With a
+    ``role`` ("train" or "eval"), each task's fingerprint is taken from its row; without one (listing
+    or finding tasks) none is."""
     try:
         adapter = ADAPTERS[corpus]
     except KeyError:
@@ -187,7 +188,7 @@ def _adapt(corpus: str, rows: list[Located], location: str, reason: str, repo_ca
     return LoadResult(tasks=tasks, errors=errors, detected=detected, fingerprints=fingerprints(made, role))
 
 
-def load_corpus_file(path: str, corpus: str | None = None, repo_cache: RepoCache | None = None, role: Role = "train") -> LoadResult:
+def load_corpus_file(path: str, corpus: str | None = None, repo_cache: RepoCache | None = None, role: Role | None = None) -> LoadResult:
     """Load a local .parquet/.jsonl/.json/.arrow file row by row, or a Hugging Face hub id.
 
     A line that is not a JSON object is a LoadError at ``{path}#line{n}`` and the other rows still
@@ -362,7 +363,7 @@ def _refine(corpus: str, reason: str, rows: list[Mapping[str, Any]]) -> tuple[st
     return corpus, reason
 
 
-def load_source(path: str | Path, repo_cache: RepoCache | None = None, role: Role = "train") -> LoadResult:
+def load_source(path: str | Path, repo_cache: RepoCache | None = None, role: Role | None = None) -> LoadResult:
     """Any source: a task folder, a folder of task folders, a corpus file, or a hub id."""
     from curation.sources.local import load_folders
 
@@ -382,9 +383,9 @@ def check_local(paths: Iterable[str | Path]) -> None:
             raise SourceError(f"{path}: no such file or folder (not tried as a Hugging Face hub id: it names a local path)")
 
 
-def load_sources(paths: Iterable[str | Path], repo_cache: RepoCache | None = None, role: Role = "train") -> LoadResult:
-    """Every source in order. ``role="eval"``: evaluation sets, loaded by the same adapters; their
-    fingerprints say so, and a run keeps nothing else of them."""
+def load_sources(paths: Iterable[str | Path], repo_cache: RepoCache | None = None, role: Role | None = None) -> LoadResult:
+    """Every source in order. ``role``: fingerprint every task ("train"; "eval" for evaluation sets,
+    loaded by the same adapters: a run keeps nothing else of them); None: no fingerprints."""
     if repo_cache is not None and not repo_cache.root.is_dir():
         raise SourceError(f"repository cache {repo_cache.root}: no such folder")
     results = [load_source(p, repo_cache, role) for p in paths]
@@ -396,10 +397,13 @@ def load_sources(paths: Iterable[str | Path], repo_cache: RepoCache | None = Non
     )
 
 
-def fingerprints(made: list[tuple[Task, Mapping[str, Any], str, str]], role: Role) -> list[Fingerprint]:
+def fingerprints(made: list[tuple[Task, Mapping[str, Any], str, str]], role: Role | None) -> list[Fingerprint]:
     """The fingerprints of tasks made from rows (``made``: task, row, schema version, location), the
-    issue MinHashes in bulk."""
+    issue MinHashes in bulk; none without a role."""
     from curation.fingerprints import fingerprint, issue_minhashes
+
+    if role is None:
+        return []
 
     hashes = issue_minhashes(t.problem_statement for t, _, _, _ in made)
     return [fingerprint(t, row, version=version, location=where, role=role, minhash=h)
