@@ -184,15 +184,15 @@ def import_name(name: str, kind: str, suffixes: Iterable[str]) -> str:
 def sys_path_folders(paths: set[str], task: Task, facts: TaskFacts) -> set[str]:
     """Folders of the tree that are on sys.path while the tests run: the environment's own entries
     inside the tree, what the test command puts on PYTHONPATH, and for each test file and conftest.py
-    its own folder (a test script's folder is sys.path[0]) and the folder pytest's rootdir-insertion
-    puts in front of it (the first one up without an __init__.py). ``paths`` is the tree's paths."""
+    the folder pytest's rootdir-insertion puts in front (the first one up without an __init__.py: its
+    own folder, or the one above its package). A package's own folder is not on sys.path, so a fix may
+    add a ``types.py`` beside a test file in it. ``paths`` is the tree's paths."""
     folders = set(facts.tree_path) | set(pythonpath_folders(task.test_cmd))
     conftests = {p for p in paths if PurePosixPath(p).name == "conftest.py"}
     for test in {*facts.hidden, *task.test_paths, *conftests}:
         if not test.endswith(".py"):
             continue
         folder = _parent(test)
-        folders.add(folder)
         while folder and f"{folder}/__init__.py" in paths:
             folder = _parent(folder)
         folders.add(folder)

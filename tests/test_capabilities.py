@@ -146,6 +146,13 @@ def test_a_module_installed_in_the_trees_virtualenv_is_the_environments(task: Ta
     assert found == [("py", "shadows_module"), ("pytest.py", "shadows_module")]
 
 
+def test_a_module_beside_a_test_inside_a_package_shadows_nothing(task: Task) -> None:
+    """A test file that lives in its package (``toposort/test_graph.py``) is imported as part of it:
+    the package's folder is not on sys.path, so a fix's new ``toposort/types.py`` is its own module."""
+    facts = _facts(hidden={"toposort/test_graph.py": (0o644, "")}, modules=["types", "json"])
+    assert _refused({"toposort/types.py": NEW}, task, facts) == []
+
+
 def test_deleting_a_test_file_is_refused(task: Task) -> None:
     after = {p: e for p, e in BEFORE.items() if p != "tests/test_sort.py"}
     assert violations(BEFORE, after, task, _facts()) == [Violation("tests/test_sort.py", "tests_place")]
@@ -195,8 +202,9 @@ def test_sys_path_folders(task: Task) -> None:
     facts = _facts(tree_path=[""], hidden={"src/pkg/tests/test_a.py": (0o644, ""), "tests/data.json": (0o644, "")})
     paths = {"src/pkg/__init__.py", "src/pkg/tests/__init__.py"}
     one = task.model_copy(update={"test_cmd": ["PYTHONPATH=lib:./other python -m pytest"], "test_paths": []})
-    assert sys_path_folders(paths, one, facts) == {"", "src", "src/pkg/tests", "lib", "other"}
-    assert sys_path_folders(paths | {"docs/conftest.py"}, one, facts) == {"", "src", "src/pkg/tests", "lib", "other", "docs"}
+    assert sys_path_folders(paths, one, facts) == {"", "src", "lib", "other"}
+    assert sys_path_folders(paths - {"src/pkg/tests/__init__.py"}, one, facts) == {"", "src/pkg/tests", "lib", "other"}
+    assert sys_path_folders(paths | {"docs/conftest.py"}, one, facts) == {"", "src", "lib", "other", "docs"}
     assert pythonpath_folders(["env PYTHONPATH=/abs:$PYTHONPATH:. pytest", "echo 'unbalanced"]) == [""]
 
 
