@@ -325,8 +325,8 @@ def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d
             if not any(_dotted(e).rpartition(".")[2] == name or (isinstance(e, ast.Name) and bound.get(e.id) == name) for e in excs):
                 continue
         else:
-            if _raises_holes(fn, node) or not d.literal:
-                continue
+            if _raises_holes(fn, node) or not d.literal or d.gold.value == d.other.value:
+                continue  # the test's checks read the value: a difference in print alone escapes them
             checks = _compared(fn, node)
             for other in checks:
                 if isinstance(other, ast.Name) and other.id in holes:
@@ -442,18 +442,19 @@ def _usefixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [ast.unparse(d) for d in fn.decorator_list if isinstance(d, ast.Call) and _dotted(d.func).endswith("mark.usefixtures")]
 
 
-def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: Form = "function") -> Candidate | None:
+def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: Form = "function", anchor: str = "") -> Candidate | None:
     """The survivor's distinguishing input as a test in the given form (None where that form does not
     fit): ``case``, a new case of the parametrized test it came from; ``function``, a function of its
     own beside that test; ``anchored``, that function after the checks of the FAIL_TO_PASS test the
     input came from. A survivor that breaks what the buggy code already got right (``n <= 0`` for
     gold's ``n < 0``: ``tail(0, ...)`` is ``[]`` on buggy and gold) gives an input the buggy tree
     passes, which alone is no FAIL_TO_PASS test; after the original test's checks it fails on buggy
-    where they do and on the survivor where the input does."""
+    where they do and on the survivor where the input does. ``anchor``: the FAIL_TO_PASS test whose
+    checks go first, when the input came from another test (an observed call of a passing test)."""
     d = probe.distinguishing
     if d is None:
         return None
-    file, parts = split_test_id(d.test_id)
+    file, parts = split_test_id(anchor if form == "anchored" and anchor else d.test_id)
     cls = parts[-2] if len(parts) > 1 else None
     source = sources.get(file, "")
     try:
@@ -481,7 +482,10 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: F
         # a parametrized test's checks read its argnames: its new case already runs them on the input
         if spec is not None or (own := own_checks(source, parts)) is None:
             return None
-        body = [own, *body]
+        # imports first: a name the original checks use, imported later in the function, would be a
+        # local not yet bound when they run (UnboundLocalError)
+        imports = [line for line in body if _imports_only([line])]
+        body = [*imports, own, *(line for line in body if line not in imports)]
         why = f"{parts[-1]}'s checks, then {why}"
     argnames = spec.argnames if spec is not None else ()
     fixtures = _fixtures(fn, body, argnames) if fn is not None else []
@@ -715,6 +719,15 @@ def tests_patch(task: Task, tree: Path, files: dict[str, str]) -> HiddenTests:
     return HiddenTests(patch=patch, files={**hidden.files, **in_files})
 
 
+def anchor_for(probe: ProbeResult, fail_to_pass: Sequence[str]) -> str:
+    """The FAIL_TO_PASS test an anchored test repeats: the one the input came from, else one in its
+    file, else the first."""
+    origin = probe.distinguishing.test_id if probe.distinguishing else ""
+    if origin in fail_to_pass or not fail_to_pass:
+        return origin
+    return next((t for t in fail_to_pass if t.partition("::")[0] == origin.partition("::")[0]), fail_to_pass[0])
+
+
 def confirmed_survivors(probes: Sequence[ProbeResult]) -> list[ProbeResult]:
     return [p for p in probes if p.kind == "plausible_wrong" and p.reward == 1.0 and p.distinguishing is not None]
 
@@ -737,7 +750,9 @@ def strengthen(
     started = time.monotonic()
     survivors = confirmed_survivors(probes)
     alternatives = [p for p in probes if p.kind == "correct_alternative" and p.reward == 1.0]
-    files = list(dict.fromkeys([t.partition("::")[0] for t in p1.fail_to_pass]))
+    # the inputs' own tests too: an observed call may come from a test that passed on both trees
+    origins = [p.distinguishing.test_id for p in survivors if p.distinguishing]
+    files = list(dict.fromkeys([t.partition("::")[0] for t in [*p1.fail_to_pass, *origins]]))
     sources = test_sources(task, tree, files)
     existing = "\n".join(text for path in touched_files(task.answer.gold_patch) if (text := read_text(tree / path)) is not None)
     ctx = Context(task, p1, backend, survivors, alternatives, sources, existing, gold_runs=gold_runs, log_dir=log_dir)
@@ -762,7 +777,7 @@ def strengthen(
         for form in ("case", "function", "anchored"):
             if (form == "function" and last == "fails_on_buggy") or (form == "anchored" and last != "fails_on_buggy"):
                 continue  # the same input and check: the buggy tree passes it as a function too
-            cand = model_free_candidate(probe, sources, form=form)  # type: ignore[arg-type]
+            cand = model_free_candidate(probe, sources, form=form, anchor=anchor_for(probe, p1.fail_to_pass))  # type: ignore[arg-type]
             if cand is None or cand.code in seen:
                 continue
             seen.add(cand.code)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Strengthening
-from judge.strengthen import Candidate, add_case, model_free_candidate, place, split_test_id
+from judge.strengthen import Candidate, add_case, anchor_for, model_free_candidate, place, split_test_id
 
 LIB = '''\
 def tail(n, iterable):
@@ -254,3 +254,28 @@ def test_a_strengthening_that_keeps_no_test_is_a_record_without_a_tests_patch() 
     record = Strengthening(config_hash="c", task_hash="t", instance_id="i", status="not_repaired", reason="none kept",
                            survivors=["p"], killed=[], tests=[])  # fmt: skip
     assert record.tests_patch == "" and record.hidden_files == {}
+
+
+def test_an_input_observed_in_a_passing_test_is_anchored_on_a_fail_to_pass_test_of_its_file() -> None:
+    """The observation engine's inputs may come from a test that passes on both trees; repeating that
+    test's checks cannot make the new test fail on buggy, the FAIL_TO_PASS test's can."""
+    source = FIXTURES + '\n\ndef test_take_more(word):\n    assert lib.shout(word, mark="?") == "ABC?"\n'
+    probe = survivor("tests_f.py::test_shout", "lib.shout('x')", Behaviour(value="'X!'"), literal="'X!'")
+    f2p = ["tests_g.py::test_other", "tests_f.py::test_take_more"]
+    assert anchor_for(probe, f2p) == "tests_f.py::test_take_more" and anchor_for(probe, ["tests_f.py::test_shout"]) == "tests_f.py::test_shout"
+    cand = model_free_candidate(probe, {"tests_f.py": source}, form="anchored", anchor=anchor_for(probe, f2p))
+    assert cand is not None and cand.code.splitlines() == [
+        f"def {cand.name}(word):", "    # test_take_more's checks, then gold's behaviour on an input the original tests leave open (hand-made)",
+        '    assert lib.shout(word, mark="?") == "ABC?"', "    assert lib.shout('x') == 'X!'",
+    ]  # fmt: skip
+
+
+def test_an_anchored_test_imports_before_the_original_checks_run(tmp_path: Path) -> None:
+    """Regression: the observation engine's import line went after the original checks, so a name
+    those checks use was a local of the new function not yet bound (UnboundLocalError on gold)."""
+    source = "from lib import tail\n\n\ndef test_negative():\n    assert tail(1, 'AB') == ['B']\n"
+    probe = survivor("tests_n.py::test_negative", "tail(0, 'AB')", Behaviour(value="[]"), literal="[]", setup=["from lib import tail"])
+    cand = model_free_candidate(probe, {"tests_n.py": source}, form="anchored")
+    assert cand is not None and cand.code.splitlines()[2:] == ["    from lib import tail", "    assert tail(1, 'AB') == ['B']",
+                                                               "    assert tail(0, 'AB') == []"]  # fmt: skip
+    assert f"PASSED {cand.test_id}" in run_pytest(tmp_path, {"tests_n.py": place(source, cand)}, cand.test_id)

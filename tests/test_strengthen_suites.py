@@ -12,17 +12,17 @@ kills the shortcut while gold passes, each validated by the one grader:
   spaces. The fix is a method of the class, run with its setUp.
 
 The distinguishing inputs are written here as the differential engine states them; each shortcut is
-graded first, so it is a real survivor of the original suite. Then ``swedeck curate`` over one of
-these folders, which the scripted judge has no script for: it runs without the test double, says so
-in one line, and records ``judge = "none"`` verdicts from the executed probes."""
+graded first, so it is a real survivor of the original suite. End to end (slow), the differential
+engine (``probes.differential.session_for``, with the observation engine) finds the input itself on
+planted suites of each style, and strengthening turns it into a test that kills the shortcut.
+``swedeck curate`` over one of these folders is tested in tests/test_model_free.py."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import cli_query, sampled, swedeck_cli
+from conftest import sampled
 
 from curation.decks import strengthened_task
 from curation.pipeline1 import Pipeline1Config, process_task
@@ -216,3 +216,56 @@ def test_strengthening_adds_a_test_in_the_suites_style_that_kills_the_shortcut(n
     assert grade(strong, task.answer.gold_patch, backend, expected=expected).reward == 1.0
     assert grade(strong, patch, backend, expected=expected).reward == 0.0
     assert grade(strong, "", backend, expected=expected).statuses[kept.test_id] == Status.FAILED
+
+
+# the fixture style of tests/test_observe.py, with a bug its hidden test fails on (deque's maxlen=-1
+# raises ValueError on the buggy tree too, so Pipeline 1 finds no FAIL_TO_PASS test there) and an
+# assertion for Pipeline 1 to bind (a pytest.raises block alone has none)
+TAIL = """
+def tail(n, items):
+    return list(items)[-n:] if n else []
+"""
+TAIL_CASE = (
+    "seqs.py", TAIL, TAIL.replace("    return list", "    if n < 0:\n        raise ValueError('n must be at least 0')\n    return list"),
+    TAIL.replace("    return list", "    if n <= 0:\n        raise ValueError('n must be at least 0')\n    return list"),
+    {"tests/test_seqs.py": "import pytest\nfrom seqs import tail\n\n\n@pytest.fixture\ndef letters():\n    return list('ABCDEFG')\n\n\n"
+                           "def test_tail(letters):\n    assert tail(3, letters) == ['E', 'F', 'G']\n"},
+    "tests/test_seqs.py\nimport pytest\nfrom seqs import tail\n\n\n@pytest.fixture\ndef letters():\n    return list('ABCDEFG')\n\n\n"
+    "def test_tail(letters):\n    assert tail(3, letters) == ['E', 'F', 'G']\n\n\n"
+    "def test_negative(letters):\n    with pytest.raises(ValueError) as info:\n        tail(-1, letters)\n    assert 'at least' in str(info.value)\n",
+    "tail(-1, items) should raise ValueError", "tests/test_seqs.py::test_negative",
+)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+@pytest.mark.parametrize("style", ["parametrized", "fixture", "unittest"])
+def test_the_engines_input_strengthens_a_too_loose_suite_end_to_end(style: str, bwrap_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """Probe -> differential engine -> strengthening, on the observation engine's own planted suites
+    (tests/test_observe.py): the input it confirms for the shortcut becomes a test that kills it."""
+    from test_observe import CASES, diff, make_task
+
+    from probes.differential import session_for
+
+    path, buggy, gold, cut, tests, hidden, issue, f2p = CASES[style] if style != "fixture" else TAIL_CASE
+    task = make_task(tmp_path, f"observe-{style}", path, buggy, gold, tests, hidden, issue)
+    backend = bwrap_backend
+    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path)
+    assert (p1.decision, p1.fail_to_pass) == ("keep", [f2p]), p1.detail
+    patch = diff(path, buggy, cut)
+    assert grade(task, patch, backend).reward == 1.0
+    tree = prepare_tree(task, swedeck_env)
+    found = session_for(task, backend, p1.fail_to_pass, tree).distinguish(patch).found
+    assert found is not None
+    probe = survivor("units", task.task_hash(), patch).model_copy(update={"instance_id": task.instance_id, "distinguishing": found})
+    stamp = {"config_hash": "test", "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    record = strengthen(task, p1, [probe], backend, stamp, tree, gold_runs=2, log_dir=tmp_path / "logs")
+    assert record.status == "repaired", (record.reason, found, [(t.test_id, t.rejected_at, t.code) for t in record.tests])
+    (kept,) = [t for t in record.tests if not t.rejected_at]
+    shape = {"parametrized": "::test_human[strengthened_", "fixture": "tests/test_seqs.py::test_strengthened_",
+             "unittest": "tests/test_comments.py::CommentTests::test_strengthened_"}[style]  # fmt: skip
+    assert shape in kept.test_id, (kept.test_id, kept.code)
+    strong = strengthened_task(task, record)
+    expected = {k: Status(v) for k, v in record.expected_status.items()}
+    assert grade(strong, task.answer.gold_patch, backend, expected=expected).reward == 1.0
+    assert grade(strong, patch, backend, expected=expected).reward == 0.0
