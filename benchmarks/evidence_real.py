@@ -29,6 +29,9 @@ for each grade; strengthening: its validation and final grades); inputs the diff
 outside a grade are not in them.
 
     python benchmarks/evidence_real.py [--out RUN] [--tasks ID ...] [--backend bwrap] [--workers 2] [--report-only]
+
+``--report-only`` reports on a run folder as it is (a stage still running or stopped): tasks without
+Pipeline 2 or strengthening records show "-", and their patches are graded on the raw tests.
 """
 
 from __future__ import annotations
@@ -84,6 +87,10 @@ def run_stages(run: Path, sources: Sequence[str], backend: str, workers: int) ->
             timing_path.write_text(json.dumps(timing, indent=2))
         if proc.returncode != 0:
             return
+
+
+def build_deck(run: Path) -> None:
+    """The deck of what the run holds now (its strengthened arm is the raw arm where nothing was added)."""
     deck = ["swedeck", "deck", str(run), "--out", str(run / "deck")]
     print(f"$ {' '.join(deck)}", flush=True)
     subprocess.run(deck, stdout=subprocess.DEVNULL, check=False)
@@ -210,13 +217,14 @@ def main() -> int:
     parser.add_argument("--tasks", nargs="*", default=None, help="task folder names (default: every task of benchmark.toml)")
     parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker"])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--report-only", action="store_true", help="grade and report what RUN holds, run no stage")
+    parser.add_argument("--report-only", action="store_true", help="build the deck of what RUN holds now, grade and report; run no stage")
     args = parser.parse_args()
 
     labels = benchmark_labels()
     ids = sorted(args.tasks or labels, key=lambda i: (LABELS.index(labels[i]["label"]), i))
     if not args.report_only:
         run_stages(args.out, [str(REAL / iid) for iid in ids], args.backend, args.workers)
+    build_deck(args.out)
     rewards = grade_patches(args.out, ids, labels, args.backend, args.workers)
     report(args.out, ids, labels, rewards)
     return 0
