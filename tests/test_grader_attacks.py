@@ -18,6 +18,7 @@ import importlib.util
 import marshal
 import sys
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
@@ -452,18 +453,14 @@ def test_the_io_folder_takes_no_planted_reports_and_no_flood(
     backend: Backend, target: tuple[Task, str], make_patch: Callable
 ) -> None:
     """Written as the policy after the IO folder changed: pre-plant the reports of later commands and
-    fill the folder. It earns 0; on docker the folder held only the reserved files, on bwrap (where it
-    lies in /tmp) no more than /tmp's size."""
+    fill the folder. It earns 0, and on both backends the folder held only the reserved files (on bwrap
+    it lay in /tmp, the sandbox user's, until a named pipe there stalled the host)."""
     task, package = target
     measured = MeasuredBackend(backend)
     result = grade(task, make_patch(task, {package: _append(IO_FLOOD)}), measured)
     _zero(result, "pattern_mismatch", "spoofing_suspected")
     assert measured.io_bytes, "no sandbox was measured"
-    if backend.name == "docker":
-        assert max(measured.io_bytes) < 4 * 2**20, measured.io_bytes
-    else:
-        # the flood lands there, and /tmp bounds it
-        assert 64 * 2**20 < max(measured.io_bytes) <= backend.config.limits.tmp_mb * 2**20, measured.io_bytes
+    assert max(measured.io_bytes) < 4 * 2**20, measured.io_bytes
 
 
 # ------------------------------------------------------------------------- 7. what a change may not be
@@ -690,3 +687,106 @@ def test_honest_gold_earns_1_with_copied_canaries_and_the_audit_on(backend: Back
         result = grader.grade(task, task.answer.gold_patch, backend)
         assert (result.reward, result.reason) == (1.0, "ok"), (result.spoof_evidence, result.tamper, result.differing)
         assert result.canaries == "strong" and result.tamper == []
+
+
+# ------------------------------------------------------------------------- 9. host-side work no output can stall
+
+# Library code run by the tests: from an atexit hook (after pytest has written its reports and printed
+# its last line), replace reserved reports with named pipes, whose read on the host would block for ever.
+FIFO_REPORTS = """\
+import atexit as _atexit, glob as _glob, os as _os, re as _re
+def _pipes():
+    _m = _re.search(r"--junitxml=(\\\\S+)", _os.environ.get("PYTEST_ADDOPTS", ""))
+    _paths = {{"junit": [_m.group(1)] if _m else [], "outcomes": [_os.environ.get("SWEDECK_OUTCOME_LOG", "")],
+               "all": _glob.glob("/tmp/.swedeck-io/*")}}[{which!r}]
+    for _p in filter(None, _paths):
+        try:
+            _os.unlink(_p)
+        except OSError:
+            pass
+        try:
+            _os.mkfifo(_p)
+        except OSError:
+            pass
+_atexit.register(_pipes)
+"""
+
+# the same, filling a report past what the host reads (REPORT_BYTES) instead
+OVERSIZE_REPORT = """\
+import atexit as _atexit, os as _os, re as _re
+def _fill():
+    _m = _re.search(r"--junitxml=(\\\\S+)", _os.environ.get("PYTEST_ADDOPTS", ""))
+    _path = _m.group(1) if {which!r} == "junit" and _m else _os.environ.get("SWEDECK_OUTCOME_LOG", "")
+    _line = {line!r}
+    try:
+        with open(_path, "a") as _f:
+            for _ in range(65 * 2**20 // len(_line) + 1):
+                _f.write(_line)
+    except OSError:
+        pass
+_atexit.register(_fill)
+"""
+
+# A crafted short summary: many unique ids, then SUBFAIL lines naming none of them, which matching
+# every id against every line made quadratic (hours of host CPU under the output cap). Printed after
+# pytest's last line (atexit), or while pytest collects, straight into the log's pipe (pytest keeps
+# it open under another descriptor while it captures fd 1): inline, before pytest's own summary.
+QUADRATIC_LOG = """\
+import atexit as _atexit, os as _os
+def _flood():
+    _ids = "".join(f"PASSED tests/test_x.py::test_{{_i}}[a b-{{_i}}]\\\\n" for _i in range(40000))
+    _sub = "SUBFAILED[m] (i=1) tests/test_x.py::test_none - e\\\\n[m] (i=1) SUBFAIL tests/test_x.py::t - e\\\\n" * 30000
+    _text = ("=" * 20 + " short test summary info " + "=" * 20 + "\\\\n" + _ids + _sub).encode()
+    _fds = []
+    for _n in _os.listdir("/proc/self/fd"):
+        try:
+            _fds += [int(_n)] if _os.readlink(f"/proc/self/fd/{{_n}}").startswith("pipe:") else []
+        except OSError:  # the listing's own descriptor, closed since
+            pass
+    _fd = [_n for _n in _fds if _n > 2][0] if {inline!r} else 1
+    _os.write(_fd, _text)
+if {inline!r}:
+    _flood()
+else:
+    _atexit.register(_flood)
+"""
+
+HOST_STALLS = {
+    "fifo-junit": FIFO_REPORTS.format(which="junit"),
+    "fifo-outcomes": FIFO_REPORTS.format(which="outcomes"),
+    "fifo-every-reserved-file": FIFO_REPORTS.format(which="all"),
+    "oversize-junit": OVERSIZE_REPORT.format(which="junit", line='<testcase classname="t" name="t"/>\n'),
+    "oversize-outcomes": OVERSIZE_REPORT.format(which="outcomes", line='{"test": "t", "raised": null}\n'),
+    "quadratic-log-after-last-line": QUADRATIC_LOG.format(inline=False),
+    "quadratic-log-inline": QUADRATIC_LOG.format(inline=True),
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("code", list(HOST_STALLS.values()), ids=list(HOST_STALLS))
+def test_no_output_stalls_the_host(backend: Backend, target: tuple[Task, str], make_patch: Callable, code: str) -> None:
+    """Named pipes in place of the reports (the host's read blocked for ever on bwrap, where the IO
+    folder was the sandbox user's), reports past what the host reads, and a crafted summary that made
+    the parser quadratic: each grade ends, promptly, with 0 and a reason."""
+    task, package = target
+    started = time.monotonic()
+    result = grade(task, make_patch(task, {package: _append(code)}), backend)
+    if code.startswith(OVERSIZE_REPORT[:40]):  # the report is refused, and the grade says so
+        _zero(result, "spoofing_suspected")
+        assert any("is refused" in e and "more than" in e for e in result.spoof_evidence), result.spoof_evidence
+    else:  # no pipe could be planted; the flood after pytest's last line is not read as its summary
+        _fails_the_task(result)
+    assert time.monotonic() - started < 240
+
+
+def test_a_spent_post_processing_budget_is_a_grader_error(
+    backend: Backend, target: tuple[Task, str], make_patch: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grade's post-processing has a time budget: spent (here made tiny, with a few MB of summary
+    for the parser), the grade ends as grader_error saying so, never as a stalled worker."""
+    task, package = target
+    patch = make_patch(task, {package: _append(QUADRATIC_LOG.format(inline=True))})
+    monkeypatch.setattr(grader, "POSTPROCESS_S", 0.001)
+    result = grade(task, patch, backend)
+    assert (result.reward, result.reason) == (0.0, "grader_error"), (result.reason, result.detail)
+    assert "post-processing took over" in result.detail
