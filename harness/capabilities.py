@@ -9,8 +9,9 @@ Refused, one rule each (``RULES``):
 
 - links, symbolic or hard, and anything that is neither a regular file nor a folder (FIFO, socket,
   device);
-- a file mode other than 644 or 755 on a file the change writes (the apply runs under umask 022,
-  so no mode a patch can express falls outside these);
+- a mode other than 644 or 755 on a file the change adds or changes the mode of (the apply runs
+  under umask 022, so no mode a patch can express falls outside these; a file the tree had keeps
+  whatever mode it had);
 - anything in the environment's installed packages the tree may hold (a virtualenv, marked by its
   pyvenv.cfg, as R2E-Gym's .venv in the work directory; any site-packages or dist-packages folder):
   editing pytest there is worse than shadowing it;
@@ -25,7 +26,8 @@ Refused, one rule each (``RULES``):
   announce plugins), native extension modules (any suffix the environment's Python accepts for one:
   code no reading of the change can check), and any entry named like a module the environment or
   the standard library provides, directly in a folder that is on sys.path when the tests run
-  (a file with any import suffix, a package or namespace folder, a link).
+  (a file with any import suffix, a package or namespace folder, a link), unless the base commit's
+  tree already had it there (the project's own code).
 
 Gold never needs any of this: ``tests/test_capabilities.py`` runs the rule over the gold patch of
 every task in the repository, and Pipeline 1 calls a task whose gold is refused ``ungradeable``.
