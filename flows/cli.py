@@ -842,8 +842,8 @@ def dedup(
     from curation import dedup as dd
     from curation.sources import SourceError
 
-    if out is None and len(runs) > 1:
-        _console().print("[red]several runs: say where their joint result goes with --out[/]")
+    if len(runs) > 1 and (out is None or out.resolve() in {r.resolve() for r in runs}):  # a run's dedup/ is its own
+        _console().print("[red]several runs: say where their joint result goes with --out, a folder that is none of them[/]")
         raise typer.Exit(2)
     missing = [r for r in runs if not (r / "p1").is_dir() and not (r / dd.DEDUP_DIR).is_dir()]
     if missing:

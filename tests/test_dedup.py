@@ -292,6 +292,8 @@ def test_swedeck_dedup_over_a_run_made_before_fingerprints(tmp_path: Path, loade
     assert {r["member"] for r in json.loads(again.stdout)} == set(PLANTED["fixes"]["D"])
     two = swedeck_cli("dedup", str(run), str(run))
     assert two.returncode == 2 and "--out" in two.stderr
+    into_one = swedeck_cli("dedup", str(run), str(tmp_path / "other"), "--out", str(run))
+    assert into_one.returncode == 2 and "none of them" in into_one.stderr
 
 
 def test_curate_loads_the_eval_set_like_a_corpus_and_a_missing_one_is_one_line(tmp_path: Path) -> None:
