@@ -22,7 +22,8 @@ run the suite as it is and watches from inside (``harness/plugins/swedeck_observ
    tests, ``None`` where the signature's default is ``None``, and a few values Hypothesis draws from
    strategies inferred from the values seen (derandomised). At most ``MAX_CALLS`` calls per task.
 4. Replay. Every call runs standalone (``from module import f`` + ``f(<args>)``) through
-   ``probes/diff_driver.py``, once on gold's tree (per task) and once per probe. The evidence rule
+   ``probes/diff_driver.py``, twice on gold's tree (per task: a call gold answers differently the
+   second time, random jitter or a clock, is left out) and once per probe. The evidence rule
    against false alarms: a difference counts only where gold's behaviour is in contract (it returns, or
    raises an exception type the tests or the issue expect), values compared canonically and exception
    messages ignored. A difference is confirmed by replaying that one call alone on both trees, each
@@ -60,7 +61,7 @@ MAX_TARGETS = 24
 PER_ARGUMENT = 12  # variations of one argument of one seed
 HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
-MAX_CONFIRMATIONS = 3  # differences replayed alone per probe before giving up
+MAX_CONFIRMATIONS = 5  # differences replayed alone per probe before giving up
 REPLAY_TIMEOUT_S = 300.0
 WALL_BUDGET_S = 900.0  # observation time per task, gold's side included: later survivors get no evidence
 _RAISES = re.compile(r"(?:raises|assertRaises\w*)\(\s*\(?\s*([\w.]+(?:\s*,\s*[\w.]+)*)")
@@ -314,6 +315,8 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[t
     elif isinstance(value, (str, bytes)):
         empty = type(value)()
         out += [(empty, "empty"), (value[:1], "one element"), (value[:-1], "one shorter"), (value + value, "doubled")]
+        if isinstance(value, str):
+            out += [(v, "a run of digits one longer") for v in longer_digit_runs(value)]
         for other in seen:
             if type(other) is type(value) and other != value and other:
                 half, mid = len(value) // 2, len(other) // 2
@@ -334,6 +337,13 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[t
         if not (type(v) is type(value) and v == value) and all(not (type(v) is type(u) and v == u) for u, _ in unique):
             unique.append((v, how))
     return unique[:PER_ARGUMENT]
+
+
+def longer_digit_runs(text: str) -> list[str]:
+    """``text`` with one run of digits one digit longer (its last digit repeated): a field at its width
+    limit (``.123456`` -> ``.1234566``); the longest runs first."""
+    runs = sorted(re.finditer(r"\d+", text), key=lambda m: -len(m.group()))[:4]
+    return [text[: m.end()] + m.group()[-1] + text[m.end() :] for m in runs]
 
 
 def _hypothesis(value: object, seen: Sequence[object]) -> list[object]:
@@ -460,6 +470,7 @@ class Replay:
     gold: dict[str, dict] = field(default_factory=dict)  # key -> the driver's one observation
     observed: int = 0  # calls the tests made
     generated: int = 0  # calls varied or read from documents
+    unstable: int = 0  # calls gold answered differently in two replays, left out
     error: str = ""
 
 
@@ -536,7 +547,11 @@ class ObservationSession:
             replay.generated = len(replay.calls) - replay.observed
             self.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in self.rows))
             if replay.calls:
-                replay.gold = {key: o for key, o in self._outcomes(self.task.answer.gold_patch, replay.calls).items()}
+                first = self._outcomes(self.task.answer.gold_patch, replay.calls)
+                again = self._outcomes(self.task.answer.gold_patch, replay.calls)
+                # a call gold answers differently twice (random jitter, time, addresses) tells nothing
+                replay.gold = {key: o for key, o in first.items() if key in again and behaviour(again[key]) == behaviour(o)}
+                replay.unstable = len(first) - len(replay.gold)
             self._gold = replay
         return self._gold
 
@@ -583,6 +598,7 @@ class ObservationSession:
                 break
         unusable = sum(1 for row in self.rows if not row.get("call"))
         note = f"; {unusable} observed calls have no evaluable arguments" if unusable else ""
+        note += f"; {gold.unstable} calls left out, gold answers them differently each time" if gold.unstable else ""
         return Differential(None, tried, f"observation: none of {tried} calls ({gold.observed} observed, {gold.generated} generated) "
                             f"behaves unlike gold in contract{note}", **counts)  # fmt: skip
 

@@ -25,6 +25,7 @@ from probes.observe import (
     expected_exceptions,
     import_root,
     in_contract,
+    longer_digit_runs,
     records,
     seeds_from_records,
     variations,
@@ -154,6 +155,12 @@ def test_seeds_vary_one_argument_at_a_time_with_boundaries_splices_and_the_signa
     assert all(c.source == "variant" and c.imports == ("from m import f",) for c in calls)
     assert not {seed.src, other.src} & srcs
     assert variations([seed, other], [], {}, 200) == variations([seed, other], [], {}, 200)  # Hypothesis is derandomised
+
+
+def test_a_string_s_digit_runs_grow_by_one_digit() -> None:
+    assert longer_digit_runs("2007-01-01T08:00:00.000123Z") == [
+        "2007-01-01T08:00:00.0001233Z", "20077-01-01T08:00:00.000123Z", "2007-011-01T08:00:00.000123Z", "2007-01-011T08:00:00.000123Z"]
+    assert "T08:00:00.0001233" in [v for v, _ in alternatives("T08:00:00.000123", [], False)]
 
 
 def test_alternatives_for_containers_include_empty_one_element_and_nesting() -> None:
