@@ -94,8 +94,10 @@ def parse_maven(text: str) -> dict[str, Status]:
 # Gradle with test events logged (SWE-bench's init script): "com.x.CalcTest > adds PASSED",
 # "com.x.CalcTest > fails FAILED", "com.x.CalcTest > skipped SKIPPED"; a failed task's line in the
 # plain console (":test FAILED", from Gradle 5 "> Task :test FAILED") is no test.
+# The name grows a blank run and a character at a time, atomically (``.*?\s+`` rescanned a run of
+# blanks from each of its positions: quadratic in a long one); it ends on a character either way.
 parse_gradle = word_lines(
-    r"^(?P<name>[^>\s:].*?)\s+(?P<word>PASSED|FAILED|SKIPPED)(?:\s+\(\d+(?:\.\d+)?s\))?$",
+    r"^(?P<name>[^>\s:](?>\s*\S)*?)\s++(?P<word>PASSED|FAILED|SKIPPED)(?:\s+\(\d+(?:\.\d+)?s\))?$",
     {"PASSED": P, "FAILED": F, "SKIPPED": S},
 )
 # Ant's JUnit task with a one-line-per-test formatter (Lombok): "[junit] [PASS] name", "[FAIL]", "[ERR]"
@@ -140,7 +142,7 @@ def scalatest(with_suite: bool) -> Parser:
 
 # uTest/MUnit-style lines: "+ name 12ms", "x name 3ms" (SWE-rebench's parse_log_scala_v2)
 parse_plus_cross = word_lines(
-    r"^(?P<word>[+x])\s+(?P<name>.*?)\s+[\d.]+\s*[mμn]?s$", {"+": P, "x": F}
+    r"^(?P<word>[+x])\s++(?P<name>(?>\s*\S)*?)\s++[\d.]++\s*+[mμn]?s$", {"+": P, "x": F}
 )
 parse_sbt_junit = junit_in_log("{classname} {name}")
 

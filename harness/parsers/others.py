@@ -134,7 +134,7 @@ def parse_phpunit_testdox(text: str) -> dict[str, Status]:
 # Pest (and Collision's printer for PHPUnit): "  ✓ it adds  0.02s", "  ⨯ it fails", "  - it is skipped  → reason";
 # SWE-rebench's parse_log_php_v1 keys the text after the mark without the time.
 parse_pest = word_lines(
-    r"^(?P<word>[✓✔⨯x\-]) (?P<name>.+?)(?:\s+→.*)?(?:\s{2,}\d+(?:\.\d+)?s)?$",
+    r"^(?P<word>[✓✔⨯x\-]) (?P<name>.(?>\s*\S)*?)(?:\s++→.*)?(?:\s{2,}+\d+(?:\.\d+)?s)?$",
     {"✓": P, "✔": P, "⨯": F, "x": F, "-": S},
 )
 
