@@ -530,7 +530,7 @@ pre { margin: 0; padding: 6px 8px; white-space: pre-wrap; font-size: 12px; user-
 details.task { border: 1px solid #ddd; border-radius: 4px; margin: 0.4em 0; padding: 0 10px; }
 details.task > summary { padding: 5px 0; cursor: pointer; } details.task[open] > summary { font-weight: 600; }
 details.task:target, details.task[open] { border-color: #1d4f8a; }
-h4 { margin: 1em 0 0.3em; } h5 { margin: 0.8em 0 0.2em; }
+h4 { margin: 1em 0 0.3em; } h5 { margin: 0.8em 0 0.2em; } details.task td { overflow-wrap: anywhere; }
 .probe, .added { border: 1px solid #e3e3e3; border-radius: 4px; margin: 0.6em 0; padding: 4px 8px; }
 .probe .head, .added .head { font-size: 13px; } .probe p, .added p { margin: 0.3em 0; }
 pre.diff { font: 12px/1.35 ui-monospace, monospace; background: #fafafa; user-select: text; }

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import test_decks
-from conftest import swedeck_cli
+from conftest import cli_query, swedeck_cli
 
 from curation.decks import deck_rows, write_deck
 from curation.predictions import PredictionsError, read_predictions
@@ -136,3 +136,28 @@ def test_batch_grading_refuses_mistakes_in_one_line(deck: Path, tmp_path: Path) 
     for name, (args, message) in cases.items():
         done = swedeck_cli("grade", "--predictions", str(predictions), *args, "--out", str(tmp_path / "o"))
         assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
+
+
+@pytest.mark.slow  # a whole curate run of the sample corpus, then every probe graded twice
+def test_every_probe_of_the_sample_deck_graded_on_the_raw_and_strengthened_arms(tmp_path: Path) -> None:
+    run, deck, out = tmp_path / "run", tmp_path / "deck", tmp_path / "graded"
+    for args in (("curate", "--out", str(run)), ("deck", str(run), "--out", str(deck))):
+        done = swedeck_cli(*args, timeout=7200)
+        assert done.returncode == 0, done.stderr
+    probes = cli_query(run, "select instance_id, probe_id, patch, reward from probes")
+    killed = {r["probe_id"] for r in cli_query(run, "select unnest(killed) as probe_id from strengthening")}
+    raw_ids = {r["instance_id"] for r in cli_query(deck, "select instance_id from deck where arm = 'raw'")}
+    predictions = tmp_path / "probes.jsonl"
+    predictions.write_text("".join(json.dumps({"instance_id": p["instance_id"], "model_patch": p["patch"], "model_name_or_path": p["probe_id"]}) + "\n"
+                                   for p in probes))  # fmt: skip
+    done = swedeck_cli("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", "raw", "--arm", "strengthened",
+                       "--workers", "2", "--out", str(out), "--json", timeout=7200)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    resolved = {(r["arm"], r["model_name_or_path"]): r["resolved"] for r in pq.read_table(out / "results.parquet").to_pylist()}
+    # the raw arm grades as Pipeline 2 graded its probes, and strengthening's kills hold on the strengthened arm
+    assert {pid for (arm, pid), ok in resolved.items() if arm == "raw" and ok} == {
+        p["probe_id"] for p in probes if p["reward"] == 1 and p["instance_id"] in raw_ids}  # fmt: skip
+    assert killed and all(resolved["raw", pid] and not resolved["strengthened", pid] for pid in killed)
+    assert summary["resolved_only_on"]["raw_not_strengthened"]["resolved"] >= len(killed)
+    assert summary["arms"]["strengthened"]["rate"] < summary["arms"]["raw"]["rate"]
