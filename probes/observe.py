@@ -58,7 +58,7 @@ from probes.workspace import file_lines, touched_lines, workspace
 
 MAX_CALLS = 400  # standalone calls per task
 MAX_TARGETS = 24
-PER_ARGUMENT = 12  # variations of one argument of one seed
+PER_ARGUMENT = 16  # variations of one argument of one seed
 HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
 MAX_CONFIRMATIONS = 5  # differences replayed alone per probe before giving up
@@ -317,6 +317,7 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[t
         out += [(empty, "empty"), (value[:1], "one element"), (value[:-1], "one shorter"), (value + value, "doubled")]
         if isinstance(value, str):
             out += [(v, "a run of digits one longer") for v in longer_digit_runs(value)]
+            out += [(v, "another character before the last") for v in other_penultimate(value, seen)]
         for other in seen:
             if type(other) is type(value) and other != value and other:
                 half, mid = len(value) // 2, len(other) // 2
@@ -324,8 +325,10 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[t
                         (other[:mid] + value + other[mid:], "nested in another seen value")]  # fmt: skip
     elif isinstance(value, (list, tuple)):
         kind = type(value)
+        other_kind = tuple if kind is list else list
         out += [(kind(), "empty"), (kind(value[:1]), "one element"), (kind(value[:-1]), "one shorter"),
-                (kind([*value, *value[:1]]), "one longer"), (kind([value]), "nested")]  # fmt: skip
+                (kind([*value, *value[:1]]), "one longer"), (kind([value]), "nested"),
+                (other_kind(value), "the same items in the other sequence type")]  # fmt: skip
     elif isinstance(value, dict):
         out += [({}, "empty"), (dict(list(value.items())[:1]), "one item")]
     if none_ok and value is not None:
@@ -344,6 +347,17 @@ def longer_digit_runs(text: str) -> list[str]:
     limit (``.123456`` -> ``.1234566``); the longest runs first."""
     runs = sorted(re.finditer(r"\d+", text), key=lambda m: -len(m.group()))[:4]
     return [text[: m.end()] + m.group()[-1] + text[m.end() :] for m in runs]
+
+
+def other_penultimate(text: str, seen: Sequence[object]) -> list[str]:
+    """``text`` with the character before its last one replaced by one that no seen string of this
+    argument has there: an ending the tests never pair (``box``, ``fox``, ``tax`` -> ``bbx``)."""
+    words = [v for v in [*seen, text] if isinstance(v, str) and len(v) >= 2]
+    if len(text) < 2:
+        return []
+    used = {w[-2] for w in words}
+    spare = [c for c in sorted(set("".join(words))) if c not in used and c.isalnum()]
+    return [text[:-2] + spare[0] + text[-1]] if spare else []
 
 
 def _hypothesis(value: object, seen: Sequence[object]) -> list[object]:

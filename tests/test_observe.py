@@ -26,6 +26,7 @@ from probes.observe import (
     import_root,
     in_contract,
     longer_digit_runs,
+    other_penultimate,
     records,
     seeds_from_records,
     variations,
@@ -163,10 +164,15 @@ def test_a_string_s_digit_runs_grow_by_one_digit() -> None:
     assert "T08:00:00.0001233" in [v for v, _ in alternatives("T08:00:00.000123", [], False)]
 
 
-def test_alternatives_for_containers_include_empty_one_element_and_nesting() -> None:
+def test_a_string_gets_an_ending_no_seen_value_has() -> None:
+    assert other_penultimate("box", ["fox", "tax", "prefix"]) == ["bbx"]
+    assert "bbx" in [v for v, _ in alternatives("box", ["fox", "tax", "prefix"], False)]
+
+
+def test_alternatives_for_containers_include_empty_one_element_nesting_and_the_other_sequence_type() -> None:
     got = [v for v, _ in alternatives([1, 2], [], False)]
-    assert got[:4] == [[], [1], [1, 2, 1], [[1, 2]]]  # "one shorter" is [1] again: tried once
-    assert [v for v, _ in alternatives((1,), [], True)][:3] == [(), (1, 1), ((1,),)]
+    assert got[:5] == [[], [1], [1, 2, 1], [[1, 2]], (1, 2)]  # "one shorter" is [1] again: tried once
+    assert [v for v, _ in alternatives((1,), [], True)][:4] == [(), (1, 1), ((1,),), [1]]
     assert None in [v for v, _ in alternatives((1,), [], True)]
 
 
