@@ -389,10 +389,12 @@ def _hypothesis(value: object, seen: Sequence[object]) -> list[object]:
     return drawn[:HYPOTHESIS_EXAMPLES]
 
 
-def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: Mapping[str, set[str]], budget: int) -> list[Call]:
-    """Calls that each change one argument of one seed (see ``alternatives``), round-robin over the
-    seeds' arguments so every argument gets its best values first. ``none_ok``: target -> names or
-    positions (as strings) whose default is ``None``."""
+def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: Mapping[str, set[str]], budget: int,
+               first: Collection[str] = ()) -> list[Call]:  # fmt: skip
+    """Calls that each change one argument of one seed (see ``alternatives``): every variation of the
+    seeds from the tests in ``first`` (the FAIL_TO_PASS tests: the issue's own cases), then
+    round-robin over the other seeds' arguments so each gets its best values first. ``none_ok``:
+    target -> names or positions (as strings) whose default is ``None``."""
     seen_by_site: dict[tuple[str, str], list[object]] = {}
     for seed in seeds:
         for i, src in enumerate(seed.args):
@@ -421,6 +423,12 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
             sites.append(tries)
     out: list[Call] = []
     known = {s.src for s in seeds}
+    for tries in [t for t in sites if t and t[0].test_id in first]:
+        for call in tries:
+            if call.src not in known and len(out) < budget:
+                known.add(call.src)
+                out.append(call)
+    sites = [t for t in sites if t and t[0].test_id not in first]
     while any(sites) and len(out) < budget:
         for tries in sites:
             while tries and len(out) < budget:
@@ -510,6 +518,7 @@ class Context:
     documents: dict[str, str]  # where -> text: the issue, the changed modules (doctests), READMEs
     none_ok: dict[str, set[str]]
     expected: set[str]  # exception types the tests or the issue expect
+    fail_to_pass: list[str]
 
 
 def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pass: Sequence[str]) -> Context:
@@ -523,7 +532,7 @@ def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pas
             for readme in sorted(ws.root.glob("README*"))[:2]:
                 documents[readme.name] = readme.read_text(errors="replace")
     expected = expected_exceptions(test_sources.values(), task.problem_statement)
-    return Context(watched, documents, none_defaults(changed, watched), expected)
+    return Context(watched, documents, none_defaults(changed, watched), expected, list(fail_to_pass))
 
 
 class ObservationSession:
@@ -556,7 +565,7 @@ class ObservationSession:
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
             documented = documented_calls(self.ctx.documents, one_per_target, iterators(self.rows))
             room = max(self.budget - len(seeds) - len(documented), 0)
-            replay.calls = _unique([*seeds, *documented, *variations([*seeds, *documented], self.values, self.ctx.none_ok, room)])[: self.budget]
+            replay.calls = _unique([*seeds, *documented, *variations([*seeds, *documented], self.values, self.ctx.none_ok, room, self.ctx.fail_to_pass)])[: self.budget]
             replay.observed = sum(c.source == "observed" for c in replay.calls)
             replay.generated = len(replay.calls) - replay.observed
             self.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in self.rows))

@@ -156,6 +156,9 @@ def test_seeds_vary_one_argument_at_a_time_with_boundaries_splices_and_the_signa
     assert all(c.source == "variant" and c.imports == ("from m import f",) for c in calls)
     assert not {seed.src, other.src} & srcs
     assert variations([seed, other], [], {}, 200) == variations([seed, other], [], {}, 200)  # Hypothesis is derandomised
+    # a FAIL_TO_PASS test's seed gets every variation before the round-robin over the others
+    first = variations([other, seed], [], {}, 200, first={"t::a"})
+    assert {c.test_id for c in first[:12]} == {"t::a"} and first[12:] and first[-1].test_id == "t::b"
 
 
 def test_a_string_s_digit_runs_grow_by_one_digit() -> None:
