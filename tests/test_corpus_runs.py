@@ -62,7 +62,7 @@ def test_hub_id_offline_is_one_line_and_exit_2(tmp_path):
     assert after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime < 5 and wall < 20
     missing = subprocess.run([sys.executable, "-m", "flows.cli", "tasks", "list", str(tmp_path / "no.jsonl")],
                              env=env, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert missing.returncode == 2 and missing.stderr.strip().endswith("no.jsonl: no such file")
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("no.jsonl: no such file or folder (not tried as a Hugging Face hub id: it names a local path)")
 
 
 def _task_folder(root, name: str, test_body: str):
