@@ -11,9 +11,10 @@ case. Strengthening then adds two tests that kill all three. The ``tail(0, ...)`
 the buggy tree too (the mutants broke what the bug left alone), so that test is kept only after the
 original test's own check, which the buggy tree fails.
 
-The special case keyed on ``str(iterable)`` also survives, but is not evidence: the engine treats
-``'ABCDEFG'`` as an opaque name (gold raises for -1 whatever the string), so every input it finds is
-the test's own case under another name, and the probe is recorded ``likely_equivalent``.
+The special case keyed on ``str(iterable)`` also survives. The program replay treats ``'ABCDEFG'``
+as an opaque name (gold raises for -1 whatever the string), so every input it finds is the test's own
+case under another name; the observation engine varies the string itself and confirms it on an empty
+one (``tail(-1, '')`` raises on gold only), else it is recorded ``likely_equivalent``.
 """
 
 from __future__ import annotations
@@ -49,24 +50,27 @@ def test_strengthening_kills_the_surviving_wrong_probes_of_a_real_fix_commit(bwr
     survived = [p for p in probes if p.kind == "plausible_wrong" and p.reward == 1.0]
     confirmed = {p.probe_id: p for p in confirmed_survivors(probes)}
     calls = {p.operator + (" n" if "str(n)" in p.description else ""): p.distinguishing.call for p in confirmed.values()}  # type: ignore[union-attr]
-    assert calls == {"mutate_compare": "list(mi.tail(0, 'ABCDEFG'))", "mutate_constant": "list(mi.tail(0, 'ABCDEFG'))",
-                     "special_case n": "list(mi.tail(-2, 'ABCDEFG'))"}, calls  # fmt: skip
-    (equivalent,) = [p for p in survived if p.probe_id not in confirmed]
-    assert equivalent.operator == "special_case" and "str(iterable)" in equivalent.description and equivalent.likely_equivalent
+    replayed = {"mutate_compare": "list(mi.tail(0, 'ABCDEFG'))", "mutate_constant": "list(mi.tail(0, 'ABCDEFG'))",
+                "special_case n": "list(mi.tail(-2, 'ABCDEFG'))"}  # fmt: skip
+    assert {k: v for k, v in calls.items() if k in replayed} == replayed, calls
+    # the observation engine also tells the special case on str(iterable) apart: on an empty iterable gold raises
+    assert {k: v for k, v in calls.items() if k not in replayed} in ({}, {"special_case": "list(tail(-1, ''))"}), calls
+    for equivalent in (p for p in survived if p.probe_id not in confirmed):
+        assert equivalent.operator == "special_case" and "str(iterable)" in equivalent.description and equivalent.likely_equivalent
 
     record = strengthen(task, p1, probes, backend, stamp, prepare_tree(task, swedeck_env), log_dir=tmp_path / "logs")
     assert record.status == "repaired" and record.judge_session == "", record.reason  # no judge ran: the tests stay unreviewed
     assert sorted(record.survivors) == sorted(record.killed) == sorted(confirmed)
     kept = [t for t in record.tests if not t.rejected_at]
     kills = {t.code.splitlines()[-1].strip(): sorted(confirmed[k].operator for k in t.kills) for t in kept}
-    assert kills == {
+    assert {line: ops for line, ops in kills.items() if "mi.tail(" in line} == {
         "self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])": ["mutate_compare", "mutate_constant"],
         "list(mi.tail(-2, 'ABCDEFG'))": ["special_case"],
     }, kills
     (zero,) = [t for t in kept if "tail(0," in t.code]
     assert "self.assertRaises(ValueError, lambda: list(mi.tail(-1, 'ABCDEFG')))" in zero.code  # anchored on the original check
-    (alone,) = [t for t in record.tests if t.rejected_at]
-    assert alone.rejected_at == "fails_on_buggy" and "tail(0," in alone.code and "tail(-1," not in alone.code
+    (alone,) = [t for t in record.tests if t.rejected_at and "tail(0," in t.code]
+    assert alone.rejected_at == "fails_on_buggy" and "tail(-1," not in alone.code
     for t in kept:
         (stable,) = [c for c in t.checks if c.step == "gold_stable"]
         assert stable.rewards == [1.0] * GOLD_RUNS and all(c.passed for c in t.checks) and t.relevance == "unreviewed"
