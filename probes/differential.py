@@ -290,8 +290,7 @@ def _digit_neighbours(text: str) -> list[str]:
 
 
 def _hypothesis(value: object) -> list[object]:
-    """A few Hypothesis-generated values of the literal's type, derandomised so two runs agree."""
-    from hypothesis import HealthCheck, Phase, given, settings
+    """A few Hypothesis-generated values of the literal's type."""
     from hypothesis import strategies as st
 
     if isinstance(value, str):
@@ -301,9 +300,16 @@ def _hypothesis(value: object) -> list[object]:
         strategy = st.integers(min_value=-2 * abs(value) - 10, max_value=2 * abs(value) + 10)
     else:
         strategy = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e6, max_value=1e6)
+    return draw(strategy, HYPOTHESIS_EXAMPLES * 3)
+
+
+def draw(strategy: object, examples: int) -> list[object]:
+    """What Hypothesis draws from ``strategy`` in ``examples`` derandomised tries (two runs agree)."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
     drawn: list[object] = []
 
-    @settings(derandomize=True, database=None, max_examples=HYPOTHESIS_EXAMPLES * 3, phases=[Phase.generate],
+    @settings(derandomize=True, database=None, max_examples=examples, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck), deadline=None)  # fmt: skip
     @given(strategy)
     def collect(x: object) -> None:

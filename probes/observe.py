@@ -53,7 +53,7 @@ from harness.grader import run_tests
 from harness.pyast import parse
 from harness.records import Behaviour, DistinguishingInput, Task
 from harness.sandbox import Backend, EnvError
-from probes.differential import Differential, Program, Step, behaviour, run_programs
+from probes.differential import Differential, Program, Step, behaviour, draw, run_programs
 from probes.workspace import file_lines, touched_lines, workspace
 
 MAX_CALLS = 400  # standalone calls per task
@@ -362,7 +362,6 @@ def other_penultimate(text: str, seen: Sequence[object]) -> list[str]:
 
 def _hypothesis(value: object, seen: Sequence[object]) -> list[object]:
     """A few values Hypothesis draws from a strategy inferred from the values seen of this type."""
-    from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
 
     same = [v for v in seen if type(v) is type(value)] + [value]
@@ -377,16 +376,7 @@ def _hypothesis(value: object, seen: Sequence[object]) -> list[object]:
         strategy = st.lists(st.integers(min_value=min(value) - 2, max_value=max(value) + 2), max_size=len(value) + 2)
     else:
         return []
-    drawn: list[object] = []
-
-    @settings(derandomize=True, database=None, max_examples=HYPOTHESIS_EXAMPLES * 3, phases=[Phase.generate],
-              suppress_health_check=list(HealthCheck), deadline=None)  # fmt: skip
-    @given(strategy)
-    def collect(x: object) -> None:
-        drawn.append(x)
-
-    collect()
-    return drawn[:HYPOTHESIS_EXAMPLES]
+    return draw(strategy, HYPOTHESIS_EXAMPLES * 3)[:HYPOTHESIS_EXAMPLES]
 
 
 def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: Mapping[str, set[str]], budget: int,
