@@ -305,7 +305,7 @@ def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d
     compared with gets gold's value, and one naming the expected exception gets gold's exception when
     the module (or builtins) binds that name. None when an argname stays unfilled or the input does not fit."""
     try:
-        concrete = ast.parse(d.call, mode="exec").body
+        concrete = parse(d.call).body
     except SyntaxError:
         return None
     if len(concrete) != 1 or not isinstance(concrete[0], ast.Expr) or not _imports_only(d.setup):
@@ -341,7 +341,7 @@ def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d
 
 def _imports_only(statements: Sequence[str]) -> bool:
     try:
-        return all(isinstance(node, (ast.Import, ast.ImportFrom)) for line in statements for node in ast.parse(line).body)
+        return all(isinstance(node, (ast.Import, ast.ImportFrom)) for line in statements for node in parse(line).body)
     except SyntaxError:
         return False
 
@@ -431,7 +431,7 @@ def _fixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef, statements: Sequence[s
     """The original test's fixtures (its parameters but ``self`` and parametrize argnames) that
     ``statements`` use, in the test's order."""
     try:
-        used = {n.id for n in ast.walk(ast.parse("\n".join(statements))) if isinstance(n, ast.Name)}
+        used = {n.id for n in ast.walk(parse("\n".join(statements))) if isinstance(n, ast.Name)}
     except SyntaxError:
         return []
     params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
