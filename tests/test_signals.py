@@ -152,6 +152,30 @@ def test_a_signal_mid_run_stops_it_cleanly_and_the_rerun_completes(
                          "sample__intervals-1": ("keep", "")}  # fmt: skip
 
 
+@pytest.mark.prefect
+@pytest.mark.timeout(900)
+def test_regression_interrupted_after_a_finished_run_says_the_results_are_complete(
+    swedeck_env: Settings, bwrap_backend, tmp_path: Path  # noqa: ANN001
+) -> None:
+    """Ctrl-C as a run ends (its summary printed, the worker still stopping Prefect's server) said
+    'interrupted: 0 of ? done; rerun ...' about a run with nothing left to do."""
+    src = copy_tasks(tmp_path / "src", "sample__semverlite-1")
+    for attempt in range(3):  # the window between the summary and the worker's exit is short; it is rarely missed twice
+        out = tmp_path / f"out{attempt}"
+        proc = start("p1", str(src), "--out", str(out), "--workers", "1", "--set", "pipeline1.runs=1",
+                     env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "200"})  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("catalog: "):  # the last line of the run's summary
+                break
+        code, _, err, _ = interrupt(proc, signal.SIGINT)
+        if code != 0:
+            break
+    assert code == 130, err
+    assert "interrupted after every stage had finished: the run's results are complete" in err
+    assert "rerun the same command" not in err and committed(out) == 1
+
+
 CURATE = ("curate", "--workers", "1", "--set", "pipeline1.runs=1")
 
 
