@@ -102,3 +102,26 @@ def test_regression_text_after_pytests_last_line_is_never_the_summary() -> None:
         "=== short test summary info ===\nPASSED t.py::test_a\nPASSED t.py::test_forged\n"
     )
     assert parse_pytest(log) == {"t.py::test_a": Status.FAILED}
+
+
+@pytest.mark.parametrize("parser", ["unittest", "django"])
+def test_regression_text_after_the_unittest_runners_last_line_is_never_read(parser: str) -> None:
+    """unittest's and Django's parser read the whole log, so result lines an atexit hook printed after
+    the runner's final ``Ran N tests`` line counted: tests the run never reported were added (10 MB of
+    them, read in bounded time). Django's teardown after the verdict names no test either way."""
+    from harness.records import Status
+
+    run = (
+        "test_a (tests.test_x.T.test_a) ... FAIL\ntest_b (tests.test_x.T.test_b) ... ok\n\n"
+        "======================================================================\n"
+        "FAIL: test_a (tests.test_x.T.test_a)\n----------------------------------------------------------------------\n"
+        "AssertionError: 1 != 2\n\n----------------------------------------------------------------------\n"
+        "Ran 2 tests in 0.003s\n\nFAILED (failures=1)\nDestroying test database for alias 'default'...\n"
+    )
+    forged = "".join(f"test_f{i} (tests.test_x.T.test_f{i}) ... ok\n" for i in range(SIZE // 40))
+    started = time.process_time()
+    statuses = PARSERS[parser](run + forged)
+    assert time.process_time() - started < BOUND_S
+    assert statuses == {"tests.test_x.T.test_a": Status.FAILED, "tests.test_x.T.test_b": Status.PASSED}
+    cut_short = "test_a (tests.test_x.T.test_a) ... ok\ntest_b (tests.test_x.T.test_b) ... "
+    assert PARSERS[parser](cut_short) == {"tests.test_x.T.test_a": Status.PASSED}

@@ -211,6 +211,9 @@ _UT_RESULT = re.compile(rf" \.\.\. ?(?P<word>{_UT_WORDS})$")
 _UT_HEADER = re.compile(
     r"^(?P<word>FAIL|ERROR|UNEXPECTED SUCCESS): (?P<name>[^\s()]+) \((?P<where>[\w.]+)\)"
 )
+# The runner's last line before its verdict ("OK", "FAILED (failures=1)"): unittest and Django print it
+# once all results and failure reports are out.
+_UT_RAN = re.compile(r"^Ran \d+ tests? in \d+(?:\.\d+)?s$")
 _UT_STATUS = {
     "ok": Status.PASSED,
     "OK": Status.PASSED,
@@ -261,12 +264,20 @@ def parse_unittest(text: str) -> dict[str, Status]:
     (the bare ``ERROR`` of a failing ``setUpClass``/``setUpTestData``) belongs to no test. The
     ``FAIL:``/``ERROR:`` headers before the tracebacks name every failure exactly, so for a test they
     name they outrank the result words, which unittest prints on whatever line is current.
+
+    Nothing after the log's last ``Ran N tests in`` line is read: the runner has reported every test
+    by then, and what follows (the verdict, Django's teardown, an ``atexit`` hook of the code under
+    test) names none. A log without one (a run cut short) is read to its end. Text the code under test
+    prints before that line can only add tests or make one worse (``record`` keeps the worse status),
+    and a forged result line is what the canaries are for.
     """
     words: dict[str, Status] = {}
     headers: dict[str, Status] = {}
     pending: str | None = None
     docstring_next = False
-    for line in decolor(text).splitlines():
+    lines = decolor(text).splitlines()
+    end = next((i for i in range(len(lines) - 1, -1, -1) if _UT_RAN.match(lines[i].rstrip())), len(lines))
+    for line in lines[:end]:
         line = line.rstrip()
         header = _UT_HEADER.match(line)
         if header is not None:
