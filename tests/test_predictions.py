@@ -139,6 +139,7 @@ def test_batch_grading_refuses_mistakes_in_one_line(deck: Path, tmp_path: Path) 
 
 
 @pytest.mark.slow  # a whole curate run of the sample corpus, then every probe graded twice
+@pytest.mark.timeout(14400)
 def test_every_probe_of_the_sample_deck_graded_on_the_raw_and_strengthened_arms(tmp_path: Path) -> None:
     run, deck, out = tmp_path / "run", tmp_path / "deck", tmp_path / "graded"
     for args in (("curate", "--out", str(run)), ("deck", str(run), "--out", str(deck))):
@@ -151,7 +152,8 @@ def test_every_probe_of_the_sample_deck_graded_on_the_raw_and_strengthened_arms(
     predictions.write_text("".join(json.dumps({"instance_id": p["instance_id"], "model_patch": p["patch"], "model_name_or_path": p["probe_id"]}) + "\n"
                                    for p in probes))  # fmt: skip
     done = swedeck_cli("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", "raw", "--arm", "strengthened",
-                       "--workers", "2", "--out", str(out), "--json", timeout=7200)  # fmt: skip
+                       "--workers", "2", "--out", str(out), "--json",
+                       "--set", "sandbox.limits.timeout_s=60", timeout=7200)  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     resolved = {(r["arm"], r["model_name_or_path"]): r["resolved"] for r in pq.read_table(out / "results.parquet").to_pylist()}
