@@ -438,7 +438,7 @@ class VerdictRecord(Stamped):
 
 
 StrengtheningStatus = Literal["repaired", "partially_repaired", "not_repaired"]
-ValidationStep = Literal["leak", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
+ValidationStep = Literal["leak", "contract", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
 Relevance = Literal["unreviewed", "accepted", "rejected"]
 
 

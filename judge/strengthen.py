@@ -13,6 +13,13 @@ Candidates come from two sources:
    function, taking the original test's fixtures that its statements use. Where the buggy tree already
    behaves like gold on that input (the survivor broke something the bug left alone), the function
    repeats the checks of the FAIL_TO_PASS test the input came from first, so it still fails on buggy.
+   The survivor is one wrong fix; others the suite lets through are wrong next to where it is. So the
+   function also asserts gold's behaviour on the input's *neighbours* (``observe_neighbours``): the
+   call with one literal argument moved to a close value (a boundary number, an empty or one-element
+   container, a string one shorter or with a longer run of digits), each replayed alone on gold
+   (twice), the buggy tree and every survivor, kept where gold answers alike both times and in
+   contract and the buggy tree or a survivor answers otherwise. A task with several confirmed
+   survivors gets a test per distinct input, even where an earlier test already kills a survivor.
 2. *Judge-written*: tests the judge proposes with ``propose_test`` (``judge.tools``), each citing the
    issue sentences its assertions follow from. In the same session the judge reviews the kept
    model-free tests (``review_test``): relevant with a cited sentence of the issue, or irrelevant
@@ -23,6 +30,9 @@ Every candidate goes through the same validation, by the one grader, each step r
 
 ``leak``            it names no identifier that only gold introduces (unless the issue names it) and
                     copies no line gold adds;
+``contract``        it pins nothing a correct fix unlike gold may do otherwise: no exception message,
+                    object address or float to full precision (``implementation_details``; set order
+                    and other per-process detail fail ``gold_stable``, each run its own hash seed);
 ``gold_stable``     it passes on gold in k runs;
 ``fails_on_buggy``  it fails on the buggy tree;
 ``kills_survivor``  it fails on at least one confirmed survivor;
@@ -73,10 +83,16 @@ from harness.records import (
 )
 from harness.sandbox import Backend
 from judge.rules import added_test_leaks, touched_files
+from probes.differential import Program, Step, behaviour, run_programs
+from probes.observe import alternatives, expected_exceptions, in_contract, slot_name
 from probes.special_case import find_def
 from probes.workspace import apply_trusted, git, read_text, test_sources
 
 GOLD_RUNS = 3  # k: a kept test passes on gold this many times
+MAX_NEIGHBOURS = 24  # variations of one distinguishing input replayed on every tree
+KEEP_NEIGHBOURS = 8  # of those, asserted beside the input
+NEIGHBOUR_TIMEOUT_S = 300.0  # one tree's replay of every variation
+MAX_FLOAT_DIGITS = 12  # significant digits past which a float is gold's arithmetic, not the contract
 RAN = ("pattern_mismatch", "tests_errored")  # a zero reward the test itself gave
 
 
@@ -98,6 +114,7 @@ class Candidate:
     cites: tuple[str, ...] = ()  # the issue sentences its assertions follow from (judge-written)
     probe_id: str = ""  # the survivor it came from (model-free)
     case: str = ""
+    copied: str = ""  # the original test's checks it repeats first (anchored): the suite's, not its own
 
     @property
     def test_id(self) -> str:
@@ -176,6 +193,47 @@ def own_checks(source: str, parts: Sequence[str]) -> str | None:
         return None
     lines = source.splitlines(keepends=True)
     return textwrap.dedent("".join(lines[body[0].lineno - 1 : fn.end_lineno])).rstrip("\n")
+
+
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+")
+_MESSAGE_ASSERTS = {"assertRaisesRegex", "assertRaisesRegexp", "assertWarnsRegex", "assertRegex"}
+
+
+def _significant_digits(x: float) -> int:
+    return len(repr(abs(x)).lower().partition("e")[0].replace(".", "").strip("0"))
+
+
+def implementation_details(code: str, copied: str = "") -> list[str]:
+    """What an added test pins beyond the behaviour a fix's contract implies ([] when nothing): an
+    exception's message (``match=``, ``assertRaisesRegex``, ``str()`` or ``.args`` of the caught
+    exception), an object's address, a float written to full precision (a correct fix that computes
+    it another way may differ in the last bits). Set order and hash-dependent output are left to the
+    runs themselves (gold passes in several processes, each with its own hash seed). Lines of
+    ``copied`` are the original test's own checks, repeated: the suite's, not the candidate's."""
+    try:
+        tree = parse(code)
+    except SyntaxError:
+        return []
+    lines = code.splitlines()
+    theirs = {line.strip() for line in copied.splitlines() if line.strip()}
+    found: list[str] = []
+    for node in ast.walk(tree):
+        lineno = getattr(node, "lineno", 0)
+        if 0 < lineno <= len(lines) and lines[lineno - 1].strip() in theirs:
+            continue
+        if isinstance(node, ast.Constant) and isinstance(node.value, float) and _significant_digits(node.value) > MAX_FLOAT_DIGITS:
+            found.append(f"a float to full precision ({node.value!r})")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _ADDRESS.search(node.value):
+            found.append("an object's address")
+        elif isinstance(node, ast.Call):
+            name = _dotted(node.func).rpartition(".")[2]
+            caught = bool(node.args) and isinstance(node.args[0], ast.Attribute) and node.args[0].attr in ("value", "exception")
+            if name in _MESSAGE_ASSERTS or (name in ("raises", "warns") and any(k.arg == "match" for k in node.keywords)) \
+                    or (name in ("str", "repr") and caught):  # fmt: skip
+                found.append("an exception's message")
+        elif isinstance(node, ast.Attribute) and node.attr == "args" and isinstance(node.value, ast.Attribute) and node.value.attr in ("value", "exception"):
+            found.append("an exception's message")
+    return list(dict.fromkeys(found))
 
 
 # ---------------------------------------------------------------------------------- parametrize cases
@@ -442,7 +500,15 @@ def _usefixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [ast.unparse(d) for d in fn.decorator_list if isinstance(d, ast.Call) and _dotted(d.func).endswith("mark.usefixtures")]
 
 
-def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: Form = "function", anchor: str = "") -> Candidate | None:
+def with_neighbours(body: list[str], extra: Sequence[DistinguishingInput], *, unittest: bool, pytest_imported: bool) -> list[str]:
+    """``body`` followed by gold's behaviour on each neighbour that can be stated, every import once, first."""
+    parts = [body] + [b for v in extra if (b := model_free_body(v, unittest=unittest, pytest_imported=pytest_imported)) is not None]
+    imports = list(dict.fromkeys(line for b in parts for line in b if _imports_only([line])))
+    return [*imports, *(line for b in parts for line in b if not _imports_only([line]))]
+
+
+def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: Form = "function", anchor: str = "",
+                         extra: Sequence[DistinguishingInput] = ()) -> Candidate | None:  # fmt: skip
     """The survivor's distinguishing input as a test in the given form (None where that form does not
     fit): ``case``, a new case of the parametrized test it came from; ``function``, a function of its
     own beside that test; ``anchored``, that function after the checks of the FAIL_TO_PASS test the
@@ -450,7 +516,8 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: F
     gold's ``n < 0``: ``tail(0, ...)`` is ``[]`` on buggy and gold) gives an input the buggy tree
     passes, which alone is no FAIL_TO_PASS test; after the original test's checks it fails on buggy
     where they do and on the survivor where the input does. ``anchor``: the FAIL_TO_PASS test whose
-    checks go first, when the input came from another test (an observed call of a passing test)."""
+    checks go first, when the input came from another test (an observed call of a passing test).
+    ``extra``: neighbours of the input (``observe_neighbours``), asserted after it in the function forms."""
     d = probe.distinguishing
     if d is None:
         return None
@@ -478,6 +545,11 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: F
     if body is None:
         return None
     why = f"gold's behaviour on an input the original tests leave open ({_oneline(d.how)})"
+    if extra:
+        body = with_neighbours(body, extra, unittest=unittest, pytest_imported=_imports_pytest(source))
+        why += f" and on {len(extra)} of its neighbours"
+        found_by += f"; with {len(extra)} neighbours: " + "; ".join(_oneline(v.call) for v in extra)
+    own = ""
     if form == "anchored":
         # a parametrized test's checks read its argnames: its new case already runs them on the input
         if spec is not None or (own := own_checks(source, parts)) is None:
@@ -495,7 +567,138 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: F
         return function_code(name, body, method=cls is not None, why=why, fixtures=fixtures, decorators=decorators)
 
     name = f"test_strengthened_{content_hash(code('test_x'))[:8]}"
-    return Candidate(file=file, cls=cls, name=name, code=code(name), source="model_free", probe_id=probe.probe_id, found_by=found_by)
+    return Candidate(file=file, cls=cls, name=name, code=code(name), source="model_free", probe_id=probe.probe_id, found_by=found_by,
+                     copied=own)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------- the neighbourhood
+
+
+def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list[tuple[str, str]]:
+    """(how, call) for variations of the distinguishing input's call that each change one literal
+    argument of the call under test (inside ``list(...)`` when the input consumes an iterator) to a
+    close value: a boundary number, an empty or one-element container, a shorter or longer string
+    (``probes.observe.alternatives``), round-robin over the arguments so each gets its closest first.
+    A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same input)
+    tends to differ from gold next to where the survivor does."""
+    try:
+        body = parse(d.call).body
+    except SyntaxError:
+        return []
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+        return []
+    outer = body[0].value
+    inner = outer.args[0] if len(outer.args) == 1 and not outer.keywords and isinstance(outer.args[0], ast.Call) else None
+    call = inner if inner is not None and _dotted(outer.func) in ("list", "tuple", "sorted", "set", "dict") else outer
+    slots = [(str(i), a) for i, a in enumerate(call.args)] + [(k.arg, k.value) for k in call.keywords if k.arg]
+    values = {slot: v for slot, node in slots if (v := _literal_source(ast.unparse(node))) is not _NOT_LITERAL}
+    lines = d.call.splitlines(keepends=True)
+    sites: list[list[tuple[str, str]]] = []
+    for slot, node in slots:
+        if slot not in values:
+            continue
+        start = _char(lines, node.lineno, node.col_offset)
+        end = _char(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)
+        seen = [v for s, v in values.items() if s != slot]
+        tries = []
+        for new, how in alternatives(values[slot], seen, False):
+            text = repr(new)
+            if _literal_source(text) is not _NOT_LITERAL:
+                tries.append((f"{d.call} with {slot_name(slot)} {d.call[start:end]} -> {text} ({how})", d.call[:start] + text + d.call[end:]))
+        sites.append(tries)
+    out: dict[str, str] = {}
+    while any(sites) and len(out) < limit:
+        for tries in sites:
+            if tries and len(out) < limit:
+                how, src = tries.pop(0)
+                if src != d.call:
+                    out.setdefault(src, how)
+        sites = [t for t in sites if t]
+    return [(how, src) for src, how in out.items()]
+
+
+_NOT_LITERAL = object()
+
+
+def _literal_source(src: str) -> object:
+    try:
+        return ast.literal_eval(src)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
+
+
+def _program(key: str, d: DistinguishingInput, call: str, how: str, sources: dict[str, str]) -> Program:
+    """A standalone call in the namespace of the test the input came from (its module, its class with
+    setUp run), after the input's imports: the names the input's call uses are bound as in that test."""
+    file, parts = split_test_id(d.test_id)
+    in_test = file in sources
+    return Program(key=key, test_id=d.test_id, test_file=file if in_test else "", cls=parts[-2] if in_test and len(parts) > 1 else None,
+                   method=parts[-1] if in_test else "", steps=[*(Step("exec", line) for line in d.setup), Step("observe", call, True)],
+                   how=how)  # fmt: skip
+
+
+def pick_neighbours(d: DistinguishingInput, gold: Sequence[dict | None], others: Sequence[dict | None], survivors: int,
+                    expected: set[str], how: str, call: str) -> tuple[int, DistinguishingInput] | None:  # fmt: skip
+    """The neighbour ``call`` as an input to assert, with its rank (0: a survivor behaves otherwise, 1:
+    only the buggy tree does), or None: gold answered it differently in its two replays (hash seeds,
+    time, randomness), outside the contract (an exception type no test or the issue expects, a value
+    without an evaluable repr), or every other tree behaves alike (``others``: buggy first, then the
+    survivors; the last ``survivors`` of them)."""
+    if any(g is None for g in gold):
+        return None
+    first = behaviour(gold[0])
+    if any(behaviour(g) != first for g in gold[1:]) or not in_contract(first, expected):
+        return None
+    literal = (gold[0] or {}).get("literal", "") or ""
+    if not first.raised and not literal:
+        return None
+    differs = [i for i, o in enumerate(others)
+               if o is not None and (behaviour(o).value, behaviour(o).raised) != (first.value, first.raised) and behaviour(o).raised != "timeout"]
+    if not differs:
+        return None
+    rank = 0 if any(i >= len(others) - survivors for i in differs) else 1
+    other = behaviour(others[differs[-1] if rank == 0 else differs[0]])
+    v = d.model_copy(update={"call": call, "how": how, "gold": first, "other": other, "literal": literal, "source": "variant"})
+    statements = model_free_body(v, unittest=False, pytest_imported=True)
+    if statements is None or implementation_details("\n".join(statements)):
+        return None
+    return rank, v
+
+
+def observe_neighbours(ctx: Context, tree: Path) -> dict[str, list[DistinguishingInput]]:
+    """For each confirmed survivor (by probe id), up to ``KEEP_NEIGHBOURS`` variations of its
+    distinguishing input (``neighbour_calls``) on which gold behaves the same in two replays and in
+    contract while the buggy tree or some survivor behaves otherwise, those a survivor fails first.
+    Every variation runs as a standalone call on each tree (gold twice, buggy, every survivor), one
+    sandbox per tree."""
+    progs: list[Program] = []
+    owners: list[tuple[str, DistinguishingInput, str, str]] = []  # probe id, input, how, call
+    for probe in ctx.survivors:
+        d = probe.distinguishing
+        if d is None:
+            continue
+        for how, call in neighbour_calls(d):
+            key = f"n{len(progs)}"
+            progs.append(_program(key, d, call, how, ctx.sources))
+            owners.append((probe.probe_id, d, how, call))
+    if not progs:
+        return {}
+    paths = ["src"] if (tree / "src").is_dir() else []
+
+    def replay(patch: str) -> dict[str, dict | None]:
+        got = run_programs(ctx.task, ctx.backend, patch, progs, [], paths=paths, timeout_s=NEIGHBOUR_TIMEOUT_S, program_timeout_s=1.0)
+        return {p.key: next((o for o in got.results.get(p.key, []) if o.get("step") == len(p.steps) - 1), None) for p in progs}
+
+    gold_patch = ctx.task.answer.gold_patch
+    golds = [replay(gold_patch), replay(gold_patch)]
+    others = [replay(""), *(replay(p.patch) for p in ctx.survivors)]
+    expected = expected_exceptions(ctx.sources.values(), ctx.task.problem_statement)
+    ranked: dict[str, list[tuple[int, int, DistinguishingInput]]] = {}
+    for i, (prog, (probe_id, d, how, call)) in enumerate(zip(progs, owners, strict=True)):
+        picked = pick_neighbours(d, [g[prog.key] for g in golds], [o[prog.key] for o in others], len(ctx.survivors), expected, how, call)
+        if picked is not None:
+            ranked.setdefault(probe_id, []).append((picked[0], i, picked[1]))
+    return {pid: [v for _, _, v in sorted(found, key=lambda r: r[:2])[:KEEP_NEIGHBOURS]] for pid, found in ranked.items()}
 
 
 # ============================================================================================ validating
@@ -550,6 +753,12 @@ def validate(ctx: Context, cand: Candidate) -> AddedTest:
     leaks = added_test_leaks(cand.code, issue=ctx.task.problem_statement, gold_patch=ctx.task.answer.gold_patch, existing=ctx.existing)
     record.checks.append(ValidationCheck(step="leak", passed=not leaks, detail="; ".join(leaks) or "no gold-only name or line"))
     if leaks:
+        return _reject(record)
+    details = implementation_details(cand.code, cand.copied)
+    record.checks.append(ValidationCheck(step="contract", passed=not details, detail=(
+        f"it pins {', '.join(details)}, which another correct fix may not share" if details
+        else "no exception message, object address or full-precision float")))  # fmt: skip
+    if details:
         return _reject(record)
     tid = cand.test_id
     alone = {tid: "PASSED"}
@@ -697,6 +906,38 @@ class Workbench:
 # ============================================================================================ the stage
 
 
+def _add_input(bench: Workbench, probe: ProbeResult, sources: dict[str, str], anchor: str, extra: Sequence[DistinguishingInput],
+               seen: set[str]) -> bool:  # fmt: skip
+    """Try the survivor's input as a test in the file's own style until one is kept (True): a new case
+    of the parametrized test it came from (kept: its neighbours follow in a function beside it), else a
+    function of its own with its neighbours, else that function after the original test's checks
+    where the buggy tree passes the input; where neighbours were in a rejected function (gold unstable
+    on one, a rewrite of gold fails one, another test changes), the same forms again without them."""
+
+    def attempt(form: Form, with_extra: Sequence[DistinguishingInput]) -> str | None:
+        cand = model_free_candidate(probe, sources, form=form, anchor=anchor, extra=with_extra)
+        if cand is None or cand.code in seen:
+            return None
+        seen.add(cand.code)
+        return bench.consider(cand).rejected_at
+
+    last = attempt("case", ())
+    if last == "":
+        if extra and attempt("function", extra) == "fails_on_buggy":
+            attempt("anchored", extra)
+        return True
+    buggy_passes = last == "fails_on_buggy"  # the same call and check: buggy passes it as a function too
+    for with_extra in ([extra, ()] if extra else [()]):
+        if with_extra or not buggy_passes:  # a neighbour may fail on buggy where the input alone does not
+            last = attempt("function", with_extra)
+            if last == "":
+                return True
+            buggy_passes = buggy_passes or last == "fails_on_buggy"
+        if buggy_passes and attempt("anchored", with_extra) == "":
+            return True
+    return False
+
+
 def tests_patch(task: Task, tree: Path, files: dict[str, str]) -> HiddenTests:
     """The hidden tests with ``files`` (test path -> final text) folded in: one patch against the buggy
     tree for the paths the original patch owns or adds, the original ``files`` updated in place."""
@@ -767,23 +1008,15 @@ def strengthen(
     if not survivors:
         return done("not_repaired", "no confirmed survivor: no wrong patch the engine told apart from gold passes the tests", [], killed=[])
     bench = Workbench(ctx)
+    neighbours = observe_neighbours(ctx, tree)
     seen: set[str] = set()
+    asserted: set[str] = set()
     for probe in survivors:
-        if probe.probe_id in bench.killed():
-            continue  # a kept test already rejects it
-        # the file's own style first (a new case of a parametrized test), then a function of its own,
-        # then that function after the original test's checks where the buggy tree passes the input
-        last = ""
-        for form in ("case", "function", "anchored"):
-            if (form == "function" and last == "fails_on_buggy") or (form == "anchored" and last != "fails_on_buggy"):
-                continue  # the same input and check: the buggy tree passes it as a function too
-            cand = model_free_candidate(probe, sources, form=form, anchor=anchor_for(probe, p1.fail_to_pass))  # type: ignore[arg-type]
-            if cand is None or cand.code in seen:
-                continue
-            seen.add(cand.code)
-            last = bench.consider(cand).rejected_at
-            if not last:
-                break
+        call = probe.distinguishing.call if probe.distinguishing else ""
+        # a test per distinct input, not one per task: a test that already kills this survivor on
+        # another input leaves the neighbourhood of this one open to other wrong fixes
+        if call not in asserted and _add_input(bench, probe, sources, anchor_for(probe, p1.fail_to_pass), neighbours.get(probe.probe_id, []), seen):
+            asserted.add(call)
     ended = judge(bench) if judge is not None else ""
     session = f"; judge: {ended}" if judge is not None else ""
     tests = bench.tests

@@ -222,7 +222,7 @@ def test_too_loose_tasks_are_repaired(repaired, probe_backend, instance_id: str)
     assert survivors and survivors == confirmed_survivors(probes)  # every survivor here behaves unlike gold somewhere
     assert sorted(record.killed) == sorted(p.probe_id for p in survivors)
     kept = [t for t in record.tests if not t.rejected_at]
-    steps = ["leak", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
+    steps = ["leak", "contract", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
     # the model-free tests, reviewed by the judge, and the judge's own test, each through every step
     free = [t for t in kept if t.source == "model_free"]
     assert free and all(t.relevance == "accepted" and t.issue_quote for t in free) and "finished" in record.reason

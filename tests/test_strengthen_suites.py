@@ -210,7 +210,10 @@ def test_strengthening_adds_a_test_in_the_suites_style_that_kills_the_shortcut(n
         assert [t.rejected_at for t in record.tests] == ["fails_on_buggy", ""]
     else:  # a method of the unittest class, with its setUp
         assert kept.test_id.startswith("tests/test_slugs.py::SlugTests::test_strengthened_")
-        assert kept.code.splitlines()[-1] == "    self.assertEqual(slugs.slugify('a   b', self.sep), 'a-b')"
+        lines = kept.code.splitlines()
+        assert lines[2] == "    self.assertEqual(slugs.slugify('a   b', self.sep), 'a-b')", kept.code
+        # then gold's behaviour on neighbours of the input that the buggy tree or the shortcut gets wrong
+        assert "neighbours" in kept.found_by and all(line.startswith("    self.assertEqual(slugs.slugify(") for line in lines[3:]), kept.code
     strong = strengthened_task(task, record)
     expected = {k: Status(v) for k, v in record.expected_status.items()}
     assert grade(strong, task.answer.gold_patch, backend, expected=expected).reward == 1.0

@@ -1,0 +1,98 @@
+"""Strengthening beyond the one distinguishing input (pure parts; the sandboxed runs are in
+tests/test_strengthen_suites.py): the input's neighbours (one literal argument moved to a close value),
+which of them gold answers stably, in contract and unlike the buggy tree or a survivor, a function
+asserting gold on the input and its neighbours, and the contract check that keeps an added test from
+pinning what a correct fix unlike gold may do otherwise (an exception's message, an address, a float
+to its last bit)."""
+
+from __future__ import annotations
+
+import json
+
+from harness.records import Behaviour, DistinguishingInput, ProbeResult
+from judge.strengthen import implementation_details, model_free_candidate, neighbour_calls, pick_neighbours
+
+
+def tail_input(**changes: object) -> DistinguishingInput:
+    base = {"test_id": "tests/test_recipes.py::TailTests::test_sized_negative", "how": "the test's own literals", "setup": [],
+            "call": "list(mi.tail(0, 'ABCDEFG'))", "gold": Behaviour(value='["list", []]'),
+            "other": Behaviour(raised="ValueError"), "literal": "[]"}  # fmt: skip
+    return DistinguishingInput(**{**base, **changes})
+
+
+def obs(value: object = None, *, literal: str = "", raised: str = "") -> dict:
+    return {"step": 0, "value": value, "raised": raised, "stdout": "", "literal": literal}
+
+
+def test_neighbours_move_one_literal_argument_of_the_call_under_test_to_a_close_value() -> None:
+    calls = dict((src, how) for how, src in neighbour_calls(tail_input()))
+    # inside list(...): the call under test is tail, its first argument goes to the numbers next to 0
+    assert {"list(mi.tail(-1, 'ABCDEFG'))", "list(mi.tail(1, 'ABCDEFG'))", "list(mi.tail(0, ''))", "list(mi.tail(0, 'A'))"} <= set(calls)
+    assert "list(mi.tail(0, 'ABCDEFG'))" not in calls and all("ABCDEFG" in how for how in calls.values())
+    # round-robin: the second argument's closest values come before the first argument's farthest
+    order = [src for _, src in neighbour_calls(tail_input())]
+    assert order.index("list(mi.tail(0, ''))") < 4
+    # a keyword argument varies too; a name (a fixture, a variable) does not
+    kw = dict((src, how) for how, src in neighbour_calls(tail_input(call="shelf.take('apple', n=4)")))
+    assert "shelf.take('apple', n=3)" in kw and "shelf.take('', n=4)" in kw and not any(src.startswith("x") for src in kw)
+    assert neighbour_calls(tail_input(call="x = 1")) == [] and len(neighbour_calls(tail_input(), limit=3)) == 3
+
+
+def test_a_neighbour_is_asserted_only_where_gold_is_stable_in_contract_and_another_tree_differs() -> None:
+    d = tail_input()
+    call, how = "list(mi.tail(1, 'ABCDEFG'))", "n 0 -> 1"
+    g = obs(["list", ["'G'"]], literal="['G']")
+    # a survivor (the last tree) differs: rank 0, asserted as gold's value
+    rank, v = pick_neighbours(d, [g, g], [g, obs(raised="ValueError")], 1, {"ValueError"}, how, call)  # type: ignore[misc]
+    assert rank == 0 and (v.call, v.literal, v.source, v.other.raised) == (call, "['G']", "variant", "ValueError")
+    # only the buggy tree (the first) differs: rank 1
+    assert pick_neighbours(d, [g, g], [obs(["list", []], literal="[]"), g], 1, set(), how, call)[0] == 1  # type: ignore[index]
+    # every tree alike; gold unstable (hash order); gold raising what nobody expects; no evaluable repr; a timeout elsewhere
+    assert pick_neighbours(d, [g, g], [g, g], 1, set(), how, call) is None
+    assert pick_neighbours(d, [g, obs(["list", ["'F'"]], literal="['F']")], [g, obs(raised="ValueError")], 1, set(), how, call) is None
+    assert pick_neighbours(d, [obs(raised="KeyError")] * 2, [g, g], 1, {"ValueError"}, how, call) is None
+    assert pick_neighbours(d, [obs(["Thing", "<Thing>"])] * 2, [g, obs(raised="ValueError")], 1, set(), how, call) is None
+    assert pick_neighbours(d, [g, g], [g, obs(raised="timeout")], 1, set(), how, call) is None
+    # gold raises what the tests expect: asserted as the exception type
+    raised = pick_neighbours(d, [obs(raised="ValueError")] * 2, [g, g], 1, {"ValueError"}, how, "list(mi.tail(-1, ''))")
+    assert raised is not None and raised[1].gold.raised == "ValueError" and raised[1].literal == ""
+    # a float to its last bit is gold's arithmetic, not the contract
+    f = obs(json.dumps(repr(0.1 + 0.2)), literal=repr(0.1 + 0.2))
+    assert pick_neighbours(d, [f, f], [g, g], 1, set(), how, call) is None
+
+
+def test_the_function_asserts_the_input_then_its_neighbours_with_each_import_once() -> None:
+    source = "import unittest\n\nimport more_itertools as mi\n\n\nclass TailTests(unittest.TestCase):\n    def test_sized_negative(self):\n" \
+             "        self.assertRaises(ValueError, lambda: list(mi.tail(-1, 'ABCDEFG')))\n"  # fmt: skip
+    probe = ProbeResult(config_hash="t", task_hash="t", instance_id="t", probe_id="p1", kind="plausible_wrong", origin="model_free",
+                        operator="mutate_compare", description="", patch="", reward=1.0, reason="ok", selected_reward=None,
+                        executions=0, differing=[], log_path="", distinguishing=tail_input())  # fmt: skip
+    near = [tail_input(call="list(mi.tail(1, ''))", literal="[]", setup=["from os import sep"]),
+            tail_input(call="list(mi.tail(-2, 'AB'))", gold=Behaviour(raised="ValueError"), literal="", setup=["from os import sep"])]
+    cand = model_free_candidate(probe, {"tests/test_recipes.py": source}, form="anchored",
+                                anchor="tests/test_recipes.py::TailTests::test_sized_negative", extra=near)  # fmt: skip
+    assert cand is not None and cand.cls == "TailTests"
+    body = [line.strip() for line in cand.code.splitlines()[2:]]
+    assert body == ["from os import sep", "self.assertRaises(ValueError, lambda: list(mi.tail(-1, 'ABCDEFG')))",
+                    "self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])", "self.assertEqual(list(mi.tail(1, '')), [])",
+                    "with self.assertRaises(ValueError):", "list(mi.tail(-2, 'AB'))"]  # fmt: skip
+    assert "2 neighbours" in cand.found_by and cand.copied.startswith("self.assertRaises(ValueError")
+    assert implementation_details(cand.code, cand.copied) == []
+
+
+def test_the_contract_check_rejects_assertions_on_messages_addresses_and_full_precision_floats() -> None:
+    assert implementation_details("def test_a():\n    assert f(1) == 0.30000000000000004\n") == ["a float to full precision (0.30000000000000004)"]
+    assert implementation_details("def test_a():\n    assert f(1) == 0.25 and g() == 1e-07\n") == []
+    message = ["an exception's message"]
+    assert implementation_details("def test_a():\n    with pytest.raises(ValueError, match='n must be'):\n        f(-1)\n") == message
+    assert implementation_details("def test_a(self):\n    self.assertRaisesRegex(ValueError, 'n must', f, -1)\n") == message
+    assert implementation_details("def test_a():\n    with pytest.raises(ValueError) as info:\n        f(-1)\n"
+                                  "    assert str(info.value) == 'n must be >= 0'\n") == message  # fmt: skip
+    assert implementation_details("def test_a():\n    with pytest.raises(ValueError) as info:\n        f(-1)\n"
+                                  "    assert info.value.args[0] == 'no'\n") == message  # fmt: skip
+    assert implementation_details("def test_a():\n    assert repr(f()) == '<Box object at 0x7f3a2c>'\n") == ["an object's address"]
+    # the original test's own checks, repeated before an anchored input, are the suite's
+    copied = "with pytest.raises(ValueError) as info:\n    tail(-1, letters)\nassert 'at least' in str(info.value)"
+    code = "def test_s(letters):\n    with pytest.raises(ValueError) as info:\n        tail(-1, letters)\n" \
+           "    assert 'at least' in str(info.value)\n    assert tail(0, letters) == []\n"  # fmt: skip
+    assert implementation_details(code, copied) == [] and implementation_details(code) == message
