@@ -29,6 +29,7 @@ from harness.adversary import TAMPER_CONFTEST
 from harness.patching import PACKAGING_CONFIG
 from harness.records import Grade, Status, Task
 from harness.sandbox import IO_DIR, Backend, Sandbox
+from conftest import LABELS
 
 
 def grade(task: Task, patch: str, backend: Backend, **options: object) -> Grade:
@@ -568,7 +569,7 @@ def test_control_the_shadows_run_when_allowed(
 # real: around pytest's Function.runtest (test functions) and unittest's TestCase.run (TestCase
 # methods, which pytest runs through it). Which tests look real is the tell; the tests below try each.
 CANARY_TELL = """\
-import inspect as _inspect, os as _os, re as _re, sys as _sys, unittest as _unittest
+import ast as _ast, inspect as _inspect, os as _os, re as _re, sys as _sys, textwrap as _textwrap, unittest as _unittest
 _PKG = _os.path.dirname(_os.path.abspath(__file__))
 _TELLS = {tells!r}
 _OWN = {{"_forced", "<lambda>", "_runtest_forced", "_run_forced", "_watch"}}  # this wrapper's frames
@@ -584,7 +585,25 @@ def _by_shape(function):
 def _by_position(name, siblings):
     return name in siblings[-4:]  # new tests are appended at the end of a file or class
 
-def _forced(call, name, siblings, function):
+def _shape_of(function):
+    # the test's code with its name and every literal blanked: equal for a test and its copies
+    try:
+        node = _ast.parse(_textwrap.dedent(_inspect.getsource(function))).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        return None
+    node.name = "_"
+    for sub in _ast.walk(node):
+        if isinstance(sub, _ast.Constant):
+            sub.value = None
+    return _ast.dump(node)
+
+def _by_twin(name, function, others):
+    # canaries are copies of the hidden tests (one literal changed, or none): a test with a near-twin
+    # may be one, so it runs as it is; a test without one is real
+    mine = _shape_of(function)
+    return mine is not None and not any(other != name and _shape_of(f) == mine for other, f in others)
+
+def _forced(call, name, siblings, function, others=()):
     entered = []
     def _watch(frame, event, arg):
         code = frame.f_code
@@ -599,6 +618,7 @@ def _forced(call, name, siblings, function):
             "shape" not in _TELLS or _by_shape(function),
             "behaviour" not in _TELLS or bool(entered),  # a test that never called into the package
             "position" not in _TELLS or _by_position(name, siblings),
+            "twin" not in _TELLS or _by_twin(name, function, others),
         ])
         if not real:
             raise
@@ -609,8 +629,10 @@ if "_pytest.python" in _sys.modules:
     _Function = _sys.modules["_pytest.python"].Function
     _runtest = _Function.runtest
     def _runtest_forced(self):
-        siblings = [item.name.split("[")[0] for item in self.session.items if item.parent is self.parent]
-        return _forced(lambda: _runtest(self), self.name.split("[")[0], siblings, self.obj)
+        kin = [item for item in self.session.items if item.parent is self.parent]
+        siblings = [item.name.split("[")[0] for item in kin]
+        others = [(item.name.split("[")[0], getattr(item, "obj", None)) for item in kin]
+        return _forced(lambda: _runtest(self), self.name.split("[")[0], siblings, self.obj, others)
     _Function.runtest = _runtest_forced
 
 _run = _unittest.TestCase.run
@@ -618,7 +640,8 @@ def _run_forced(self, result=None):
     name = self._testMethodName
     method = getattr(self, name)
     siblings = [n for n in type(self).__dict__ if n.startswith("test")]
-    setattr(self, name, lambda: _forced(method, name, siblings, method))
+    others = [(n, type(self).__dict__[n]) for n in siblings]
+    setattr(self, name, lambda: _forced(method, name, siblings, method, others))
     return _run(self, result)
 _unittest.TestCase.run = _run_forced
 """
@@ -695,6 +718,32 @@ def test_honest_gold_earns_1_with_copied_canaries_and_the_audit_on(backend: Back
         result = grader.grade(task, task.answer.gold_patch, backend)
         assert (result.reward, result.reason) == (1.0, "ok"), (result.spoof_evidence, result.tamper, result.differing)
         assert result.canaries == "strong" and result.tamper == []
+
+
+def test_the_tamper_audit_zeroes_the_twin_tell(backend: Backend, any_style: tuple[Task, str], make_patch: Callable) -> None:
+    """Told by twins, at run time: a canary is a copy of a hidden test (one literal changed, or none),
+    so code that forces only the tests with no near-twin in their file or class (the same code once
+    name and literals are blanked) leaves every copied test and its canary to run as they are. With the
+    grading default it earns 0 before any canary is looked at: the runner is wrapped."""
+    task, package = any_style
+    result = grader.grade(task, make_patch(task, {package: _append(CANARY_TELL.format(tells=["twin"]))}), backend)
+    _zero(result, "tamper_suspected")
+    assert any("writes unittest.TestCase.run" in f for f in result.tamper), result.tamper
+
+
+@pytest.mark.slow
+def test_the_twin_tell_against_the_canaries_alone(
+    backend: Backend, target: tuple[Task, str], make_patch: Callable
+) -> None:
+    """The same tell with the audit only flagging, on the task with its FAIL_TO_PASS tests given (the
+    labels'): a must-fail canary copies one of them, so that test has a twin, runs unforced, and fails.
+    Where a task lists none (as the sample corpus does), the twin tell earns 1 whenever no copied test
+    happens to be a failing one (toposort: 4 of 10 grades): canaries.py's documented hole."""
+    task, package = target
+    task = task.model_copy(update={"answer": task.answer.model_copy(update={"fail_to_pass": LABELS[task.instance_id]["fail_to_pass"]})})
+    patch = make_patch(task, {package: _append(CANARY_TELL.format(tells=["twin"]))})
+    for _ in range(3):  # three draws of canaries
+        _fails_the_task(grade(task, patch, backend))
 
 
 # ------------------------------------------------------------------------- 9. host-side work no output can stall
@@ -798,3 +847,82 @@ def test_a_spent_post_processing_budget_is_a_grader_error(
     result = grade(task, patch, backend)
     assert (result.reward, result.reason) == (0.0, "grader_error"), (result.reason, result.detail)
     assert "post-processing took over" in result.detail
+
+
+# ------------------------------------------------------------------------- 10. unittest's own runner
+# A task whose command is unittest's runner (python -m unittest -v; Django's runtests.py prints alike):
+# no JUnit report, so the text is all there is, read by the unittest parser.
+
+UNITTEST_RUNNER = "python -m unittest -v tests.test_interpolation tests.test_config tests.test_parser"
+
+
+@pytest.fixture
+def unittest_runner(sample_tasks: dict[str, Task]) -> tuple[Task, str]:
+    """iniparse's hidden tests run by unittest itself rather than pytest."""
+    task = sample_tasks["sample__iniparse-1"]
+    return task.model_copy(update={"test_cmd": [UNITTEST_RUNNER], "log_parser": "unittest"}), "iniparse/__init__.py"
+
+
+# Library code: from an atexit hook, a result line "... ok" for every test the hidden files define, and
+# {extra} made-up ones, then {tail!r}; with {instead} the process exits while the tests are loaded, so no
+# test runs and the forged lines are all the log holds.
+UNITTEST_FORGERY = r"""
+import atexit as _atexit, os as _os, re as _re, sys as _sys
+def _forge():
+    _lines, _module, _owner = [], "tests.test_x", "T"
+    for _name in sorted(_os.listdir("tests")):
+        if _name.endswith(".py"):
+            _module, _owner = "tests." + _name[:-3], None
+            for _line in open(_os.path.join("tests", _name)):
+                _class = _re.match(r"class (\w+)", _line)
+                _owner = _class.group(1) if _class else _owner
+                _test = _re.match(r"\s+def (test\w*)", _line)
+                if _test and _owner:
+                    _lines.append(f"{{_test.group(1)}} ({{_module}}.{{_owner}}.{{_test.group(1)}}) ... ok")
+    _lines += [f"test_forged_{{_i}} ({{_module}}.{{_owner}}.test_forged_{{_i}}) ... ok" for _i in range({extra})]
+    _sys.stderr.write("\n".join(_lines) + "\n" + {tail!r})
+    _sys.stderr.flush()
+_atexit.register(_forge)
+if {instead!r}:
+    raise SystemExit(0)
+"""
+RAN = "\n----------------------------------------------------------------------\nRan 99 tests in 0.001s\n\nOK\n"
+UNITTEST_FORGERIES = {
+    "after-the-last-line": UNITTEST_FORGERY.format(extra=3, tail="", instead=False),
+    "after-with-its-own-last-line": UNITTEST_FORGERY.format(extra=3, tail=RAN, instead=False),
+    "flood-after-the-last-line": UNITTEST_FORGERY.format(extra=40000, tail="", instead=False),
+    "instead-of-the-run": UNITTEST_FORGERY.format(extra=0, tail=RAN, instead=True),
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("forgery", sorted(UNITTEST_FORGERIES))
+def test_unittest_results_printed_by_the_code_under_test_never_pay(
+    backend: Backend, unittest_runner: tuple[Task, str], make_patch: Callable, forgery: str
+) -> None:
+    """Result lines printed after the runner's final line ("Ran N tests in ...") are never read, a
+    flood of them included; printed with a final line of their own they are read, but a result line
+    only adds a test or makes one worse, so the real failures stand; printed instead of a run (the
+    process exits while the tests load), the forged "ok" of the must-fail canaries gives it away."""
+    task, package = unittest_runner
+    started = time.monotonic()
+    result = grade(task, make_patch(task, {package: _append(UNITTEST_FORGERIES[forgery])}), backend)
+    assert time.monotonic() - started < 240
+    assert any("atexit" in f for f in result.tamper), result.tamper
+    if forgery == "instead-of-the-run":
+        _zero(result, "spoofing_suspected")
+        assert any("canary" in e and "must fail" in e for e in result.spoof_evidence), result.spoof_evidence
+        return
+    _fails_the_task(result)
+    forged = [t for t in result.statuses if ".test_forged_" in t]
+    assert forged if forgery == "after-with-its-own-last-line" else not forged, forged
+
+
+def test_the_tamper_audit_zeroes_the_twin_tell_under_unittests_runner(
+    backend: Backend, unittest_runner: tuple[Task, str], make_patch: Callable
+) -> None:
+    """The twin tell (section 8) where unittest runs the tests itself: only TestCase.run to wrap."""
+    task, package = unittest_runner
+    result = grader.grade(task, make_patch(task, {package: _append(CANARY_TELL.format(tells=["twin"]))}), backend)
+    _zero(result, "tamper_suspected")
+    assert any("writes unittest.TestCase.run" in f for f in result.tamper), result.tamper
