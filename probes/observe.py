@@ -411,6 +411,7 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
                 tries.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
                                   f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how})", seed.consume))  # fmt: skip
             sites.append(tries)
+        sites.append(renested(seed))
     out: list[Call] = []
     known = {s.src for s in seeds}
     for tries in [t for t in sites if t and t[0].test_id in first]:
@@ -428,6 +429,32 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
                     out.append(call)
                     break
         sites = [t for t in sites if t]
+    return out
+
+
+def _outer(src: str) -> str:
+    """The callable of an argument written as a call (``complement`` of ``complement({'a'})``), else ''."""
+    try:
+        node = ast.parse(src, mode="eval").body
+    except (SyntaxError, ValueError):
+        return ""
+    return ast.unparse(node.func) if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) else ""
+
+
+def renested(seed: Call) -> list[Call]:
+    """Arguments built by a call (an object no literal can write) nested once more in that call: each
+    alone, then all together (``a >= b`` of two complement sets -> of two complements of complements:
+    the branch where both are the other kind)."""
+    slots = [(str(i), src) for i, src in enumerate(seed.args)] + list(seed.kwargs)
+    built = {slot: f"{outer}({src})" for slot, src in slots if (outer := _outer(src)) and _literal(src) is _NO}
+    choices = [{slot: new} for slot, new in built.items()] + ([built] if len(built) > 1 else [])
+    out = []
+    for change in choices:
+        args = tuple(change.get(str(i), a) for i, a in enumerate(seed.args))
+        kwargs = tuple((k, change.get(k, v)) for k, v in seed.kwargs)
+        which = ", ".join(slot_name(slot) for slot in change)
+        out.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
+                        f"{seed.src} with {which} nested in its own call", seed.consume))  # fmt: skip
     return out
 
 

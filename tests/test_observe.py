@@ -28,6 +28,7 @@ from probes.observe import (
     longer_digit_runs,
     other_penultimate,
     records,
+    renested,
     seeds_from_records,
     variations,
 )
@@ -213,6 +214,60 @@ def test_a_target_returning_an_iterator_is_called_inside_list_so_its_value_has_a
     assert "list(tail(2, 'ABC'))" in {c.src for c in variations(seeds, [], {}, 50)}
 
 
+def test_an_argument_built_by_a_call_is_nested_once_more_in_it_alone_and_all_together() -> None:
+    seed = Call("m:S.__ge__", "S.__ge__", ("complement({'a'})", "complement({'a', 'b'})", "3"), (), ("from m import S",), "t::a", "observed", "")
+    got = [c.src for c in renested(seed)]
+    assert got == [
+        "S.__ge__(complement(complement({'a'})), complement({'a', 'b'}), 3)",
+        "S.__ge__(complement({'a'}), complement(complement({'a', 'b'})), 3)",
+        "S.__ge__(complement(complement({'a'})), complement(complement({'a', 'b'})), 3)",
+    ]
+    assert renested(Call("m:f", "f", ("[1]", "'x'"), (), (), "t::a", "observed", "")) == []  # literals vary otherwise
+    assert any(c.src == got[2] for c in variations([seed], [], {}, 50))
+
+
+OBJECTS = """
+class _Set:
+    def __init__(self, excluded):
+        self.excluded = frozenset(excluded)
+
+    def __repr__(self):
+        return "complement(%r)" % (set(self.excluded),)
+
+    def __eq__(self, other):
+        return isinstance(other, _Set) and other.excluded == self.excluded
+
+
+def complement(items):
+    return _Set(items)
+
+
+class Zone:
+    pass
+
+
+UTC = Zone()
+"""
+
+
+def test_an_argument_s_source_is_its_repr_with_the_defining_module_s_names_or_the_module_level_name_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """boltons' complement sets print as ``complement({...})`` (a function of their module, not their
+    class); pyiso8601's default time zone is a module-level instance whose repr has an address."""
+    (tmp_path / "objmod.py").write_text(OBJECTS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    import objmod  # type: ignore[import-not-found]
+    import swedeck_observe  # type: ignore[import-not-found]
+
+    assert swedeck_observe.source_of(objmod.complement("ab")) == (repr(objmod.complement("ab")), ["from objmod import complement"])
+    home = ("objmod", vars(objmod))
+    assert swedeck_observe.source_of(objmod.UTC) is None
+    assert swedeck_observe.source_of(objmod.UTC, home) == ("UTC", ["from objmod import UTC"])
+    assert swedeck_observe.source_of(objmod.Zone(), home) is None  # an instance no name holds
+
+
 def test_import_root_finds_a_src_layout() -> None:
     assert import_root("src/tomli/_parser.py", "tomli._parser") == "src"
     assert import_root("more_itertools/recipes.py", "more_itertools.recipes") == "."
@@ -369,3 +424,50 @@ def test_a_shortcut_that_passes_a_too_loose_suite_is_told_apart_with_a_confirmed
     done = subprocess.run([sys.executable, "-c", check], cwd=tmp_path / "gold", capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == (found.gold.raised or "True"), (done.stdout, done.stderr, found)
     assert session.distinguish(task.answer.gold_patch).found is None  # gold against itself: no false alarm
+
+
+TAGS = '''
+class Tags:
+    def __init__(self, names):
+        self.names = set(names)
+
+    def __repr__(self):
+        return "Tags(%r)" % (self.names,)
+
+    def __eq__(self, other):
+        return isinstance(other, Tags) and other.names == self.names
+
+    def merged(self, other):
+        return Tags(self.names)
+'''
+TAGS_GOLD = TAGS.replace("return Tags(self.names)", "return Tags(self.names | other.names)")
+TAGS_OTHER = TAGS.replace("return Tags(self.names)", "return Tags(set(self.names).union(other.names))")  # correct too
+TAGS_TESTS = '''from tags import Tags
+
+
+def test_one():
+    assert Tags(["a"]) == Tags("a")
+'''
+TAGS_HIDDEN = "tests/test_tags.py\n" + TAGS_TESTS + '''
+
+def test_merged():
+    both = Tags(["alpha", "beta", "gamma", "delta"]).merged(Tags(["epsilon", "zeta", "eta", "theta", "iota"]))
+    assert both.merged(Tags([])) == Tags(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"])
+'''
+
+
+@pytest.mark.bwrap
+def test_boltons_ec1ff9f_a_set_printed_in_another_order_is_no_difference(tmp_path: Path, bwrap_backend: Backend, swedeck_env) -> None:  # noqa: ANN001
+    """boltons-ec1ff9f: complement sets print their set, whose order of strings follows the process's
+    hash seed, so a correct alternative replayed in another process printed ``complement({'c', 'b'})``
+    where gold printed ``complement({'b', 'c'})`` and the program replay called it a difference."""
+    task = make_task(tmp_path, "observe-tags", "tags.py", TAGS, TAGS_GOLD, {"tests/test_tags.py": TAGS_TESTS}, TAGS_HIDDEN,
+                     "Tags.merged drops the other tags")  # fmt: skip
+    bwrap_backend.prepare(task)
+    session = session_for(task, bwrap_backend, ["tests/test_tags.py::test_merged"], prepare_tree(task, swedeck_env))
+    other = diff("tags.py", TAGS, TAGS_OTHER)
+    programs = session.replay_programs(other)
+    assert programs.found is None and programs.tried >= 1, programs
+    assert session.distinguish(other).found is None
+    wrong = session.distinguish(diff("tags.py", TAGS, TAGS.replace("return Tags(self.names)", "return Tags(other.names)")))
+    assert wrong.found is not None  # the comparison still sees a real difference

@@ -42,6 +42,7 @@ outcome: its own errors are swallowed.
 from __future__ import annotations
 
 import ast
+import builtins
 import dis
 import json
 import os
@@ -96,9 +97,12 @@ def _types_in(value, found, depth=0):
             _types_in(item, found, depth + 1)
 
 
-def source_of(value):
+def source_of(value, home=None):
     """Source that evaluates back to an equal value of the same type, with the imports it needs; None
-    when there is none (an address in the repr, a repr that does not round-trip)."""
+    when there is none. A repr is evaluated with the names it uses from the modules that define the
+    value's types (``complement({'a'})`` of boltons.setutils); a value with no such repr (an address in
+    it, one that does not round-trip) that is a module-level name of ``home`` (the target's module:
+    ``(name, globals)``) is written as that name: a default such as ``UTC`` or a sentinel."""
     try:
         if isinstance(value, type) and "<" not in value.__qualname__:
             module = value.__module__
@@ -106,29 +110,55 @@ def source_of(value):
                 return value.__qualname__, []
             top = value.__qualname__.split(".")[0]
             return value.__qualname__, ["from %s import %s" % (module, top)]
-        text = repr(value)
-        if ADDRESS.search(text) or len(text) > MAX_SOURCE:
-            return None
-        types = []
-        _types_in(value, types)
-        namespace, imports = {}, []
-        for cls in dict.fromkeys(types):
-            module, name = cls.__module__, cls.__qualname__
-            if module == "builtins" or "<" in name or "." in name:
-                continue
-            namespace[name] = cls
-            imports.append("from %s import %s" % (module, name))
-            top = module.split(".")[0]
-            if top in sys.modules:
-                namespace.setdefault(top, sys.modules[top])
-                imports.append("import %s" % top)
-        again = eval(text, namespace)  # noqa: S307 - a repr, in the sandbox
-        if type(again) is not type(value) or not (again == value):
-            return None
-        used = [line for line in imports if re.search(r"\b%s\b" % re.escape(line.split()[-1]), text)]
-        return text, used
+        got = _repr_source(value)
+        if got is None and home is not None:
+            got = _global_name(value, *home)
+        return got
     except Exception:
         return None
+
+
+def _repr_source(value):
+    text = repr(value)
+    if ADDRESS.search(text) or len(text) > MAX_SOURCE:
+        return None
+    types = []
+    _types_in(value, types)
+    namespace, imports = {}, []
+    for cls in dict.fromkeys(types):
+        module, name = cls.__module__, cls.__qualname__
+        if module == "builtins" or "<" in name or "." in name:
+            continue
+        namespace[name] = cls
+        imports.append("from %s import %s" % (module, name))
+        top = module.split(".")[0]
+        if top in sys.modules:
+            namespace.setdefault(top, sys.modules[top])
+            imports.append("import %s" % top)
+    try:
+        names = {n.id for n in ast.walk(ast.parse(text, mode="eval")) if isinstance(n, ast.Name)}
+    except (SyntaxError, ValueError):
+        return None
+    for cls in dict.fromkeys(types):
+        defined = vars(sys.modules[cls.__module__]) if cls.__module__ in sys.modules else {}
+        for name in sorted(names - set(namespace)):
+            if name in defined and not hasattr(builtins, name):
+                namespace[name] = defined[name]
+                imports.append("from %s import %s" % (cls.__module__, name))
+    again = eval(text, namespace)  # noqa: S307 - a repr, in the sandbox
+    if type(again) is not type(value) or not (again == value):
+        return None
+    used = [line for line in imports if re.search(r"\b%s\b" % re.escape(line.split()[-1]), text)]
+    return text, used
+
+
+def _global_name(value, module, namespace):
+    if isinstance(value, (bool, int, float, str, bytes, tuple, list, dict, set)) or value is None:
+        return None  # a value whose source failed for another reason; a name would hide that
+    for name, held in list(namespace.items()):
+        if held is value and not name.startswith("__") and name.isidentifier():
+            return name, ["from %s import %s" % (module, name)]
+    return None
 
 
 class _Target:
@@ -281,30 +311,31 @@ class _Call:
     """The local tracer of one observed frame."""
 
     __slots__ = ("target", "test", "args", "kwargs", "imports", "reproducible", "pending", "items", "generator",
-                 "tee", "saved")
+                 "tee", "saved", "home")
 
     def __init__(self, target, frame):
         self.target, self.test = target, _STATE.test
         self.generator = bool(frame.f_code.co_flags & CO_GENERATOR)
         self.pending, self.items, self.tee, self.saved = None, [], None, None
         local = frame.f_locals
+        self.home = (frame.f_globals.get("__name__", ""), frame.f_globals)
         self.args, self.kwargs, self.imports, self.reproducible = [], {}, [], True
         params = list(target.params)
         if target.kind in ("classmethod", "init") and params:
             params = params[1:]
         elif target.kind == "method" and params:  # the instance is the first argument: ``Class.method(obj, ...)``
-            self.args.append(self._take(source_of(local.get(params[0]))))
+            self.args.append(self._take(source_of(local.get(params[0]), self.home)))
             params = params[1:]
         for name in params:
-            self.args.append(self._take(source_of(local.get(name))))
+            self.args.append(self._take(source_of(local.get(name), self.home)))
         if target.vararg:
             for value in local.get(target.vararg, ()):
-                self.args.append(self._take(source_of(value)))
+                self.args.append(self._take(source_of(value, self.home)))
         for name in target.kwonly:
-            self.kwargs[name] = self._take(source_of(local.get(name)))
+            self.kwargs[name] = self._take(source_of(local.get(name), self.home))
         if target.varkw:
             for name, value in dict(local.get(target.varkw, {})).items():
-                self.kwargs[name] = self._take(source_of(value))
+                self.kwargs[name] = self._take(source_of(value, self.home))
 
     def _take(self, got):
         if got is None:
