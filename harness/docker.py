@@ -171,10 +171,11 @@ class DockerBackend:
     def _tree_tar(self, task: Task) -> Path:
         """The sealed tree as a tar rooted at the workdir's name, owned by the sandbox user."""
         tree = prepare_tree(task, self.settings)
-        dest = self.settings.cache_dir / "trees" / f"{tree_key(task)}.tar"
+        name = PurePosixPath(task.environment.workdir).name
+        # keyed by the root's name too: two tasks on one tree may run in different workdirs
+        dest = self.settings.cache_dir / "trees" / f"{content_hash([tree_key(task), name])}.tar"
         if dest.exists():
             return dest
-        name = PurePosixPath(task.environment.workdir).name
 
         def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
             info.uid = info.gid = UID

@@ -415,3 +415,20 @@ def test_p1_runs_a_python_swe_rebench_v2_row_from_the_repository_cache(tmp_path:
     (stored,) = run.glob("p1/*/task.json")
     environment = json.loads(stored.read_text())["environment"]
     assert environment["recipe"]["origin"].startswith("SWE-rebench V2 install_config") and environment["workdir"] == "/parse"
+
+
+def test_regression_one_tree_in_two_workdirs_gets_a_tree_tar_for_each(docker_backend) -> None:  # noqa: ANN001
+    """parse #113's SWE-bench row (/testbed) and its SWE-rebench V2 row (/parse) share one tree: docker
+    cached one tar per tree, rooted at the first task's workdir name, so the other's environment build
+    failed (chdir to /parse: no such file or directory) and its gold earned 0 on docker only."""
+    import tarfile
+    from pathlib import PurePosixPath
+
+    from harness.envs import tree_key
+
+    (swe,) = load_sources([ROW_FILE], RepoCache(REPOS)).tasks
+    (v2,) = load_sources([V2_FILE], RepoCache(REPOS)).tasks
+    assert tree_key(swe) == tree_key(v2) and swe.environment.workdir != v2.environment.workdir
+    for task in (swe, v2):
+        with tarfile.open(docker_backend._tree_tar(task)) as tar:
+            assert tar.getnames()[0] == PurePosixPath(task.environment.workdir).name
