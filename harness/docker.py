@@ -38,7 +38,7 @@ from harness.envs import (
 )
 from harness.images import ImageStore
 from harness.leftovers import alive, container_labels, remove_containers, sandbox_prefix, sweep_sandboxes
-from harness.records import ExecResult, Task
+from harness.records import ExecResult, Task, content_hash
 from harness.sandbox import (
     IO_DIR,
     EnvError,
