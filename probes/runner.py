@@ -56,10 +56,7 @@ import ast
 import copy
 import difflib
 import json
-import shutil
-import subprocess
 import symtable
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -81,7 +78,8 @@ from harness.records import (
 from harness.sandbox import get_backend
 from probes.differential import check_survivors, session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
-from probes.workspace import apply_trusted, git, read_text
+from probes.session import SessionPool, Stats
+from probes.workspace import Trees
 
 TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "forbidden_change", "timeout", "output_limit"}
 TIMEOUT_FLOOR_S = 30.0  # a probe's per-command timeout is at least this ...
@@ -207,7 +205,7 @@ def gold_coverage(
         return GoldCoverage(usable=False, why=f"the {task.log_parser} runner is not pytest")
     if tree is None:
         tree = prepare_tree(task, getattr(backend, "settings", None) or Settings.from_env())
-    with _Trees(task, tree) as trees:
+    with Trees(task, tree) as trees:
         files = [p for p, text in trees.gold.items() if p.endswith(".py") and text is not None] if trees.ok else []
     if not files:
         return GoldCoverage(usable=False, why="gold changes no Python file")
@@ -224,59 +222,6 @@ def gold_coverage(
         cache.parent.mkdir(parents=True, exist_ok=True)
         cache.write_text(cov.to_json())
     return cov
-
-
-# ============================================================================================ file contents
-
-
-class _Trees:
-    """A host clone of the buggy tree: gold's file contents, and each probe's, file by file."""
-
-    def __init__(self, task: Task, tree: Path) -> None:
-        self.task, self.tree = task, tree
-        self.tmp = Path(tempfile.mkdtemp(prefix="swedeck-impact-"))
-        self.root = self.tmp / "repo"
-        self.ok = False
-        self.gold: dict[str, str | None] = {}
-
-    def __enter__(self) -> _Trees:
-        git(["clone", "-q", str(self.tree), str(self.root)], self.tmp)
-        self.gold = self._contents(self.task.answer.gold_patch) or {}
-        self.ok = bool(self.gold) or not self.task.answer.gold_patch.strip()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def _contents(self, patch: str) -> dict[str, str | None] | None:
-        """Every path ``patch`` changes with its new text (None: deleted); None when it does not apply."""
-        git(["reset", "-q", "--hard", "HEAD"], self.root)
-        git(["clean", "-q", "-fdx"], self.root)
-        if not apply_trusted(patch, self.root):
-            return None
-        git(["add", "-A", "--force"], self.root)
-        listing = git(["diff", "--cached", "--no-renames", "--name-only", "-z", "HEAD"], self.root)
-        return {p: read_text(self.root / p) for p in listing.split("\0") if p}
-
-    def against_gold(self, patch: str) -> tuple[dict[str, str | None], dict[str, str | None]] | None:
-        """(gold's text, the probe's text) of every path where they may differ; None when the probe does
-        not apply on the host."""
-        if not self.ok:
-            return None
-        probe = self._contents(patch)
-        if probe is None:
-            return None
-        paths = set(self.gold) | set(probe)
-        buggy = {}
-        for path in paths - set(self.gold):
-            shown = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=self.root, capture_output=True)
-            buggy[path] = shown.stdout.decode("utf-8", errors="surrogateescape") if shown.returncode == 0 else None
-        for path in paths - set(probe):
-            if path in self.gold:  # the probe leaves it as in the buggy tree
-                shown = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=self.root, capture_output=True)
-                probe[path] = shown.stdout.decode("utf-8", errors="surrogateescape") if shown.returncode == 0 else None
-        gold = {p: self.gold.get(p, buggy.get(p)) for p in paths}
-        return gold, {p: probe[p] for p in paths}
 
 
 # ============================================================================================ change impact
@@ -593,6 +538,7 @@ def run_one(
     select: Sequence[str] | Plan,
     stamp: dict[str, str],
     log_dir: Path | None,
+    grader=grade,  # noqa: ANN001 - harness.grader.grade or a probe session pool's grade
 ) -> ProbeResult:
     """Grade one probe by its plan (see the module docstring); ``select`` may also be a plain list of
     tests to run first, followed by a full grade."""
@@ -603,7 +549,7 @@ def run_one(
     last: Grade | None = None
     for tests in select.runs:
         maxfail = _maxfail(tests, expected) if select.stop_early else None
-        g = grade(task, candidate.patch, backend, expected=expected, select=tests, maxfail=maxfail, log_dir=log_dir)
+        g = grader(task, candidate.patch, backend, expected=expected, select=tests, maxfail=maxfail, log_dir=log_dir)
         executions += len(g.statuses)
         ran.update(dict.fromkeys(g.statuses))
         last = g
@@ -625,7 +571,7 @@ def run_one(
             )  # fmt: skip
     if final is None:
         maxfail = _maxfail(expected, expected) if select.stop_early else None
-        final = grade(task, candidate.patch, backend, expected=expected, maxfail=maxfail, log_dir=log_dir)
+        final = grader(task, candidate.patch, backend, expected=expected, maxfail=maxfail, log_dir=log_dir)
         executions += len(final.statuses)
         ran.update(dict.fromkeys(final.statuses))
         decided_by, stopped = "full", maxfail is not None
@@ -663,6 +609,8 @@ def run_probes(
     timeout_s: float | None = None,
     coverage: GoldCoverage | None = None,
     tree: Path | None = None,
+    sessions: bool = True,
+    stats: Stats | None = None,
 ) -> list[ProbeResult]:
     """Grade each candidate against Pipeline 1's gold pattern; results in candidate order.
 
@@ -670,8 +618,10 @@ def run_probes(
     full grade as the final word where the module docstring says; without it every probe gets a full
     grade. ``coverage`` is the task's gold coverage; when not given it is recorded here if it can pay
     for itself (``worth_tracing``). ``tree`` is the buggy tree (prepared when not given). ``workers``
-    grades that many candidates at once (each grade is its own sandbox); ``timeout_s`` replaces the
-    backend's per-command timeout.
+    grades that many candidates at once; ``timeout_s`` replaces the backend's per-command timeout.
+    With ``sessions`` (the default) the probes are graded in probe sessions (``probes.session``: one
+    prepared sandbox per worker, start-up paid once per task; ``stats`` collects what they did),
+    else each by ``harness.grader.grade`` in a sandbox of its own; the rewards are the same.
     """
     if timeout_s is not None:
         backend = with_timeout(backend, timeout_s)
@@ -679,19 +629,25 @@ def run_probes(
     if not candidates:
         return []
     plans = [Plan(runs=[], full=True, stop_early=False)] * len(candidates)  # the plain full grade
+    tree = tree or prepare_tree(task, getattr(backend, "settings", None) or Settings.from_env())
     if selection:
-        tree = tree or prepare_tree(task, getattr(backend, "settings", None) or Settings.from_env())
         if coverage is None and worth_tracing(candidates):
             coverage = gold_coverage(task, backend, p1, log_dir=log_dir, tree=tree)
         plans = plan_probes(task, candidates, p1, coverage, tree)
 
-    def one(item: tuple[Candidate, Plan]) -> ProbeResult:
-        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir)
+    pool = SessionPool(task, backend, tree, workers, stats) if sessions else None
 
-    if workers <= 1:
-        return [one(item) for item in zip(candidates, plans, strict=True)]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, zip(candidates, plans, strict=True)))
+    def one(item: tuple[Candidate, Plan]) -> ProbeResult:
+        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade)
+
+    try:
+        if workers <= 1:
+            return [one(item) for item in zip(candidates, plans, strict=True)]
+        with ThreadPoolExecutor(max_workers=workers) as threads:
+            return list(threads.map(one, zip(candidates, plans, strict=True)))
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 MIN_TRACED_PROBES = 3
@@ -717,7 +673,7 @@ def plan_probes(
         why = "no gold coverage" if coverage is None or tree is None else f"coverage unusable: {coverage.why}"
         return [plan(p1, ALL, c.kind, why) for c in candidates]
     out = []
-    with _Trees(task, tree) as trees:
+    with Trees(task, tree) as trees:
         for candidate in candidates:
             contents = trees.against_gold(candidate.patch)
             if contents is None:

@@ -78,6 +78,7 @@ class Workspace:
     paths: list[str]  # files gold touched
     old: Contents
     new: Contents
+    tree: Path  # the sealed buggy tree it was cloned from
 
     def diff(self, contents: Mapping[str, str | None]) -> str:
         for path in self.paths:
@@ -89,7 +90,10 @@ class Workspace:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(text.encode("utf-8", errors="surrogateescape"))
         git(["add", "-A", "--force", "--", *self.paths], self.root)
-        return git(["diff", "--cached", "--no-renames", "--no-color", "HEAD", "--", *self.paths], self.root)
+        patch = git(["diff", "--cached", "--no-renames", "--no-color", "HEAD", "--", *self.paths], self.root)
+        changed = {p: contents.get(p, self.new[p]) for p in self.paths}
+        remember(self.tree, patch, {p: text for p, text in changed.items() if text != self.old[p]})
+        return patch
 
 
 @contextmanager
@@ -109,7 +113,7 @@ def workspace(task: Task, tree: Path) -> Iterator[Workspace | None]:
         for p in paths:
             shown = subprocess.run(["git", "show", f"HEAD:{p}"], cwd=root, capture_output=True)
             old[p] = shown.stdout.decode("utf-8", errors="surrogateescape") if shown.returncode == 0 else None
-        yield Workspace(root, paths, old, new)
+        yield Workspace(root, paths, old, new, tree)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -133,6 +137,76 @@ def test_sources(task: Task, tree: Path, files: Iterable[str]) -> dict[str, str]
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+CONTENTS_KEPT = 1024
+_CONTENTS: dict[tuple[str, str], dict[str, str | None] | None] = {}  # (tree, patch) -> Trees.contents
+
+
+def remember(tree: Path, patch: str, files: Contents | None) -> None:
+    """What ``Trees.contents`` finds for ``patch`` on ``tree`` (None: it does not apply), known where
+    the patch was made or once found."""
+    _CONTENTS[(str(tree), patch)] = None if files is None else dict(files)
+    while len(_CONTENTS) > CONTENTS_KEPT:
+        _CONTENTS.pop(next(iter(_CONTENTS)), None)
+
+
+class Trees:
+    """A host clone of the buggy tree: gold's file contents, and each probe's, file by file."""
+
+    def __init__(self, task: Task, tree: Path) -> None:
+        self.task, self.tree = task, tree
+        self.tmp = Path(tempfile.mkdtemp(prefix="swedeck-impact-"))
+        self.root = self.tmp / "repo"
+        self.ok = False
+        self.gold: dict[str, str | None] = {}
+
+    def __enter__(self) -> Trees:
+        git(["clone", "-q", str(self.tree), str(self.root)], self.tmp)
+        self.gold = self.contents(self.task.answer.gold_patch) or {}
+        self.ok = bool(self.gold) or not self.task.answer.gold_patch.strip()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def contents(self, patch: str) -> dict[str, str | None] | None:
+        """Every path ``patch`` changes with its new text (None: deleted); None when it does not apply.
+        Remembered for the last CONTENTS_KEPT patches: planning and a probe session both need them."""
+        key = (str(self.tree), patch)
+        if key not in _CONTENTS:
+            remember(self.tree, patch, self._apply(patch))
+        found = _CONTENTS.get(key)
+        return None if found is None else dict(found)
+
+    def _apply(self, patch: str) -> dict[str, str | None] | None:
+        git(["reset", "-q", "--hard", "HEAD"], self.root)
+        git(["clean", "-q", "-fdx"], self.root)
+        if not apply_trusted(patch, self.root):
+            return None
+        git(["add", "-A", "--force"], self.root)
+        listing = git(["diff", "--cached", "--no-renames", "--name-only", "-z", "HEAD"], self.root)
+        return {p: read_text(self.root / p) for p in listing.split("\0") if p}
+
+    def against_gold(self, patch: str) -> tuple[dict[str, str | None], dict[str, str | None]] | None:
+        """(gold's text, the probe's text) of every path where they may differ; None when the probe does
+        not apply on the host."""
+        if not self.ok:
+            return None
+        probe = self.contents(patch)
+        if probe is None:
+            return None
+        paths = set(self.gold) | set(probe)
+        buggy = {}
+        for path in paths - set(self.gold):
+            shown = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=self.root, capture_output=True)
+            buggy[path] = shown.stdout.decode("utf-8", errors="surrogateescape") if shown.returncode == 0 else None
+        for path in paths - set(probe):
+            if path in self.gold:  # the probe leaves it as in the buggy tree
+                shown = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=self.root, capture_output=True)
+                probe[path] = shown.stdout.decode("utf-8", errors="surrogateescape") if shown.returncode == 0 else None
+        gold = {p: self.gold.get(p, buggy.get(p)) for p in paths}
+        return gold, {p: probe[p] for p in paths}
 
 
 # ============================================================================================ line level

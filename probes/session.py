@@ -1,0 +1,373 @@
+"""Probe sessions: many model-free probes of one task graded in one prepared sandbox.
+
+``harness.grader.grade`` pays, for every candidate, a fresh sandbox, the patch cascade between two
+listings of the tree, the capability check, the tamper audit, the trusted plan (hidden tests,
+canaries) and the test command's interpreter start-up with pytest's import. For a candidate's reward
+all of that is the trust boundary. Probes are not candidates: they are our own model-free rewrites of
+gold's files (``probes.generate``), exact diffs of the sealed buggy tree. So a probe session pays the
+start-up once per task (per worker):
+
+* one sandbox, opened through the public Sandbox API, with the trusted plan installed once (the hidden
+  tests as ``grade`` writes them, from the task's facts);
+* a probe server inside it (``probes/session_server.py``) that has imported pytest once and forks a
+  child per test command, so the interpreter's start and pytest's import are paid once (a command that
+  is not plain pytest, or a server where forking is unsafe, runs as a plain command);
+* each probe's files written by the host as contents (computed on the host with ``git apply``: no
+  patch cascade in the sandbox), and after the probe the tree put back to the prepared snapshot.
+
+Why that is safe for probes: the isolation ``grade`` gives a candidate guards against the candidate's
+own code (a patch that plants a link, forges a report, reaches into pytest). Our probes carry no such
+code, so between probes isolation only has to keep one probe's files from leaking into the next: the
+server restores the tree to its snapshot (every entry whose kind, mode, size or mtime changed, or that
+is new, is removed and the snapshot's copy put back), each test command runs in a fresh process (a
+fork of a server that never imported anything of the tree), in its own process group killed when it
+ends, with a fresh TMPDIR and no bytecode written. (bubblewrap 0.8 here has no ``--overlay``; the
+snapshot restore gives the same fresh tree on both backends.) Even so, the host re-checks every probe
+the way ``grade`` would: a probe that does not apply with ``git apply``, touches a protected path or a
+hidden test, breaks a capability rule (``harness.capabilities``) or draws a tamper finding
+(``harness.tamper``) is graded by ``grade`` itself, and so is every probe once a session cannot start
+or its server died. No canaries are planted: they catch forged reports, which our probes do not
+write. Statuses come from the JUnit report, as in ``grade``, and ``harness.grader.compare`` gives
+the reward, so a probe's reward is the one ``grade`` gives it (benchmarks/probe_selection.py checks
+this on every probe).
+
+Candidates' grades never come here: ``grade`` is untouched, and a session only ever receives the
+patches ``probes.runner`` generated.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import queue
+import re
+import secrets
+import shlex
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from harness import tamper
+from harness.capabilities import violations
+from harness.config import Settings
+from harness.envs import ENV_MOUNT
+from harness.grader import PLUGIN_DIR, PLUGINS, compare, grade
+from harness.names import file_name
+from harness.parsers import parse_junit, uses_junit
+from harness.patching import is_protected
+from harness.records import Grade, Status, Task, TestRun, content_hash
+from harness.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable
+from harness.trusted import LISTING, Entry, TaskFacts, archive, decode, install_command, parse_listing, plan, task_facts
+from probes.workspace import Trees
+
+SERVER = Path(__file__).with_name("session_server.py")
+SESSION_S = 6 * 3600.0  # the server's own command: it lives as long as the task's probing
+READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import
+POLL_S = 0.003
+_SHELL = re.compile(r"[^\w@%+=:,./-]")  # a word with anything the shell would interpret
+_SUITE_TIME = re.compile(rb"<testsuite\b[^>]*?\btime=\"([0-9.]+)\"")
+
+
+def pytest_argv(command: str) -> list[str] | None:
+    """The arguments of a plain ``python -m pytest ...`` / ``pytest ...`` command (what the server can
+    run as ``pytest.main``); None for anything the shell would have to interpret."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if any(_SHELL.search(w) for w in words):
+        return None
+    if words[:3] in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
+        return words[3:]
+    return words[1:] if words[:1] == ["pytest"] else None
+
+
+@dataclass
+class Stats:
+    """What sessions did, for benchmarks: ``suite_s`` sums pytest's own time (collection and tests,
+    the JUnit report's testsuite time) over every test command a session ran."""
+
+    graded: int = 0  # probes graded in a session
+    fallback: int = 0  # probes graded by harness.grader.grade
+    forked: int = 0  # test commands run by a fork of the server
+    plain: int = 0  # test commands run as a plain command
+    suite_s: float = 0.0
+    command_s: float = 0.0  # the test commands' own time, fork to exit, as the server measured it
+    host_s: float = 0.0  # the host's part: the probe's files and checks, the job, reading the results
+    restore_s: float = 0.0  # putting the tree back after each probe
+    start_s: float = 0.0  # opening sessions: sandbox, hidden tests, the server's imports, warm-up, snapshot
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, **counts: float) -> None:
+        with self.lock:
+            for key, value in counts.items():
+                setattr(self, key, getattr(self, key) + value)
+
+
+class _Dead(RuntimeError):
+    """The session's server is gone or never came up: its probes go to ``grade``."""
+
+
+class ProbeSession:
+    """One sandbox with the probe server running in it; ``grade`` for one probe at a time."""
+
+    def __init__(self, task: Task, backend: Backend, tree: Path, facts: TaskFacts, stats: Stats) -> None:
+        self.task, self.backend, self.facts, self.stats = task, backend, facts, stats
+        self.trees = Trees(task, tree).__enter__()
+        config = getattr(backend, "config", None)
+        self.timeout_s, self.output_bytes = config.limits.timeout_s, config.limits.output_bytes
+        self.folder = f"{IO_DIR}/probe-session-{secrets.token_hex(8)}"
+        self.jobs = 0
+        self.box: Sandbox | None = None
+        self.thread: threading.Thread | None = None
+        self.ended = ""  # the server's output, once it ended
+        started = time.monotonic()
+        try:
+            self._start()
+            stats.add(start_s=time.monotonic() - started)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> None:
+        self.box = box = self.backend.open(self.task)
+        listed = box.output(f"{self.folder}/listing")
+        done = box.run(f"{LISTING} > {listed}", timeout=120)
+        if done.exit_code != 0:
+            raise _Dead(f"could not list the tree: {done.output[-400:]}")
+        self.listing = parse_listing(box.read_file(listed))
+        hidden = {path: None if stored is None else decode(stored) for path, stored in self.facts.hidden.items()}
+        todo = plan(self.listing, self.listing, self.task, self.facts, hidden)
+        infra = f"{self.folder}/infra.tar"
+        box.write_file(infra, archive(todo.write))
+        installed = box.run(install_command(todo.delete, infra), timeout=60)
+        if installed.exit_code != 0:
+            raise _Dead(f"the hidden tests did not install: {installed.output[-400:]}")
+        box.write_file(f"{PLUGIN_DIR}/swedeck_select.py", (PLUGINS / "swedeck_select.py").read_bytes())
+        box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
+        ready = box.output(f"{self.folder}/ready.json")
+        env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
+        warm_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
+        argv = [a for a in map(pytest_argv, self.task.test_cmd) if a is not None]
+        box.write_file(f"{self.folder}/warm.json", json.dumps({"argv": argv, "env": warm_env, "timeout": self.timeout_s}))
+        command = f"python {self.folder}/server.py {self.folder}"
+        def serve() -> None:
+            self.ended = box.run(command, timeout=SESSION_S, env=env).output[-2000:]
+
+        self.thread = threading.Thread(target=serve, name="swedeck-probe-server", daemon=True)
+        self.thread.start()
+        self._wait(ready, READY_S)
+
+    def _wait(self, path: str, limit_s: float) -> bytes:
+        """The complete file a server writes in one call (it ends in a newline)."""
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            data = self.box.read_file(path)
+            if data.endswith(b"\n"):
+                return data
+            if not self.thread.is_alive():
+                raise _Dead(f"the probe server ended: {self.ended}")
+            time.sleep(POLL_S)
+        raise _Dead(f"the probe server did not answer within {limit_s:.0f} s")
+
+    def files(self, patch: str) -> dict[str, tuple[int, bytes] | None] | None:
+        """The probe's files (path -> (mode, content), None: deleted) when it is one a session may grade
+        as ``grade`` would: applies with git, touches nothing protected, no capability rule or tamper
+        finding; else None."""
+        contents = self.trees.contents(patch)
+        if not contents:
+            return None
+        after = dict(self.listing)
+        out: dict[str, tuple[int, bytes] | None] = {}
+        for path, text in contents.items():
+            if is_protected(path, self.task) or path in self.facts.hidden:
+                return None
+            if text is None:
+                after.pop(path, None)
+                out[path] = None
+                continue
+            blob = text.encode("utf-8", errors="surrogateescape")
+            old = self.listing.get(path)
+            mode = old.mode if old is not None and old.kind == "f" else 0o644
+            after[path] = Entry("f", mode, len(blob), "probe")
+            for folder in PurePosixPath(path).parents:
+                if str(folder) != ".":
+                    after.setdefault(str(folder), Entry("d", 0o755, 4096, "probe"))
+            out[path] = (mode, blob)
+        if violations(self.listing, after, self.task, self.facts):
+            return None
+        python = tamper.python_paths({p for p, f in out.items() if f is not None})
+        if tamper.audit({p: out[p][1] for p in python}, patch):
+            return None
+        return out
+
+    def _addopts(self, maxfail: int | None) -> str:
+        """What grade's PYTEST_ADDOPTS holds after the JUnit options (no outcomes record: no forged pass
+        to look for in our own probes)."""
+        return "".join(f" -p {name}" for name in self.facts.plugins) + (f" --maxfail={maxfail}" if maxfail is not None else "")
+
+    def grade(
+        self, patch: str, expected: dict[str, Status], select: Sequence[str] | None, maxfail: int | None, log_dir: Path | None
+    ) -> Grade | None:
+        """The probe's grade, or None when ``grade`` must give it (see ``files``). Raises _Dead."""
+        started = time.monotonic()
+        files = self.files(patch)
+        if files is None:
+            return None
+        n, self.jobs = self.jobs, self.jobs + 1
+        box, folder = self.box, self.folder
+        addopts = self._addopts(maxfail)
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
+        if select is not None:
+            addopts += " -p swedeck_select"
+            env["SWEDECK_SELECT"] = f"{folder}/select-{n}"
+            box.write_file(env["SWEDECK_SELECT"], "".join(f"{test_id}\n" for test_id in select))
+        commands = []
+        for i, command in enumerate(self.task.test_cmd):
+            junit, log = box.output(f"{folder}/junit-{n}-{i}.xml"), box.output(f"{folder}/log-{n}-{i}")
+            commands.append({
+                "argv": pytest_argv(command), "shell": command, "log": log, "junit": junit,
+                "env": {**env, "PYTEST_ADDOPTS": f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}{addopts}"},
+            })  # fmt: skip
+        result = box.output(f"{folder}/result-{n}.json")
+        job = {
+            "files": {p: None if f is None else [f[0], base64.b64encode(f[1]).decode()] for p, f in files.items()},
+            "commands": commands, "timeout": self.timeout_s, "output_bytes": self.output_bytes,
+        }  # fmt: skip
+        box.write_file(f"{folder}/job-{n}.json", json.dumps(job))
+        box.write_file(f"{folder}/job-{n}.go", "")
+        ran = json.loads(self._wait(result, len(commands) * (self.timeout_s + 30) + 30))
+        graded = self._grade_of(patch, expected, select, commands, ran, log_dir, time.monotonic() - started)
+        server = sum(outcome["seconds"] for outcome in ran) + ran[-1].get("restore", 0.0)
+        self.stats.add(host_s=time.monotonic() - started - server, restore_s=ran[-1].get("restore", 0.0))
+        return graded
+
+    def _grade_of(
+        self,
+        patch: str,
+        expected: dict[str, Status],
+        select: Sequence[str] | None,
+        commands: list[dict],
+        ran: list[dict],
+        log_dir: Path | None,
+        seconds: float,
+    ) -> Grade:
+        log_dir = log_dir or Settings.from_env().cache_dir / "logs"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        run = TestRun(instance_id=self.task.instance_id, backend=self.box.backend, outcome="ok", apply_strategy="session")
+        run.log_path = str(log_dir / f"{file_name(self.task.instance_id)}-{content_hash(patch)}-{secrets.token_hex(8)}.log")
+        with open(run.log_path, "wb") as log:
+            for command, outcome in zip(commands, ran, strict=False):
+                log.write(self.box.read_file(command["log"], limit=self.output_bytes + 2**20))
+                run.exit_codes.append(outcome["exit"])
+                self.stats.add(forked=outcome["forked"], plain=not outcome["forked"], command_s=outcome["seconds"])
+                if outcome["timed_out"] or outcome["limited"]:
+                    run.outcome = "timeout" if outcome["timed_out"] else "output_limit"
+                    run.detail = f"command `{command['shell']}` {'timed out' if outcome['timed_out'] else 'printed too much'}"
+                    break
+                try:
+                    report = self.box.read_file(command["junit"], limit=REPORT_BYTES)
+                    run.statuses.update(parse_junit(report.decode(errors="replace")))
+                except (FileNotFoundError, Unreadable, ValueError):
+                    continue  # no report: the statuses it would have held are missing, as in grade
+                if found := _SUITE_TIME.search(report):
+                    self.stats.add(suite_s=float(found.group(1)))
+        run.durations = {"tests": round(seconds, 4)}
+        if select is not None:
+            expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
+        config = getattr(self.backend, "config", None)
+        return compare(run, expected, self.task, getattr(config, "tamper", "zero"))
+
+    def close(self) -> None:
+        if self.box is not None and self.thread is not None and self.thread.is_alive():
+            try:
+                self.box.write_file(f"{self.folder}/job-{self.jobs}.json", json.dumps({"stop": True}))
+                self.box.write_file(f"{self.folder}/job-{self.jobs}.go", "")
+                self.thread.join(timeout=10)
+            except OSError:
+                pass  # the sandbox goes anyway
+        if self.box is not None:
+            self.box.close()
+        self.trees.__exit__(None, None, None)
+
+
+class SessionPool:
+    """Up to ``size`` probe sessions of one task, one per worker, opened on first use; ``grade`` has
+    ``harness.grader.grade``'s signature and falls back to it for any probe no session can take."""
+
+    def __init__(self, task: Task, backend: Backend, tree: Path, size: int, stats: Stats | None = None) -> None:
+        self.task, self.backend, self.tree, self.size = task, backend, tree, max(size, 1)
+        self.stats = stats or Stats()
+        self.free: queue.SimpleQueue[ProbeSession] = queue.SimpleQueue()
+        self.opened: list[ProbeSession] = []
+        self.lock = threading.Lock()
+        self.broken = not uses_junit(task.log_parser)  # statuses come from JUnit, as in grade
+        try:
+            self.facts = task_facts(task, backend)
+        except Exception:  # noqa: BLE001 - grade reports whatever this is, probe by probe
+            self.broken = True
+        else:
+            self.broken = self.broken or bool(self.facts.hidden_error)
+
+    def _take(self) -> ProbeSession | None:
+        """A free session, a new one while fewer than ``size`` are open, else the next one freed;
+        None once sessions cannot be used."""
+        with self.lock:
+            if self.broken:
+                return None
+            try:
+                return self.free.get_nowait()
+            except queue.Empty:
+                opening = len(self.opened) < self.size
+                if opening:
+                    self.opened.append(None)  # type: ignore[arg-type] - a place held while it opens
+        if not opening:
+            session = self.free.get()
+            if self.broken:
+                self.free.put(session)
+                return None
+            return session
+        try:
+            session = ProbeSession(self.task, self.backend, self.tree, self.facts, self.stats)
+        except Exception:  # noqa: BLE001 - no session: grade takes every probe, and says what fails
+            with self.lock:
+                self.broken = True
+                self.opened.remove(None)  # type: ignore[arg-type]
+            return None
+        with self.lock:
+            self.opened[self.opened.index(None)] = session  # type: ignore[arg-type]
+        return session
+
+    def grade(
+        self,
+        task: Task,
+        patch: str,
+        backend: Backend,
+        *,
+        expected: dict[str, Status],
+        select: Sequence[str] | None = None,
+        maxfail: int | None = None,
+        log_dir: Path | None = None,
+    ) -> Grade:
+        session = self._take()
+        graded = None
+        if session is not None:
+            try:
+                graded = session.grade(patch, expected, select, maxfail, log_dir)
+            except (_Dead, OSError):
+                with self.lock:
+                    self.broken = True
+            finally:
+                self.free.put(session)
+        if graded is not None:
+            self.stats.add(graded=1)
+            return graded
+        self.stats.add(fallback=1)
+        return grade(task, patch, backend, expected=expected, log_dir=log_dir, select=select, maxfail=maxfail)
+
+    def close(self) -> None:
+        for session in self.opened:
+            if session is not None:
+                session.close()
