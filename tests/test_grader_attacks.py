@@ -746,6 +746,35 @@ def test_the_twin_tell_against_the_canaries_alone(
         _fails_the_task(grade(task, patch, backend))
 
 
+# one task of each kind benchmarks/gold_all.py grades: pytest- and unittest-style sample tasks, real fix
+# commits with strong, weak and no canaries (a PYTHONPATH prefix), a repo-cache fixture row
+GOLD_SUBSET = [
+    "sample__toposort-1",
+    "sample__iniparse-1",
+    "mahmoud__boltons-766b554",
+    "micktwomey__pyiso8601-1127025",
+    "hukkin__tomli-4e245a4",
+    "r1chardj0n3s__parse-113",
+]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_gold_of_every_kind_of_task_earns_1_with_nothing_flagged(backend: Backend) -> None:
+    """benchmarks/gold_all.py over a subset: the production grade (canaries, capability check, audit
+    zeroing) gives every gold 1 and the audit flags none of them."""
+    spec = importlib.util.spec_from_file_location("gold_all", Path(__file__).parents[1] / "benchmarks" / "gold_all.py")
+    assert spec is not None and spec.loader is not None
+    gold_all = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gold_all)
+    tasks, _ = gold_all.gold_tasks()
+    chosen = [t for t in tasks if t.instance_id in GOLD_SUBSET]
+    assert {t.instance_id for t in chosen} == set(GOLD_SUBSET)
+    rows = [gold_all.grade_gold(task, backend.name, gold_all.Settings.from_env()) for task in chosen]
+    assert [r for r in rows if r["reward"] != 1.0 or r["tamper"]] == []
+    assert {r["canaries"] for r in rows} >= {"strong", "weak"}
+
+
 # ------------------------------------------------------------------------- 9. host-side work no output can stall
 
 # Library code run by the tests: from an atexit hook (after pytest has written its reports and printed
