@@ -4,22 +4,23 @@ Three steps, all pure:
 
 1. ``assertion_sites``: the static assertion sites of a Python file, found with tree-sitter (the
    ``tree_sitter_python`` grammar wheel; nothing is downloaded): ``assert`` statements, ``self.assert*``
-   / ``self.fail*`` calls (unittest style) and ``pytest.raises`` (as a call or a ``with`` item).
+   / ``self.fail*`` calls (unittest style) and ``pytest.raises`` (as a call or a ``with`` item, spelled
+   ``pytest.raises`` or, imported from pytest, ``raises``).
 2. ``parse_events`` reads the JSONL written by the ``swedeck_assertions`` pytest plugin
    (``harness/plugins/swedeck_assertions.py``), and ``assertion_outcomes`` joins events and sites into
    one ``SiteOutcome`` per (test, site): how often the site passed and failed in that test, and a
    status: ``passed`` (every event passed), ``failed`` (any event failed) or ``not_reached`` (no event).
 3. ``binding_assertions``: the sites of FAIL_TO_PASS tests that fail or are not reached on the buggy
-   tree and pass on the gold tree.
+   tree and pass on the gold tree; ``pytest.raises`` sites only where no other site binds (a test whose
+   one failing check on buggy is an expected exception, boltons c1c25da's ``with raises(ValueError)``).
 
 A site belongs to a test when it lies in the test function (same file, same qualname, or a function
 nested in it) or when the plugin observed it while that test ran (asserts in helper functions and helper
 modules). The record key, ``(test file, test id, assert file, line, source hash, occurrence)``, is the
 same on both trees because they share the hidden test files.
 
-``pytest.raises`` sites are reported by ``assertion_sites`` but the plugin does not record them at run
-time, so ``assertion_outcomes`` leaves them out unless asked (``kinds``); an expected exception inside a
-unittest test (``self.assertRaises``) is recorded like any other unittest assertion.
+The plugin records ``pytest.raises`` like a unittest assertion method (at its caller's line, when the
+call returns or the ``with`` block exits), and ``self.assertRaises`` like any other unittest assertion.
 
 ``records_for_run`` and ``binding_keys`` adapt these functions to Pipeline 1's stored records.
 """
@@ -48,7 +49,7 @@ AssertionStatus = Literal["passed", "failed", "not_reached"]
 Outcome = Literal["passed", "failed"]
 Key = tuple[str, str, str, int, str, int]
 
-RUNTIME_KINDS: frozenset[str] = frozenset({"assert", "unittest"})  # what the plugin records
+RUNTIME_KINDS: frozenset[str] = frozenset({"assert", "unittest", "raises"})  # what the plugin records
 MODULE_QUALNAME = "<module>"
 
 # ------------------------------------------------------------------------------------------ sites
@@ -82,6 +83,7 @@ def source_hash(source: str) -> str:
 _QUERY_TEXT = """
 (assert_statement) @assert
 (call function: (attribute object: (identifier) @object attribute: (identifier) @method)) @call
+(call function: (identifier) @name) @bare
 """
 
 
@@ -138,6 +140,11 @@ def assertion_sites(source: str, path: str) -> list[Site]:
         if "assert" in captures:
             node = captures["assert"][0]
             found[node.start_byte] = (node, "assert")
+            continue
+        if "bare" in captures:  # ``from pytest import raises``
+            node = captures["bare"][0]
+            if _text(captures["name"][0]) == "raises":
+                found.setdefault(node.start_byte, (node, "raises"))
             continue
         kind = _call_kind(_text(captures["object"][0]), _text(captures["method"][0]))
         if kind is not None:
@@ -248,6 +255,8 @@ class _Keyed(Protocol):
     def occurrence(self) -> int: ...
     @property
     def status(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
 
 
 R = TypeVar("R", bound=_Keyed)
@@ -283,6 +292,8 @@ def _in_test(site: Site, test_file: str, qualname: str) -> bool:
 def _event_kind(source: str) -> SiteKind:
     if source.startswith("assert "):
         return "assert"
+    if source.startswith(("pytest.raises(", "raises(")):
+        return "raises"
     return "unittest" if source.startswith(("self.assert", "self.fail")) else "call"
 
 
@@ -323,7 +334,7 @@ def assertion_outcomes(
 
     A test's sites are those inside its function plus every site observed while it ran; counts come
     from the events, and a site without events in that test is ``not_reached``. Sites of other
-    ``kinds`` than the plugin records (``pytest.raises``) are ignored unless ``kinds`` includes them."""
+    ``kinds`` are ignored."""
     wanted = set(kinds)
     site_list = [s for s in sites if s.kind in wanted]
     by_file: dict[str, list[Site]] = defaultdict(list)
@@ -370,10 +381,13 @@ def binding_assertions(buggy: Sequence[_Keyed], gold: Sequence[R], fail_to_pass:
     """The gold records of FAIL_TO_PASS tests whose site passes on gold and fails or is not reached
     on buggy. A key with no buggy record counts as not reached: a FAIL_TO_PASS test did not pass on
     buggy, so a site it never reached there (say, in a helper first called after the failure) has no
-    record on that tree."""
+    record on that tree. ``pytest.raises`` sites count only when no other site binds: they are the
+    check of last resort (the plugin records them since boltons c1c25da, whose test's only failing check
+    was ``with raises(ValueError)``), and the binding sites that tasks were labelled with stay as they
+    were."""
     f2p = set(fail_to_pass)
     on_buggy = {record_key(r): r.status for r in buggy}
-    return sorted(
+    binding = sorted(
         (
             r
             for r in gold
@@ -381,6 +395,8 @@ def binding_assertions(buggy: Sequence[_Keyed], gold: Sequence[R], fail_to_pass:
         ),
         key=record_key,
     )
+    checks = [r for r in binding if r.kind != "raises"]
+    return checks or binding
 
 
 def location(record: _Keyed) -> str:

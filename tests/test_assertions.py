@@ -361,12 +361,15 @@ def test_outcomes_for_events_outside_known_sites_and_parametrised_ids() -> None:
     assert {r.qualname for r in records if r.line in (6, 7)} == {"test_loop"}
 
 
-def test_outcomes_leave_out_pytest_raises_unless_asked() -> None:
-    sites = assertion_sites("import pytest\n\ndef test_r():\n    with pytest.raises(E):\n        f()\n", "t.py")
-    assert [s.kind for s in sites] == ["raises"]
-    assert assertion_outcomes([], sites, ["t.py::test_r"]) == []
-    (record,) = assertion_outcomes([], sites, ["t.py::test_r"], kinds={"raises"})
-    assert record.status == "not_reached"
+def test_outcomes_keep_pytest_raises_in_either_spelling_unless_left_out() -> None:
+    source = "from pytest import raises\nimport pytest\n\ndef test_r():\n    with pytest.raises(E):\n        f()\n"
+    source += "    raises(E, f)\n    other(E)\n"
+    sites = assertion_sites(source, "t.py")
+    assert [(s.kind, s.line, s.source) for s in sites] == [("raises", 5, "pytest.raises(E)"), ("raises", 7, "raises(E, f)")]
+    events = [Event("t.py::test_r", "t.py", 7, "raises(E, f)", "failed")]
+    records = assertion_outcomes(events, sites, ["t.py::test_r"])
+    assert {(r.line, r.kind, r.status) for r in records} == {(5, "raises", "not_reached"), (7, "raises", "failed")}
+    assert [r.line for r in assertion_outcomes([], sites, ["t.py::test_r"], kinds={"assert"})] == []
 
 
 # ------------------------------------------------------------------------------------------ binding_assertions
@@ -398,6 +401,24 @@ def test_binding_assertions() -> None:
     binding = binding_assertions(buggy, gold, {"tests/test_t.py::test_f"})
     assert [location(r) for r in binding] == ["tests/helpers.py:4", "tests/test_t.py:2", "tests/test_t.py:3"]
     assert binding_assertions(buggy, gold, set()) == []
+
+
+def test_binding_raises_only_where_nothing_else_binds_boltons_c1c25da() -> None:
+    """boltons c1c25da: the FAIL_TO_PASS test's assert passes on both trees and its only failing check
+    on buggy is ``with raises(ValueError)`` (DID NOT RAISE); Pipeline 1 rejected it for no binding
+    assertion while the plugin did not record pytest.raises."""
+    f2p = {"tests/test_t.py::test_f"}
+
+    def raises(line: int, status: str) -> SiteOutcome:
+        return _record("test_f", line, status).model_copy(update={"kind": "raises", "source": "raises(ValueError)"})
+
+    buggy = [_record("test_f", 1, "passed"), raises(2, "failed"), raises(3, "not_reached")]
+    gold = [_record("test_f", 1, "passed"), raises(2, "passed"), raises(3, "passed")]
+    assert [location(r) for r in binding_assertions(buggy, gold, f2p)] == ["tests/test_t.py:2", "tests/test_t.py:3"]
+    # where an assert binds, the raises sites are left out: the labelled binding sites stay as they were
+    buggy.append(_record("test_f", 4, "failed"))
+    gold.append(_record("test_f", 4, "passed"))
+    assert [location(r) for r in binding_assertions(buggy, gold, f2p)] == ["tests/test_t.py:4"]
 
 
 def test_records_for_run_and_binding_keys_across_attempts() -> None:
@@ -482,7 +503,7 @@ SCRATCH = {
             plain_check(-1)
 
 
-        def test_raises_not_recorded():
+        def test_raises_block():
             with pytest.raises(ZeroDivisionError):
                 1 / 0
 
@@ -504,6 +525,31 @@ SCRATCH = {
         def test_zz_exit():
             assert "before exit"
             os._exit(3)
+        """),
+    "test_raises.py": textwrap.dedent("""\
+        import pytest
+        from pytest import raises
+
+
+        def test_block_did_not_raise():
+            assert 1 == 1
+            with raises(ValueError):
+                int("4")
+
+
+        def test_block_raised():
+            with pytest.raises(ValueError, match="invalid"):
+                int("x")
+
+
+        def test_call_forms():
+            pytest.raises(ValueError, int, "x")
+            raises(ValueError, int, "4")
+
+
+        def test_other_exception_escapes():
+            with pytest.raises(KeyError):
+                int("x")
         """),
     "test_unit.py": textwrap.dedent("""\
         import unittest
@@ -579,6 +625,7 @@ def test_plugin_records_bare_asserts(scratch: Path, tmp_path: Path) -> None:
         ("test_helper", "helpers.py", 2, "passed"),
         ("test_helper", "helpers.py", 3, "failed"),
         ("test_plain_helper_failure", "plain_helpers.py", 2, "failed"),
+        ("test_raises_block", "test_bare.py", 31, "passed"),
         ("test_error_inside_assert", "test_bare.py", 36, "failed"),
         ("test_xfail", "test_bare.py", 46, "failed"),
         ("test_zz_exit", "test_bare.py", 50, "passed"),  # written before os._exit
@@ -609,6 +656,53 @@ def test_plugin_records_unittest_methods(scratch: Path, tmp_path: Path) -> None:
     sites = {(s.file, s.line): s.source for s in assertion_sites(SCRATCH["test_unit.py"], "test_unit.py")}
     assert all(sites[(e.file, e.line)] == e.source for e in events)
     assert statuses["test_unit.py::T::test_raises_forms"] == Status.FAILED
+
+
+def test_plugin_records_pytest_raises_boltons_c1c25da(scratch: Path, tmp_path: Path) -> None:
+    """boltons c1c25da's FAIL_TO_PASS test fails on buggy only in ``with raises(ValueError)`` (imported
+    from pytest): the plugin records pytest.raises in both spellings and both forms, DID NOT RAISE and
+    an escaping other exception as failed, at the sites tree-sitter finds, without changing outcomes."""
+    log = tmp_path / "events.jsonl"
+    proc, statuses = _run_scratch(scratch, log, "test_raises.py")
+    events = parse_events(log.read_text())
+    assert _summary(events) == sorted([
+        ("test_block_did_not_raise", "test_raises.py", 6, "passed"),
+        ("test_block_did_not_raise", "test_raises.py", 7, "failed"),
+        ("test_block_raised", "test_raises.py", 12, "passed"),
+        ("test_call_forms", "test_raises.py", 17, "passed"),
+        ("test_call_forms", "test_raises.py", 18, "failed"),
+        ("test_other_exception_escapes", "test_raises.py", 22, "failed"),
+    ])
+    sites = {(s.file, s.line): (s.kind, s.source) for s in assertion_sites(SCRATCH["test_raises.py"], "test_raises.py")}
+    assert all(sites[(e.file, e.line)][1] == e.source for e in events)
+    assert sites[("test_raises.py", 7)] == ("raises", "raises(ValueError)")
+    _, plain = _run_scratch(scratch, None, "test_raises.py")
+    assert statuses == plain and sorted(s.name for s in plain.values()) == ["FAILED", "FAILED", "FAILED", "PASSED"]
+    assert proc.returncode == 1
+
+
+def test_plugin_index_is_linear_in_a_large_test_file_more_itertools_test_more(plugin, tmp_path: Path) -> None:  # noqa: ANN001
+    """more-itertools' 7,043-line tests/test_more.py took ~170 s per instrumented run (2.7 s plain): the
+    plugin's source index called ast.get_source_segment per node, which splits the whole file each time.
+    The index must match get_source_segment and take well under a second per thousand sites."""
+    import ast
+    import time
+
+    body = "".join(f"    def test_{i}(self):\n        self.assertEqual(f({i}), 'é{i}'\n            )\n        assert g({i})\n" for i in range(3000))
+    path = tmp_path / "test_big.py"
+    path.write_text("import unittest\n\nclass T(unittest.TestCase):\n" + body, encoding="utf-8")
+    started = time.monotonic()
+    entries = plugin._index(str(path))
+    elapsed = time.monotonic() - started
+    text = path.read_text(encoding="utf-8")
+    nodes = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Assert) or getattr(n, "func", None) is not None and getattr(n.func, "attr", "") == "assertEqual"]
+    assert len(entries) == len(nodes) == 6000
+    by_start = {(e[0], e[2]): e for e in entries}
+    for node in nodes[::150]:  # get_source_segment is the slow reference: a sample of it
+        kind = "assert" if isinstance(node, ast.Assert) else "call"
+        start, end, _, _, source = by_start[(node.lineno, kind)]
+        assert (start, end, source) == (node.lineno, node.end_lineno, plugin.normalise(ast.get_source_segment(text, node)))
+    assert elapsed < 15, f"indexing 6,000 sites took {elapsed:.1f} s"
 
 
 def test_plugin_never_changes_outcomes_and_is_silent_without_its_variable(scratch: Path, tmp_path: Path) -> None:

@@ -24,6 +24,9 @@ Where events come from:
   manager (``with self.assertRaises(...)``) records when the ``with`` block exits. Calls made by
   unittest itself (``assertEqual`` delegating to ``assertListEqual``, ``fail`` raising a failure) are
   not recorded, so only the outermost call counts.
+* ``pytest.raises`` (wrapped the same way when the plugin is imported, so ``from pytest import raises``
+  in a test module gets the wrapper): a call with a function records when it returns or raises, a
+  ``with pytest.raises(...)`` block when it exits (``DID NOT RAISE`` fails it).
 
 Limitations:
 
@@ -34,7 +37,7 @@ Limitations:
   code under test); a passing assert in any other helper module is invisible (a failing one is still
   found through the traceback).
 * a failing bare assert whose ``AssertionError`` is caught by the test itself (``pytest.raises
-  (AssertionError)``) is not recorded; ``pytest.raises`` blocks themselves are not recorded at all.
+  (AssertionError)``) is not recorded.
 * every process appends to the same file with single ``O_APPEND`` writes (one line each), which keeps
   lines whole under pytest-xdist; the file is never truncated by the plugin.
 
@@ -186,6 +189,32 @@ def _callee(node: ast.Call) -> tuple[str, bool]:
     return "", False
 
 
+def _source_lines(text: str) -> list[str]:
+    """``text`` split as ``ast.get_source_segment`` splits it (on \\r\\n, \\r and \\n only), line ends kept."""
+    lines, start = [], 0
+    for match in re.finditer(r"\r\n|\r|\n", text):
+        lines.append(text[start : match.end()])
+        start = match.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
+def _segment(lines: list[str], node: ast.AST) -> str:
+    """``ast.get_source_segment`` over lines split once: that function splits the whole file for every
+    node, quadratic in a large test file (more-itertools' 7,000-line test_more.py took minutes)."""
+    try:
+        first, last = node.lineno - 1, node.end_lineno - 1
+        start, end = node.col_offset, node.end_col_offset
+        if first == last:
+            return lines[first].encode()[start:end].decode()
+        head = lines[first].encode()[start:].decode()
+        tail = lines[last].encode()[:end].decode()
+        return head + "".join(lines[first + 1 : last]) + tail
+    except (AttributeError, IndexError, TypeError, UnicodeDecodeError):
+        return ""
+
+
 def _index(filename: str) -> list[tuple[int, int, str, str, str]]:
     """The assertion-like nodes of ``filename``, parsed once per process (test files do not change
     while they run)."""
@@ -197,18 +226,19 @@ def _index(filename: str) -> list[tuple[int, int, str, str, str]]:
         with open(filename, "rb") as handle:
             raw = handle.read()
         text = raw.decode("utf-8", errors="replace")
+        lines = _source_lines(text)
         tree = ast.parse(raw, filename)
         for node in ast.walk(tree):
             if isinstance(node, ast.Assert):
                 kind, name = "assert", ""
             elif isinstance(node, ast.Call):
                 name, on_self = _callee(node)
-                if not (name.startswith("assert") or (on_self and name.startswith("fail"))):
+                if not (name.startswith("assert") or name == "raises" or (on_self and name.startswith("fail"))):
                     continue
                 kind = "call"
             else:
                 continue
-            segment = ast.get_source_segment(text, node) or ""
+            segment = _segment(lines, node)
             end = getattr(node, "end_lineno", None) or node.lineno
             entries.append((node.lineno, end, kind, name, normalise(segment)))
     except Exception:
@@ -443,7 +473,8 @@ def _caller_site(frame, name: str) -> tuple[str, int, str] | None:
 
 
 class _RecordingContext:
-    """Stands in for the context manager an assertion method returned; records when the block exits."""
+    """Stands in for the context manager an assertion method or ``pytest.raises`` returned; records when
+    the block exits."""
 
     def __init__(self, context, site, nodeid):
         self._swedeck_context = context
@@ -457,7 +488,7 @@ class _RecordingContext:
         __tracebackhide__ = True
         try:
             suppressed = self._swedeck_context.__exit__(exc_type, exc, tb)
-        except Exception as error:
+        except (Exception, pytest.fail.Exception) as error:  # DID NOT RAISE is an OutcomeException
             _record_call(self._swedeck_site, self._swedeck_nodeid, "failed")
             _tag(error)
             raise
@@ -543,6 +574,43 @@ def _install_unittest_wrappers() -> None:
             pass
 
 
+def _install_raises_wrapper() -> None:
+    """``pytest.raises`` records at its caller's line, like a unittest assertion method: a call with a
+    function when it returns or raises, a ``with`` block when the block exits (``Failed: DID NOT RAISE``
+    comes out of ``__exit__``). Installed before the test modules are imported, so ``from pytest import
+    raises`` gets it too. Only calls written in the rootdir record (a plugin's own use does not)."""
+    original = pytest.raises
+    if getattr(original, "_swedeck_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def raises(*args, **kwargs):
+        __tracebackhide__ = True
+        site = None
+        try:
+            caller = sys._getframe(1)
+            if _in_rootdir(caller.f_code.co_filename) and not _internal(caller.f_code.co_filename):
+                site = _caller_site(caller, "raises")
+        except Exception:
+            site = None
+        if site is None:
+            return original(*args, **kwargs)
+        nodeid = _STATE.nodeid
+        try:
+            result = original(*args, **kwargs)
+        except (Exception, pytest.fail.Exception) as error:
+            _record_call(site, nodeid, "failed")
+            _tag(error)
+            raise
+        if hasattr(type(result), "__exit__"):
+            return _RecordingContext(result, site, nodeid)
+        _record_call(site, nodeid, "passed")
+        return result
+
+    raises._swedeck_wrapped = True  # type: ignore[attr-defined]
+    pytest.raises = raises
+
+
 def _force_fresh_rewrite() -> None:
     """Ignore rewritten-module caches, which may predate the pass hook (their key ignores the ini)."""
     try:
@@ -555,4 +623,5 @@ def _force_fresh_rewrite() -> None:
 
 if _STATE.path:
     _install_unittest_wrappers()
+    _install_raises_wrapper()
     _force_fresh_rewrite()
