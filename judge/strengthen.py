@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import json
 import re
 import shutil
 import tempfile
@@ -167,9 +168,42 @@ def model_free_body(d: DistinguishingInput, *, unittest: bool, pytest_imported: 
         check = f"self.assertEqual(printed.getvalue(), {printed})" if unittest else f"assert printed.getvalue() == {printed}"
         return [*body, "import contextlib", "import io", "with contextlib.redirect_stdout(io.StringIO()) as printed:",
                 textwrap.indent(d.call, "    "), check]  # fmt: skip
-    if not d.literal:
+    stated = ([], d.literal) if d.literal else module_repr(d.gold.value)
+    if stated is None:
         return None
-    return [*body, f"self.assertEqual({d.call}, {d.literal})" if unittest else f"assert {d.call} == {d.literal}"]
+    imports, literal = stated
+    return [*body, *imports, f"self.assertEqual({d.call}, {literal})" if unittest else f"assert {d.call} == {literal}"]
+
+
+def module_repr(value: str) -> tuple[list[str], str] | None:
+    """Gold's value as source with the imports it needs, where its repr did not evaluate in the test's
+    namespace but names only attributes of modules (``_datetime.datetime(2020, 1, 1, tzinfo=
+    _datetime.timezone.utc)`` after ``import datetime as _datetime``); None otherwise. ``value`` is the canonical
+    JSON of ``probes.diff_driver.canon``: an object without state is ``[type, repr]``. A module that
+    does not import fails the test on gold, which ``gold_stable`` rejects."""
+    try:
+        canon = json.loads(value) if value else None
+    except ValueError:
+        return None
+    if not (isinstance(canon, list) and len(canon) == 2 and all(isinstance(x, str) for x in canon)):
+        return None
+    text = canon[1]
+    try:
+        body = parse(text).body
+    except (SyntaxError, ValueError):
+        return None
+    if len(body) != 1 or not isinstance(body[0], ast.Expr):
+        return None
+    names = [n for n in ast.walk(body[0]) if isinstance(n, ast.Name)]
+    roots = {id(n.value) for n in ast.walk(body[0]) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
+    if not names or any(id(n) not in roots or not n.id.isidentifier() or n.id in _NOT_MODULES for n in names):
+        return None
+    for n in names:  # under a name of their own: the test may bind the module's name to something else
+        n.id = f"_{n.id}"
+    return [f"import {name[1:]} as {name}" for name in sorted({n.id for n in names})], ast.unparse(body[0])
+
+
+_NOT_MODULES = set(dir(builtins)) | {"self", "cls"}
 
 
 def function_code(name: str, body: Sequence[str], *, method: bool, why: str, fixtures: Sequence[str] = (),
@@ -500,11 +534,29 @@ def _usefixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [ast.unparse(d) for d in fn.decorator_list if isinstance(d, ast.Call) and _dotted(d.func).endswith("mark.usefixtures")]
 
 
+def _binds_immutable(statement: str) -> bool:
+    """Whether ``statement`` binds names to an immutable literal (``seq = 'ABC'``): no call can change
+    what it bound, so it need not be repeated before the next one."""
+    try:
+        (node,) = parse(statement).body
+    except (SyntaxError, ValueError):
+        return False
+    if not isinstance(node, ast.Assign) or not all(isinstance(t, ast.Name) for t in node.targets):
+        return False
+    value = _literal_source(ast.unparse(node.value))
+    return isinstance(value, (str, bytes, int, float, complex, bool, tuple, frozenset)) or value is None
+
+
 def with_neighbours(body: list[str], extra: Sequence[DistinguishingInput], *, unittest: bool, pytest_imported: bool) -> list[str]:
-    """``body`` followed by gold's behaviour on each neighbour that can be stated, every import once, first."""
+    """``body`` followed by gold's behaviour on each neighbour that can be stated: every import once,
+    first, and a setup statement binding an immutable literal once."""
     parts = [body] + [b for v in extra if (b := model_free_body(v, unittest=unittest, pytest_imported=pytest_imported)) is not None]
     imports = list(dict.fromkeys(line for b in parts for line in b if _imports_only([line])))
-    return [*imports, *(line for b in parts for line in b if not _imports_only([line]))]
+    out: list[str] = []
+    for line in (line for b in parts for line in b if not _imports_only([line])):
+        if not (line in out and _binds_immutable(line)):
+            out.append(line)
+    return [*imports, *out]
 
 
 def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: Form = "function", anchor: str = "",
@@ -640,9 +692,10 @@ def _program(key: str, d: DistinguishingInput, call: str, how: str, sources: dic
 def pick_neighbours(d: DistinguishingInput, gold: Sequence[dict | None], others: Sequence[dict | None], survivors: int,
                     expected: set[str], how: str, call: str) -> tuple[int, DistinguishingInput] | None:  # fmt: skip
     """The neighbour ``call`` as an input to assert, with its rank (0: a survivor behaves otherwise, 1:
-    only the buggy tree does), or None: gold answered it differently in its two replays (hash seeds,
-    time, randomness), outside the contract (an exception type no test or the issue expects, a value
-    without an evaluable repr), or every other tree behaves alike (``others``: buggy first, then the
+    only the buggy tree does), or None: gold answered it differently in its two replays (time,
+    randomness; hash order shows in ``gold_stable``, whose pytest runs each draw a hash seed), outside
+    the contract (an exception type no test or the issue expects, a value without an evaluable repr,
+    a full-precision float), or every other tree behaves alike (``others``: buggy first, then the
     survivors; the last ``survivors`` of them)."""
     if any(g is None for g in gold):
         return None
@@ -650,8 +703,6 @@ def pick_neighbours(d: DistinguishingInput, gold: Sequence[dict | None], others:
     if any(behaviour(g) != first for g in gold[1:]) or not in_contract(first, expected):
         return None
     literal = (gold[0] or {}).get("literal", "") or ""
-    if not first.raised and not literal:
-        return None
     differs = [i for i, o in enumerate(others)
                if o is not None and (behaviour(o).value, behaviour(o).raised) != (first.value, first.raised) and behaviour(o).raised != "timeout"]
     if not differs:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from harness.records import Behaviour, DistinguishingInput, ProbeResult
-from judge.strengthen import implementation_details, model_free_candidate, neighbour_calls, pick_neighbours
+from judge.strengthen import implementation_details, model_free_body, model_free_candidate, neighbour_calls, pick_neighbours
 
 
 def tail_input(**changes: object) -> DistinguishingInput:
@@ -78,6 +78,13 @@ def test_the_function_asserts_the_input_then_its_neighbours_with_each_import_onc
                     "with self.assertRaises(ValueError):", "list(mi.tail(-2, 'AB'))"]  # fmt: skip
     assert "2 neighbours" in cand.found_by and cand.copied.startswith("self.assertRaises(ValueError")
     assert implementation_details(cand.code, cand.copied) == []
+    # a name the input's setup binds to an immutable literal is bound once; a mutable one before each call
+    seq = [tail_input(call="list(mi.sliced(seq, 0))", setup=["seq = 'ABCDEFG'", "box = []"])]
+    near = [seq[0].model_copy(update={"call": f"list(mi.sliced(seq, {n}))", "gold": Behaviour(raised="ValueError"), "literal": ""}) for n in (-2, -3)]
+    cand = model_free_candidate(probe.model_copy(update={"distinguishing": seq[0]}), {"tests/test_recipes.py": source}, extra=near)
+    assert cand is not None
+    lines = [line.strip() for line in cand.code.splitlines()[2:]]
+    assert lines.count("seq = 'ABCDEFG'") == 1 and lines.count("box = []") == 3 and lines[2] == "self.assertEqual(list(mi.sliced(seq, 0)), [])"
 
 
 def test_the_contract_check_rejects_assertions_on_messages_addresses_and_full_precision_floats() -> None:
@@ -96,3 +103,18 @@ def test_the_contract_check_rejects_assertions_on_messages_addresses_and_full_pr
     code = "def test_s(letters):\n    with pytest.raises(ValueError) as info:\n        tail(-1, letters)\n" \
            "    assert 'at least' in str(info.value)\n    assert tail(0, letters) == []\n"  # fmt: skip
     assert implementation_details(code, copied) == [] and implementation_details(code) == message
+
+
+def test_a_value_whose_repr_names_only_modules_is_asserted_with_their_imports() -> None:
+    """pyiso8601 b6ca8b0: gold returns a datetime whose repr does not evaluate in the test's namespace
+    (it imports no ``datetime`` module), so no test was written and the task stayed not_repaired."""
+    value = json.dumps(["datetime", "datetime.datetime(1997, 8, 29, 6, 14, 0, 123, tzinfo=datetime.timezone.utc)"])
+    d = tail_input(call="parse_date('1997-08-29T06:14:00.000123', UTC)", setup=["from iso8601 import parse_date, UTC"],
+                   gold=Behaviour(value=value), other=Behaviour(value='"x"'), literal="")  # fmt: skip
+    assert model_free_body(d, unittest=False, pytest_imported=True) == [
+        "from iso8601 import parse_date, UTC", "import datetime as _datetime",
+        "assert parse_date('1997-08-29T06:14:00.000123', UTC) == _datetime.datetime(1997, 8, 29, 6, 14, 0, 123, tzinfo=_datetime.timezone.utc)",
+    ]  # fmt: skip
+    # a repr naming a class (its module unknown), builtins, an object's insides: nothing to state
+    for text in ("Box(1)", "<Box>", "complex(1, 2)", "self.box"):
+        assert model_free_body(d.model_copy(update={"gold": Behaviour(value=json.dumps(["T", text]))}), unittest=False, pytest_imported=True) is None

@@ -7,9 +7,12 @@ boundary open, and Pipeline 2's probes find it: ``n <= 0`` and ``n < 1`` (raisin
 special case that raises only when ``str(n)`` is one of the test's literals pass it. The differential
 engine replays the call form of assertRaises and tells each apart from gold: ``tail(0, ...)`` is
 ``[]`` on gold and raises on the two mutants; ``tail(-2, ...)`` raises on gold and not on the special
-case. Strengthening then adds two tests that kill all three. The ``tail(0, ...)`` input alone passes on
-the buggy tree too (the mutants broke what the bug left alone), so that test is kept only after the
-original test's own check, which the buggy tree fails.
+case. Strengthening then adds a test per input, each also asserting gold's behaviour on the input's
+neighbours that the buggy tree or a survivor gets wrong (``tail(0, '')``, ``tail(-3, ...)``), which
+kill all three. The ``tail(0, ...)`` input alone passes on the buggy tree too (the mutants broke what
+the bug left alone); its neighbours with a negative ``n`` do not, else the test would go after the
+original test's own check. The benchmark's held-out shortcut (``n <= 0``) fails the strengthened suite and its
+correct alternative passes.
 
 The special case keyed on ``str(iterable)`` also survives. The program replay treats ``'ABCDEFG'``
 as an opaque name (gold raises for -1 whatever the string), so every input it finds is the test's own
@@ -62,18 +65,18 @@ def test_strengthening_kills_the_surviving_wrong_probes_of_a_real_fix_commit(bwr
     assert record.status == "repaired" and record.judge_session == "", record.reason  # no judge ran: the tests stay unreviewed
     assert sorted(record.survivors) == sorted(record.killed) == sorted(confirmed)
     kept = [t for t in record.tests if not t.rejected_at]
-    kills = {t.code.splitlines()[-1].strip(): sorted(confirmed[k].operator for k in t.kills) for t in kept}
-    assert {line: ops for line, ops in kills.items() if "mi.tail(" in line} == {
-        "self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])": ["mutate_compare", "mutate_constant"],
-        "list(mi.tail(-2, 'ABCDEFG'))": ["special_case"],
-    }, kills
-    (zero,) = [t for t in kept if "tail(0," in t.code]
-    assert "self.assertRaises(ValueError, lambda: list(mi.tail(-1, 'ABCDEFG')))" in zero.code  # anchored on the original check
-    (alone,) = [t for t in record.tests if t.rejected_at and "tail(0," in t.code]
-    assert alone.rejected_at == "fails_on_buggy" and "tail(-1," not in alone.code
+    # a test per distinct input (the two mutants share tail(0, ...)), each asserting its input first (after
+    # the original check where the input alone passes on buggy)
+    by_input = {next(line.strip() for line in t.code.splitlines()[2:] if "mi.tail(" in line and "ValueError, lambda" not in line): t for t in kept}
+    assert {"self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])", "list(mi.tail(-2, 'ABCDEFG'))"} <= set(by_input), [t.code for t in kept]
+    # and gold's behaviour on neighbours of it that the buggy tree or a survivor gets wrong (an empty iterable, n = -1)
+    zero = by_input["self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])"]
+    assert "neighbours" in zero.found_by and "self.assertEqual(list(mi.tail(0, '')), [])" in zero.code, zero.code
+    assert sorted({k for t in kept for k in t.kills}) == sorted(confirmed)
     for t in kept:
         (stable,) = [c for c in t.checks if c.step == "gold_stable"]
         assert stable.rewards == [1.0] * GOLD_RUNS and all(c.passed for c in t.checks) and t.relevance == "unreviewed"
+        assert [c.step for c in t.checks][:2] == ["leak", "contract"]
         assert added_test_leaks(t.code, issue=task.problem_statement, gold_patch=task.answer.gold_patch) == []
 
     strong = strengthened_task(task, record)
@@ -85,3 +88,7 @@ def test_strengthening_kills_the_surviving_wrong_probes_of_a_real_fix_commit(bwr
         assert grade(strong, probe.patch, backend, expected=expected).reward == 0.0, probe.description
     for probe in (p for p in probes if p.kind == "correct_alternative" and p.reward == 1.0):
         assert grade(strong, probe.patch, backend, expected=expected).reward == 1.0, probe.description
+    # held out (strengthening never saw them): the benchmark's hand-written shortcut, a guard written
+    # n <= 0, and its correct alternative unlike gold
+    assert grade(strong, (REAL / TASK / "shortcut.patch").read_text(), backend, expected=expected).reward == 0.0
+    assert grade(strong, (REAL / TASK / "alternative.patch").read_text(), backend, expected=expected).reward == 1.0
