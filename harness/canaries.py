@@ -42,6 +42,7 @@ is real and is right for every must-fail pair with probability 2**-k; where the 
 from __future__ import annotations
 
 import ast
+import functools
 import random
 import re
 import shlex
@@ -122,7 +123,11 @@ def _is_test_file(path: str) -> bool:
     return name.endswith(".py") and (name.startswith("test") or name.endswith("_test.py"))
 
 
+# Parsed once per process and file content: these are the hidden tests of the task record, never a
+# candidate's files, and grades of one task plant canaries in the same files again and again.
+@functools.lru_cache(maxsize=32)
 def _module(path: str, blob: bytes) -> tuple[ast.Module, list[str]] | None:
+    """The file's syntax tree and lines (shared between callers: neither is ever modified)."""
     if not _is_test_file(path):
         return None
     try:
@@ -189,11 +194,15 @@ def candidates(files: dict[str, bytes]) -> list[Candidate]:
     top-level equality against a literal, one changed copy (the same one every time for the same
     file, so a validated key names the same source). A copy costs what its test costs, so a test
     with a loop is copied only where the copy stops before it: a changed assert ahead of the loop."""
-    found = []
-    for path, blob in sorted(files.items()):
-        parsed = _module(path, blob)
-        if parsed is None:
-            continue
+    return [candidate for path, blob in sorted(files.items()) for candidate in _file_candidates(path, blob)]
+
+
+@functools.lru_cache(maxsize=32)
+def _file_candidates(path: str, blob: bytes) -> tuple[Candidate, ...]:
+    """One file's candidates, found once per process and content (see ``_module``)."""
+    found: list[Candidate] = []
+    parsed = _module(path, blob)
+    if parsed is not None:
         module, lines = parsed
         for scope, test in _tests(module):
             key = f"{path}::{scope}::{test.name}"
@@ -211,7 +220,7 @@ def candidates(files: dict[str, bytes]) -> list[Candidate]:
                 begin, stop, text = edit
                 changed = _rename(segment[:begin] + text + segment[stop:], test, start)
                 found.append(Candidate(f"{key}:fail", path, scope, test.name, True, changed, earliest))
-    return found
+    return tuple(found)
 
 
 def _rename(segment: str, test: ast.FunctionDef | ast.AsyncFunctionDef, start: int) -> str:

@@ -54,9 +54,11 @@ from harness.sandbox import (
 
 UID = 1000
 # Kills every process in the container but its init (pid 1), the init's child that keeps the container
-# up, and itself, until none is left: processes started by one `docker exec` outlive it.
-REAP = r"""
-keep=" 1 $(cat /proc/1/task/1/children) $$ "
+# up (KEEPER, its pid as the sandbox opened: processes a command leaves behind become children of the
+# init too), and itself, until none is left (then runs DONE): processes started by one `docker exec`
+# outlive it.
+REAP_LOOP = r"""
+keep=" 1 KEEPER $$ "
 for _ in 1 2 3 4 5 6 7 8; do
   victims=""
   for d in /proc/[0-9]*; do
@@ -64,12 +66,15 @@ for _ in 1 2 3 4 5 6 7 8; do
     case "$keep" in *" $p "*) continue ;; esac
     grep -qs '^State:[[:space:]]*Z' "$d/status" || victims="$victims $p"
   done
-  [ -z "$victims" ] && exit 0
+  [ -z "$victims" ] && DONE
   kill -KILL $victims 2>/dev/null
   sleep 0.05
 done
-exit 1
 """
+# the init's children (read before anything but the sandbox's own setup ran in the container), and
+# where setpriv is (see _DockerSandbox.run)
+CHILDREN = 'echo "children: $(cat /proc/1/task/1/children)"'
+SETPRIV = 'echo "setpriv: $(command -v setpriv)"'
 
 
 def _client():
@@ -97,6 +102,7 @@ class DockerBackend:
         self._warming: set[tuple[str, bool]] = set()
         self._lock = threading.Lock()
         self._drained = False
+        self._digests: dict[str, str] = {}
         atexit.register(self.drain)
         # what a grade killed from outside left: its containers (spares included) and folders
         remove_containers(settings, lambda token: not alive(token))
@@ -122,8 +128,13 @@ class DockerBackend:
         return self._build_env(task)
 
     def image_digest(self, task: Task) -> str:
-        """What the task's sandboxes start from: a pulled image's registry digest, else the image id."""
-        return self.images.digest(self.image(task))
+        """What the task's sandboxes start from: a pulled image's registry digest, else the image id.
+        Asked of the engine once per environment and tree for this backend's life (it keys the
+        facts every grade looks up: three engine calls each time)."""
+        key = content_hash([task.environment, tree_key(task)])
+        if key not in self._digests:
+            self._digests[key] = self.images.digest(self.image(task))
+        return self._digests[key]
 
     def _build_env(self, task: Task) -> str:
         """The base image with the recipe's environment built in (once per environment key): the
@@ -278,6 +289,8 @@ class _DockerSandbox:
         )
         self._runs = 0
         self._reaping = threading.Lock()
+        self._setpriv = ""  # its path in the image, found as the tree is unpacked (see run)
+        self._keeper = ""  # the pid of the process that keeps the container up (REAP_LOOP)
         try:
             if tar is None:
                 self._seal_in_place(task)
@@ -297,11 +310,21 @@ class _DockerSandbox:
             shutil.copyfile(tar, staged)
         parent = shlex.quote(str(PurePosixPath(self.workdir).parent))
         try:
-            done = self.run(f"tar -x --no-same-owner -f {IO_DIR}/tree.tar -C {parent}", timeout=300)
+            unpack = f"tar -x --no-same-owner -f {IO_DIR}/tree.tar -C {parent}"
+            done = self.run(f"{unpack} && {CHILDREN} && {SETPRIV}", timeout=300)
         finally:
             staged.unlink()
         if done.exit_code != 0:
             raise SandboxError(f"could not copy the tree into {self.workdir}: {done.output[-400:]}")
+        self._keep(done.output)
+        self._setpriv = next((line[9:].strip() for line in done.output.splitlines() if line.startswith("setpriv: /")), "")
+
+    def _keep(self, output: str) -> None:
+        children = next((line[10:] for line in output.splitlines() if line.startswith("children: ")), "")
+        pids = sorted(int(pid) for pid in children.split() if pid.isdigit())
+        if not pids:
+            raise SandboxError(f"could not tell which process keeps the container up (its init's children: {children!r})")
+        self._keeper = str(pids[0])
 
     def _seal_in_place(self, task: Task) -> None:
         self.write_file("/tmp/seal_git.sh", script("seal_git.sh").read_bytes())
@@ -310,6 +333,7 @@ class _DockerSandbox:
         )
         if code != 0:
             raise EnvError(f"{task.instance_id}: could not seal git history in the image", out.decode(errors="replace"))
+        self._keep(self.container.exec_run(["bash", "-c", CHILDREN], user="root")[1].decode(errors="replace"))  # fmt: skip
 
     def _io_path(self, path: str) -> Path | None:
         """The host side of a path in the IO folder (None elsewhere); raises if a symlink leads out."""
@@ -357,15 +381,20 @@ class _DockerSandbox:
         os.chown(self._io_path(path), self.owner, self.owner)
         return path
 
-    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
+    def run(
+        self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None, reap: bool = False
+    ) -> ExecResult:
         timeout = timeout or self.limits.timeout_s
         api = self.client.api
         self._runs += 1
         log_path = self.root / f"{self._runs:03d}.log"
         started = time.monotonic()
-        argv = shell_command(command, self.activation, self.limits, timeout)
+        argv, user, status = shell_command(command, self.activation, self.limits, timeout), self.user, None
+        if self._setpriv:
+            status = self.io / f".status-{secrets.token_hex(8)}"
+            argv, user = ["bash", "-c", self._as_user(argv, f"{IO_DIR}/{status.name}", reap)], "root"
         exec_id = api.exec_create(
-            self.container.id, argv, user=self.user, workdir=self.workdir, environment=dict(env or {})
+            self.container.id, argv, user=user, workdir=self.workdir, environment=dict(env or {})
         )["Id"]
         chunks: Iterator[bytes] = api.exec_start(exec_id, stream=True)
         # exec streams block while the command is silent, so the host-side backstop is a timer
@@ -381,8 +410,26 @@ class _DockerSandbox:
             watchdog.join()
         for killer in killers:  # done before the next command starts, or it would kill that one too
             killer.join()
-        code = None if limited else api.exec_inspect(exec_id).get("ExitCode")
+        code = _status(status)
+        if code is None:  # no wrapper, or one stopped by the watchdog or left with processes it could not kill
+            code = None if limited else api.exec_inspect(exec_id).get("ExitCode")
+            if reap:
+                self.reap()
         return exec_result(command, code, log_path, started, limited=limited, timed_out=timed_out, timeout=timeout)
+
+    def _as_user(self, argv: list[str], status: str, reap: bool) -> str:
+        """The wrapper a command runs in, as root: the command itself as the sandbox user (setpriv, as
+        ``docker exec --user`` would run it), then, with ``reap``, every process left in the container
+        killed, then the command's exit code written to ``status``, in the IO folder, where only root
+        may add a file. So one exec does what took three engine calls (the command, its exit code, a
+        reaping exec), and neither the command nor anything it started can write the status: a status
+        that is there says the command ended with that code and, with reap, that nothing it started is
+        left. Where it is missing (the wrapper was killed, or processes would not die), run falls back
+        to asking the engine and to a reaping exec."""
+        drop = f"{shlex.quote(self._setpriv)} --reuid={UID} --regid={UID} --clear-groups --inh-caps=-all -- "
+        done = f"echo $code > {shlex.quote(status)}; exit $code"
+        after = self._reap_loop(f"{{ {done}; }}") + "exit $code" if reap else done
+        return f"{drop}{shlex.join(argv)}\ncode=$?\n{after}\n"
 
     def _kill_all(self) -> threading.Thread:
         """Kill every process a command started, from a second exec, in a thread: the engine only
@@ -394,12 +441,16 @@ class _DockerSandbox:
         killer.start()
         return killer
 
+    def _reap_loop(self, done: str) -> str:
+        return REAP_LOOP.replace("KEEPER", self._keeper).replace("DONE", done)
+
     def _reap(self) -> tuple[int, bytes]:
         # one reaper at a time: two would kill each other
         with self._reaping:
-            return self.container.exec_run(["bash", "-c", REAP], user="root")
+            return self.container.exec_run(["bash", "-c", self._reap_loop("exit 0") + "exit 1\n"], user="root")
 
     def reap(self) -> None:
+        """End every process earlier commands left behind."""
         code, out = self._reap()
         if code != 0:
             raise SandboxError(f"processes left by a command would not die: {out.decode(errors='replace')[-400:]}")
@@ -417,6 +468,18 @@ class _DockerSandbox:
 
         threading.Thread(target=remove, name="swedeck-docker-remove").start()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _status(path: Path | None) -> int | None:
+    """The exit code a wrapper wrote (``_DockerSandbox._as_user``), None where it wrote none."""
+    if path is None:
+        return None
+    try:
+        text = read_regular(path, 16).decode().strip()
+        path.unlink()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return int(text) if text.isdigit() else None
 
 
 @functools.cache

@@ -25,6 +25,7 @@ import base64
 import json
 import random
 import secrets
+import tarfile
 import time
 import traceback
 from collections.abc import Iterator, Sequence
@@ -46,15 +47,17 @@ from harness.trusted import (
     Entry,
     File,
     TaskFacts,
-    _read_many,
     archive,
     decode,
     facts_key,
     install_command,
     parse_listing,
     plan,
+    read_many,
     task_facts,
     tree_changes,
+    untar,
+    write_names,
 )
 
 BAD = {Status.FAILED, Status.ERROR}
@@ -63,6 +66,8 @@ PLUGINS = Path(__file__).parent / "plugins"
 ASSERTIONS_LOADED = '{"plugin": "swedeck_assertions"}\n'
 PLUGIN_DIR = f"{IO_DIR}/plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
+# the exit of a test command whose install of the hidden tests failed, so the tests never started
+INSTALL_FAILED = 86
 # Host time for one grade's post-processing (each command's output and reports parsed, the outcome
 # records, the canaries). Every step is linear in what it reads, and what it reads is bounded
 # (Limits.output_bytes, REPORT_BYTES): an honest grade spends seconds. Past this the grade ends as a
@@ -89,6 +94,20 @@ class _Budget:
         if self.left < 0:
             raise BudgetSpent(f"the grade's post-processing took over {POSTPROCESS_S:g} s (spent at {what})")
 TamperMode = Literal["zero", "flag"]
+
+
+class _Stages:
+    """Wall time per stage of a grade, into ``durations`` (what benchmarks/grader_overhead.py prints):
+    each mark charges the time since the previous one to its stage."""
+
+    def __init__(self, durations: dict[str, float]) -> None:
+        self.durations = durations
+        self.last = time.monotonic()
+
+    def mark(self, stage: str) -> None:
+        now = time.monotonic()
+        self.durations[stage] = round(self.durations.get(stage, 0.0) + now - self.last, 4)
+        self.last = now
 
 
 def run_tests(
@@ -123,7 +142,7 @@ def run_tests(
         raise
     except Exception as err:  # an engine that does not answer: the machine's fault, recorded as such
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=f"{type(err).__name__}: {err}")
-    durations["open"] = time.monotonic() - started
+    durations["open"] = round(time.monotonic() - started, 4)
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
         return _run_in(sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, pool=pool)
@@ -135,7 +154,9 @@ def run_tests(
         detail = f"{type(err).__name__}: {err}\n{traceback.format_exc()[-1500:]}"
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="grader_error", detail=detail)
     finally:
+        closing = time.monotonic()
         sandbox.close()
+        durations["close"] = round(time.monotonic() - closing, 4)  # the dict the returned run holds
 
 
 def _run_in(
@@ -154,7 +175,7 @@ def _run_in(
     pool: list[str] | None = None,
 ) -> TestRun:
     """``pool``: the validated canaries to draw from (``_canary_pool``); None plants none."""
-    t0 = time.monotonic()
+    clock = _Stages(durations)
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
     if facts.hidden_error:
@@ -163,34 +184,39 @@ def _run_in(
     listings = f"{IO_DIR}/listing-{token}"
     for side in ("before", "after"):
         sandbox.output(f"{listings}-{side}")
-    run.apply_strategy, why = apply_patch(
-        sandbox, patch, "candidate", first=f"{LISTING} > {listings}-before", then=f"{LISTING} > {listings}-after"
-    )
+    then, prefetch = f"{LISTING} > {listings}-after", ""
+    named = tamper.python_paths(tamper.named_paths(patch))
+    if named:  # the audit's files, read as the listing saw them: nothing ran in between
+        prefetch = sandbox.output(f"{IO_DIR}/audit-{token}.tar")
+        names = write_names(sandbox, named, f"audit-{token}")
+        then += f" && {{ tar -c --null --no-recursion -T {names} -f {prefetch} 2>/dev/null || true; }}"
+    run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", first=f"{LISTING} > {listings}-before", then=then)
     if not run.apply_strategy:
         return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
     if run.apply_strategy != "empty":
         before = parse_listing(sandbox.read_file(f"{listings}-before"))
         after = parse_listing(sandbox.read_file(f"{listings}-after"))
+    clock.mark("apply")
     refused = violations(before, after, task, facts)
+    clock.mark("capabilities")
     if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
         return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
     hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
-    run.tamper = _audit(sandbox, patch, before, after, token)
+    run.tamper = _audit(sandbox, patch, before, after, token, prefetch)
+    clock.mark("audit")
     planted: list[canaries.Canary] = []
     if pool is not None:
         texts = {path: file.data for path, file in hidden.items() if file is not None}
         with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
         hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
         run.canaries = canaries.strength(planted)
+    clock.mark("canaries")
     todo = plan(before, after, task, facts, hidden)
     run.neutralized = todo.neutralized
     infra = f"{IO_DIR}/infra-{token}.tar"
     sandbox.write_file(infra, archive(todo.write))
-    installed = sandbox.run(install_command(todo.delete, infra), timeout=60)
-    if installed.exit_code != 0:
-        return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": installed.output[-2000:]})
-    durations["apply"] = time.monotonic() - t0
-
+    install = install_command(todo.delete, infra)  # run with the first test command
+    clock.mark("plan")
     t1 = time.monotonic()
     parser = resolve_parser(task.log_parser)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -248,10 +274,14 @@ def _run_in(
                 env["SWEDECK_OBSERVE_TARGETS"] = f"{IO_DIR}/observe-targets-{token}"
                 env["SWEDECK_OBSERVE_LOG"] = observe_log
                 env["SWEDECK_OBSERVE_ROOT"] = sandbox.workdir
-            result = sandbox.run(command, env=env)
-            sandbox.reap()  # nothing the tests started may still write a report we are about to read
-            run.exit_codes.append(result.exit_code)
+            clock.mark("setup")
+            # reaped: nothing the tests started may still write a report we are about to read
+            result = sandbox.run(_installing(install, command, token) if i == 0 else command, env=env, reap=True)
+            clock.mark("command")
             output = Path(result.log_path).read_bytes()
+            if i == 0 and _install_failed(result.exit_code, output, token):
+                return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": tail(output)})
+            run.exit_codes.append(result.exit_code)
             log.write(output)
             if result.timed_out or result.output_limited:
                 run.outcome = "timeout" if result.timed_out else "output_limit"
@@ -268,11 +298,13 @@ def _run_in(
                 evidence += _forged_passes(statuses, raised, i)
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
+            clock.mark("parse")
     if planted and run.outcome == "ok":
         with budget.step("the canaries"):
             run.statuses, evidence = canaries.check(planted, run.statuses, complete=maxfail is None)
         run.spoof_evidence += evidence
-    durations["tests"] = time.monotonic() - t1
+    clock.mark("parse")
+    durations["tests"] = round(time.monotonic() - t1, 4)
     if instrument:
         run.instrumented, run.assert_events, run.test_sources = _instrumentation(sandbox, task, events)
     if coverage is not None:
@@ -285,7 +317,7 @@ def _run_in(
             run.observed = sandbox.read_file(observe_log).decode(errors="replace")
         except FileNotFoundError:
             run.observed = ""
-    run.durations = {k: round(v, 4) for k, v in durations.items()}
+    run.durations = durations  # the same dict: run_tests adds the close
     return run
 
 
@@ -338,16 +370,42 @@ def canary_strength(task: Task, backend: Backend) -> CanaryStrength:
     return canaries.strength(canaries.plant(texts, random.Random(0), pool, task.answer.fail_to_pass)[1])
 
 
-def _audit(sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str) -> list[str]:
-    """harness.tamper's findings in the Python files the change added or modified, read in one round
-    trip after it was applied and before anything of it ran."""
+def _installing(install: str, command: str, token: str) -> str:
+    """The install of the hidden tests and the first test command, as one sandbox command (one round
+    trip less than two): the tests start only once the install is done, as before, and not at all
+    when it failed. The test command could print the same line and exit the same way, but only to
+    have its own grade end with reward 0."""
+    return f"{{ {install}; }} || {{ echo {_install_marker(token)}; exit {INSTALL_FAILED}; }}\n{command}"
+
+
+def _install_marker(token: str) -> str:
+    return f"swedeck-install-failed-{token}"
+
+
+def _install_failed(exit_code: int | None, output: bytes, token: str) -> bool:
+    return exit_code == INSTALL_FAILED and _install_marker(token).encode() in output
+
+
+def _audit(
+    sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str, prefetch: str
+) -> list[str]:
+    """harness.tamper's findings in the Python files the change added or modified, as they were after
+    it was applied and before anything of it ran: from ``prefetch``, the tar of the files the patch
+    names that the apply command wrote right after its listing, and what that lacks in one more
+    round trip."""
     changes = tree_changes(before, after)
     paths = tamper.python_paths({p for p in changes.added | changes.modified if after[p].kind == "f"})
     readable = [p for p in paths if after[p].size <= tamper.MAX_FILE_BYTES]
     try:
-        read = _read_many(sandbox, readable, f"audit-{token}")
+        fetched = untar(sandbox.read_file(prefetch)) if prefetch and readable else {}
+    except (OSError, tarfile.TarError):  # cut short by the file size limit: read the rest below
+        fetched = {}
+    read = {p: fetched[p] for p in readable if p in fetched and len(fetched[p]) == after[p].size}
+    rest = [p for p in readable if p not in read]
+    try:
+        read |= read_many(sandbox, rest, f"audit-{token}-rest")
     except EnvError as err:  # the change's own files would not tar: as suspect as unread
-        return [f"{', '.join(readable)}: could not be read for the audit: {err}"]
+        return [f"{', '.join(rest)}: could not be read for the audit: {err}"]
     files: dict[str, bytes | None] = {p: read.get(p) for p in paths}
     return [str(finding) for finding in tamper.audit(files, patch)]
 

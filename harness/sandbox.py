@@ -51,8 +51,12 @@ class Sandbox(Protocol):
     backend: str
     workdir: str
 
-    def run(self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None) -> ExecResult:
-        """Run a shell command in the workdir; never raises for the command's own failure."""
+    def run(
+        self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None, reap: bool = False
+    ) -> ExecResult:
+        """Run a shell command in the workdir; never raises for the command's own failure. With
+        ``reap``, no process the command started (a daemon, a background writer) is left when it
+        returns."""
         ...
 
     def write_file(self, path: str, data: bytes | str) -> None: ...
@@ -65,10 +69,6 @@ class Sandbox(Protocol):
     def output(self, path: str) -> str:
         """Reserve ``path`` in the IO folder for commands to write: an empty file the sandbox user
         owns (one a command never wrote reads as empty). Returns the path."""
-        ...
-
-    def reap(self) -> None:
-        """End every process an earlier command left behind (a daemon, a background writer)."""
         ...
 
     def close(self) -> None: ...

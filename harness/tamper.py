@@ -88,6 +88,9 @@ _NAMES = re.compile(
 )
 
 
+_GIT_TARGET = re.compile(r"^(?:rename|copy) to (.+)$", re.MULTILINE)
+
+
 @dataclass(frozen=True)
 class Finding:
     path: str
@@ -116,6 +119,15 @@ def added_lines(patch: str) -> dict[str, set[str]]:
 def python_paths(paths: set[str]) -> list[str]:
     """The changed files the audit reads."""
     return sorted(p for p in paths if PurePosixPath(p).suffix in (".py", ".pyw"))
+
+
+def named_paths(patch: str) -> set[str]:
+    """The paths a patch says it writes: its ``+++`` targets and git's rename and copy targets. Only
+    a guess at what the audit will read (a quoted name, a strategy that strips differently), which
+    lets the grader read those files in the same command that applies the patch."""
+    named = set(added_lines(patch))
+    named |= {m.group(1) for m in _GIT_TARGET.finditer(patch)}
+    return named
 
 
 def audit(files: dict[str, bytes | None], patch: str) -> list[Finding]:

@@ -223,7 +223,7 @@ def gather(sandbox: Sandbox, task: Task) -> TaskFacts:
     except (ValueError, IndexError) as err:
         raise EnvError(f"{task.instance_id}: the environment's Python could not describe itself", probe.output) from err
     protected = [p for p, e in before.items() if e.kind == "f" and is_protected(p, task)]
-    protected_files = _read_many(sandbox, protected, "facts-protected")
+    protected_files = read_many(sandbox, protected, "facts-protected")
     hidden: dict[str, tuple[int, str] | None] = {}
     strategy, why = apply_patch(sandbox, task.answer.hidden_tests.patch, "facts-hidden")
     if strategy:
@@ -232,7 +232,7 @@ def gather(sandbox: Sandbox, task: Task) -> TaskFacts:
         after = parse_listing(_listing(sandbox, "facts-after"))
         changed = tree_changes(before, after)
         written = sorted(p for p in changed.added | changed.modified if after[p].kind == "f")
-        hidden = {p: (after[p].mode, _b64(b)) for p, b in _read_many(sandbox, written, "facts-hidden").items()}
+        hidden = {p: (after[p].mode, _b64(b)) for p, b in read_many(sandbox, written, "facts-hidden").items()}
         hidden |= {p: None for p in changed.deleted}
     return TaskFacts(
         protected={p: (before[p].mode, _b64(b)) for p, b in protected_files.items()},
@@ -258,19 +258,32 @@ def _listing(sandbox: Sandbox, name: str) -> bytes:
     return sandbox.read_file(out)
 
 
-def _read_many(sandbox: Sandbox, paths: list[str], name: str) -> dict[str, bytes]:
+def read_many(sandbox: Sandbox, paths: list[str], name: str) -> dict[str, bytes]:
     """Several files in one round trip: tarred into the IO folder by the sandbox, read on the host."""
     if not paths:
         return {}
-    out, names = sandbox.output(f"{IO_DIR}/{name}.tar"), f"{IO_DIR}/{name}.names"
-    sandbox.write_file(names, b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths))
+    names = write_names(sandbox, paths, name)
+    out = sandbox.output(f"{IO_DIR}/{name}.tar")
     done = sandbox.run(f"tar -c --null -T {names} -f {out}", timeout=120)
     if done.exit_code != 0:
         raise EnvError(f"could not read the task's files: {done.output[-400:]}")
+    return untar(sandbox.read_file(out))
+
+
+def write_names(sandbox: Sandbox, paths: list[str], name: str) -> str:
+    """A NUL-separated list of ``paths`` in the IO folder, for ``tar --null -T``; returns its path."""
+    names = f"{IO_DIR}/{name}.names"
+    sandbox.write_file(names, b"\0".join(p.encode("utf-8", "surrogateescape") for p in paths))
+    return names
+
+
+def untar(blob: bytes) -> dict[str, bytes]:
+    """The regular files of a tar a sandbox wrote (never what a link member points to); raises
+    tarfile.TarError for a tar that is not one (cut short by the file size limit, or forged)."""
     blobs = {}
-    with tarfile.open(fileobj=io.BytesIO(sandbox.read_file(out))) as tar:
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
         for member in tar.getmembers():
-            extracted = tar.extractfile(member)
+            extracted = tar.extractfile(member) if member.isreg() else None
             if extracted is not None:
                 blobs[member.name] = extracted.read()
     return blobs
