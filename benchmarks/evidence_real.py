@@ -21,11 +21,13 @@ reward an RL run on that arm would give. Per label it prints:
   alternative passes  correct alternatives the strengthened arm gives reward 1 (on an over-restrictive
                       task the raw tests already fail it: there it should stay 0)
 and the cost: test executions (test cases run) and wall time per task of Pipeline 2 and strengthening
-against Pipeline 1's. Wall time per task: Pipeline 1's and strengthening's from each task's record
-(``duration_s``; a task not strengthened costs 0), Pipeline 2's (whose records hold no duration) from
-its stage's wall clock times its workers over the tasks it processed, summed over the invocations that
-did work (``RUN/evidence_timing.json``). Test executions are the records' own counts (Pipeline 1: statuses of its runs; probes: tests run
-for each grade; strengthening: its validation and final grades); inputs the differential engine runs
+against Pipeline 1's. Wall time per task: every stage measured alike, its own wall clock (CLI start-up,
+Prefect and sandboxes included) times its workers over the tasks it finished (strengthening's over the
+tasks Pipeline 2 finished, since it looks at each), summed over the invocations that did work
+(``RUN/evidence_timing.json``). Records' own ``duration_s`` leave out start-up, and Pipeline 2's
+records hold none, so mixing them (as this script once did) charged start-up to Pipeline 2 only.
+Test executions are the records' own counts (Pipeline 1: statuses of its runs; probes: tests run for
+each grade; strengthening: its validation and final grades); inputs the differential engine runs
 outside a grade are not in them.
 
     python benchmarks/evidence_real.py [--out RUN] [--tasks ID ...] [--backend bwrap] [--workers 2] [--report-only]
@@ -67,8 +69,11 @@ def done(run: Path, folder: str, name: str) -> int:
 
 
 def run_stages(run: Path, sources: Sequence[str], backend: str, workers: int) -> None:
-    """Each stage through the CLI, timed; a stage with nothing left to do adds nothing to the timing."""
+    """Each stage through the CLI, timed; a stage with nothing left to do adds nothing to the timing.
+    Strengthening's time counts whenever Pipeline 2 finished tasks in this invocation, even where it
+    added nothing (it still looked at each of them)."""
     timing_path = run / "evidence_timing.json"
+    probed = 0
     for stage, (args, (folder, name)) in STAGES.items():
         before = done(run, folder, name) if run.exists() else 0
         started = time.monotonic()
@@ -80,7 +85,9 @@ def run_stages(run: Path, sources: Sequence[str], backend: str, workers: int) ->
             print(f"{stage} exited {proc.returncode}; the report covers what finished", flush=True)
         timing = json.loads(timing_path.read_text()) if timing_path.exists() else {}
         new = done(run, folder, name) - before
-        if new > 0:
+        if stage == "pipeline2":
+            probed = new
+        if new > 0 or (stage == "strengthen" and probed > 0):
             entry = timing.setdefault(stage, {"seconds": 0.0, "tasks": 0, "workers": workers})
             entry["seconds"] += seconds
             entry["tasks"] += new
@@ -146,8 +153,6 @@ def report(run: Path, ids: Sequence[str], labels: dict[str, dict], rewards: dict
             "verdict": verdict[0]["verdict"] if verdict else "-",
             "strengthening": strength[0]["status"] if strength else "-",
             "x_p1": p1_executions(run, iid),
-            "s_p1": p1[0]["duration_s"] if p1 else 0.0,
-            "s_st": strength[0]["duration_s"] if strength else 0.0,
             "x_p2": sum(p["executions"] for p in probes),
             "x_st": strength[0]["executions"] if strength else 0,
             "tried": sum(p["differential_tried"] for p in probes),
@@ -189,26 +194,30 @@ def report(run: Path, ids: Sequence[str], labels: dict[str, dict], rewards: dict
           "alternative 'passes' when the arm still gives it 0 (the raw tests reject it)")
 
     n = len(per_task) or 1
-    p2_wall = walls_per_task(timing).get("pipeline2")
-    wall = {"pipeline1": sum(t["s_p1"] for t in per_task.values()) / n, "pipeline2": p2_wall,
-            "strengthen": sum(t["s_st"] for t in per_task.values()) / n}  # fmt: skip
+    wall = walls_per_task(timing)
+    p2_wall = wall.get("pipeline2")
     print(f"\ncost per task (mean over {len(per_task)} tasks)   test executions        wall time (s)")
     base_x = sum(t["x_p1"] for t in per_task.values()) / n
     for stage, key in (("pipeline1", "x_p1"), ("pipeline2", "x_p2"), ("strengthen", "x_st")):
         x = sum(t[key] for t in per_task.values()) / n
-        w = wall[stage]
+        w = wall.get(stage)
         ratio_x = f"{x / base_x:5.1f}x P1" if base_x else ""
-        ratio_w = f"{w / wall['pipeline1']:5.1f}x P1" if w is not None and wall["pipeline1"] else ""
+        ratio_w = f"{w / wall['pipeline1']:5.1f}x P1" if w is not None and wall.get("pipeline1") else ""
         print(f"  {stage:32} {x:8.0f} {ratio_x:12} {'-' if w is None else f'{w:8.1f}'} {ratio_w}")
-    if p2_wall is not None and wall["pipeline1"]:
-        both = p2_wall + wall["strengthen"]
+    if p2_wall is not None and wall.get("pipeline1"):
+        both = p2_wall + wall.get("strengthen", 0.0)
         print(f"  {'Pipeline 2 + strengthening':32} {'':21} {both:8.1f} {both / wall['pipeline1']:5.1f}x P1 (target: at most 5x)")
-    print("wall time: Pipeline 1 and strengthening from each task's record (duration_s; 0 for a task not strengthened), "
-          "Pipeline 2 from its stage's wall clock x workers / tasks (RUN/evidence_timing.json)")
+    print("wall time per task: each stage's wall clock x workers / the tasks it finished (strengthening: / the tasks "
+          "Pipeline 2 finished), start-up included alike, summed over the invocations that did work (RUN/evidence_timing.json)")
 
 
 def walls_per_task(timing: dict) -> dict[str, float]:
-    return {stage: e["seconds"] * e["workers"] / e["tasks"] for stage, e in timing.items() if e["tasks"]}
+    """Seconds per task of each stage, every stage measured the same way: its own wall clock (CLI start-up,
+    Prefect, sandboxes) times its workers over the tasks it finished; strengthening looks at every task
+    Pipeline 2 finished, so it is spread over those."""
+    tasks = {stage: e["tasks"] for stage, e in timing.items()}
+    tasks["strengthen"] = tasks.get("pipeline2", 0)
+    return {stage: e["seconds"] * e["workers"] / tasks[stage] for stage, e in timing.items() if tasks[stage]}
 
 
 def main() -> int:
