@@ -19,8 +19,8 @@ How it counts: an execution is one test case that ran (a status in a run's repor
 run a probe needed; a test that kept gold's status without running costs nothing. The selected modes'
 count and wall time include the task's traced gold run (column ``cov``, paid once per task). The floor
 is the sum, over every test command the sel mode ran, of pytest's own time for it (the JUnit report's
-testsuite time: collecting the selected tests' modules and running them), measured in the same run;
-probing's multiple is sel's wall time without the traced gold run over that floor (target <= 2x).
+testsuite time: collecting the selected tests' modules and running them; the traced gold run's
+included), measured in the same run; probing's multiple is sel's wall time over that floor (target <= 2x).
 Every mode uses the per-command timeout probes get in production (``probes.runner.probe_timeout``), so a
 looping mutant costs the same bounded time in each.
 
@@ -41,7 +41,7 @@ from data import SAMPLE
 from harness.config import SandboxConfig
 from harness.envs import prepare_tree
 from harness.sandbox import get_backend
-from probes.runner import generate, gold_coverage, probe_timeout, run_probes, with_timeout, worth_tracing
+from probes.runner import generate, probe_timeout, run_probes
 from probes.session import Stats
 
 
@@ -60,7 +60,7 @@ def main() -> int:
 
     backend = get_backend(SandboxConfig(backend=args.backend))
     tasks = [t for t in load_source(SAMPLE).tasks if not args.tasks or t.instance_id in args.tasks]
-    totals = {"probes": 0, "cov": 0, "sel_exec": 0, "full_exec": 0, "cov_s": 0.0, "floor_s": 0.0}
+    totals = {"probes": 0, "cov": 0, "sel_exec": 0, "full_exec": 0, "floor_s": 0.0}
     seconds = dict.fromkeys(arms, 0.0)
     groups: dict[tuple[str, str], list[int]] = {}  # (kind, outcome) -> [probes, exec sel, exec full]
     decided: dict[str, int] = {}
@@ -81,20 +81,15 @@ def main() -> int:
             tree = prepare_tree(task, backend.settings)
             candidates = generate(task, tree, p1)
             timeout = probe_timeout(p1)
-            results, wall = {}, {}
-            started = time.perf_counter()
-            coverage = gold_coverage(task, with_timeout(backend, timeout), p1, tree=tree) if worth_tracing(candidates) else None
-            cov_s = time.perf_counter() - started
-            traced = coverage.executions if coverage is not None else 0
-            stats = Stats()
+            results, wall, stats = {}, {}, {arm: Stats() for arm in arms}
             for arm in arms:
                 started = time.perf_counter()
                 results[arm] = run_probes(
                     task, candidates, backend, p1, stamp, selection=arm.startswith("sel"), workers=args.workers,
-                    timeout_s=timeout, coverage=coverage, tree=tree, sessions=not arm.endswith("grade"),
-                    stats=stats if arm == "sel" else None,
+                    timeout_s=timeout, tree=tree, sessions=not arm.endswith("grade"), stats=stats[arm],
                 )  # fmt: skip
-                wall[arm] = time.perf_counter() - started + (cov_s if arm.startswith("sel") else 0.0)
+                wall[arm] = time.perf_counter() - started
+            traced, floor = stats["sel"].traced, stats["sel"].suite_s
             selected = results["sel"]
             full = results.get("full") or results.get("full-grade") or selected
             sel_exec = traced + sum(r.executions for r in selected)
@@ -104,22 +99,23 @@ def main() -> int:
             all_faster &= all(wall["sel"] < wall[arm] for arm in arms if arm.startswith("full"))
             for key, value in (
                 ("probes", len(candidates)), ("cov", traced), ("sel_exec", sel_exec), ("full_exec", full_exec),
-                ("cov_s", cov_s), ("floor_s", stats.suite_s),
+                ("floor_s", floor),
             ):  # fmt: skip
                 totals[key] += value
             for arm in arms:
                 seconds[arm] += wall[arm]
             ratio = full_exec / sel_exec if sel_exec else float("inf")
-            over = (wall["sel"] - cov_s) / stats.suite_s if stats.suite_s else float("inf")
-            note = "  (not traced)" if coverage is None else "" if coverage.usable else f"  (coverage unusable: {coverage.why})"
+            over = wall["sel"] / floor if floor else float("inf")
+            ses = stats["sel"]
+            note = "" if traced else "  (not traced)"
             note += (
-                f"  (sessions: {stats.graded} graded, {stats.fallback} by grade, {stats.forked} forked, {stats.plain} plain runs;"
-                f" s: start {stats.start_s:.1f}, commands {stats.command_s:.1f}, host {stats.host_s:.1f}, restore {stats.restore_s:.1f})"
+                f"  (sessions: {ses.graded} runs, {ses.fallback} by the grader, {ses.forked} forked, {ses.plain} plain;"
+                f" s: start {ses.start_s:.1f}, commands {ses.command_s:.1f}, host {ses.host_s:.1f}, restore {ses.restore_s:.1f})"
             )
             print(
                 f"{task.instance_id:26} {len(candidates):6} {traced:4} {sel_exec:9} {full_exec:9} {ratio:6.2f}"
                 + "".join(f" {wall[arm]:12.1f}" for arm in arms)
-                + f" {stats.suite_s:6.1f} {over:7.2f} {str(same):>12}{note}"
+                + f" {floor:6.1f} {over:7.2f} {str(same):>12}{note}"
             )
             for i, (a, b) in enumerate(zip(selected, full, strict=True)):
                 group = groups.setdefault((a.kind, "survived" if b.reward else "killed"), [0, 0, 0])
@@ -137,7 +133,7 @@ def main() -> int:
                     print(f"    reward differs: {a.operator} {a.description} {rewards}")
     ratio = totals["full_exec"] / totals["sel_exec"] if totals["sel_exec"] else float("inf")
     probes_only = totals["sel_exec"] - totals["cov"]
-    probing = seconds["sel"] - totals["cov_s"]
+    probing = seconds["sel"]
     over = probing / totals["floor_s"] if totals["floor_s"] else float("inf")
     print(
         f"{'TOTAL':26} {totals['probes']:6} {totals['cov']:4} {totals['sel_exec']:9} {totals['full_exec']:9} {ratio:6.2f}"

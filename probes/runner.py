@@ -189,6 +189,7 @@ def gold_coverage(
     log_dir: Path | None = None,
     cache_dir: Path | None = None,
     tree: Path | None = None,
+    runner=run_tests,  # noqa: ANN001 - harness.grader.run_tests or a probe session pool's run_tests
 ) -> GoldCoverage:
     """One gold run with the coverage plugin tracing gold's Python files, checked against gold's
     pattern; a usable result is cached in ``cache_dir`` by task, pattern and plugin (a cached result
@@ -209,7 +210,7 @@ def gold_coverage(
         files = [p for p, text in trees.gold.items() if p.endswith(".py") and text is not None] if trees.ok else []
     if not files:
         return GoldCoverage(usable=False, why="gold changes no Python file")
-    run = run_tests(task, task.answer.gold_patch, backend, log_dir=log_dir, coverage=files)
+    run = runner(task, task.answer.gold_patch, backend, log_dir=log_dir, coverage=files)
     expected = {k: str(v) for k, v in p1.expected_status.items()}
     if run.outcome != "ok" or run.spoof_evidence:
         cov = GoldCoverage(usable=False, why=f"the traced gold run failed: {run.outcome} {run.detail[-300:]}")
@@ -611,13 +612,14 @@ def run_probes(
     tree: Path | None = None,
     sessions: bool = True,
     stats: Stats | None = None,
+    coverage_cache: Path | None = None,
 ) -> list[ProbeResult]:
     """Grade each candidate against Pipeline 1's gold pattern; results in candidate order.
 
     ``selection`` grades each probe on the tests its change can impact, binding tests first, with a
     full grade as the final word where the module docstring says; without it every probe gets a full
     grade. ``coverage`` is the task's gold coverage; when not given it is recorded here if it can pay
-    for itself (``worth_tracing``). ``tree`` is the buggy tree (prepared when not given). ``workers``
+    for itself (``worth_tracing``), cached in ``coverage_cache`` when given. ``tree`` is the buggy tree (prepared when not given). ``workers``
     grades that many candidates at once; ``timeout_s`` replaces the backend's per-command timeout.
     With ``sessions`` (the default) the probes are graded in probe sessions (``probes.session``: one
     prepared sandbox per worker, start-up paid once per task; ``stats`` collects what they did),
@@ -630,17 +632,21 @@ def run_probes(
         return []
     plans = [Plan(runs=[], full=True, stop_early=False)] * len(candidates)  # the plain full grade
     tree = tree or prepare_tree(task, getattr(backend, "settings", None) or Settings.from_env())
-    if selection:
-        if coverage is None and worth_tracing(candidates):
-            coverage = gold_coverage(task, backend, p1, log_dir=log_dir, tree=tree)
-        plans = plan_probes(task, candidates, p1, coverage, tree)
-
     pool = SessionPool(task, backend, tree, workers, stats) if sessions else None
-
-    def one(item: tuple[Candidate, Plan]) -> ProbeResult:
-        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade)
-
     try:
+        if selection:
+            if coverage is None and worth_tracing(candidates):
+                coverage = gold_coverage(
+                    task, backend, p1, log_dir=log_dir, tree=tree, cache_dir=coverage_cache,
+                    runner=pool.run_tests if pool else run_tests,
+                )  # fmt: skip
+                if stats is not None:
+                    stats.add(traced=coverage.executions)
+            plans = plan_probes(task, candidates, p1, coverage, tree)
+
+        def one(item: tuple[Candidate, Plan]) -> ProbeResult:
+            return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade)
+
         if workers <= 1:
             return [one(item) for item in zip(candidates, plans, strict=True)]
         with ThreadPoolExecutor(max_workers=workers) as threads:
@@ -732,15 +738,9 @@ def probe_task(
     tree = prepare_tree(task, settings)
     timeout_s = probe_timeout(p1) if timeout_s is None else timeout_s
     candidates = generate(task, tree, p1)
-    coverage = None
-    if selection and worth_tracing(candidates):
-        coverage = gold_coverage(
-            task, with_timeout(backend, timeout_s), p1, log_dir=log_dir, tree=tree,
-            cache_dir=log_dir,
-        )  # fmt: skip
     graded = run_probes(
         task, candidates, backend, p1, stamp, selection=selection, log_dir=log_dir, workers=workers,
-        timeout_s=timeout_s, coverage=coverage, tree=tree,
+        timeout_s=timeout_s, tree=tree, coverage_cache=log_dir,
     )  # fmt: skip
     if not differential or not any(p.kind == "plausible_wrong" and p.reward == 1.0 for p in graded):
         return graded

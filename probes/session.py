@@ -53,7 +53,7 @@ from harness import tamper
 from harness.capabilities import violations
 from harness.config import Settings
 from harness.envs import ENV_MOUNT
-from harness.grader import PLUGIN_DIR, PLUGINS, compare, grade
+from harness.grader import PLUGIN_DIR, PLUGINS, compare, run_tests
 from harness.names import file_name
 from harness.parsers import parse_junit, uses_junit
 from harness.patching import is_protected
@@ -66,7 +66,7 @@ SERVER = Path(__file__).with_name("session_server.py")
 SESSION_S = 6 * 3600.0  # the server's own command: it lives as long as the task's probing
 READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import
 POLL_S = 0.003
-_SHELL = re.compile(r"[^\w@%+=:,./-]")  # a word with anything the shell would interpret
+_SHELL = re.compile(r"[^\w\s@%+=:,./'\"-]")  # anything but words, blanks and quotes: the shell may interpret it
 _SUITE_TIME = re.compile(rb"<testsuite\b[^>]*?\btime=\"([0-9.]+)\"")
 
 
@@ -77,7 +77,7 @@ def pytest_argv(command: str) -> list[str] | None:
         words = shlex.split(command)
     except ValueError:
         return None
-    if any(_SHELL.search(w) for w in words):
+    if _SHELL.search(command):
         return None
     if words[:3] in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
         return words[3:]
@@ -89,8 +89,9 @@ class Stats:
     """What sessions did, for benchmarks: ``suite_s`` sums pytest's own time (collection and tests,
     the JUnit report's testsuite time) over every test command a session ran."""
 
-    graded: int = 0  # probes graded in a session
-    fallback: int = 0  # probes graded by harness.grader.grade
+    traced: int = 0  # test executions of the traced gold run (probes.runner.gold_coverage)
+    graded: int = 0  # runs in a session
+    fallback: int = 0  # runs by harness.grader
     forked: int = 0  # test commands run by a fork of the server
     plain: int = 0  # test commands run as a plain command
     suite_s: float = 0.0
@@ -145,7 +146,8 @@ class ProbeSession:
         installed = box.run(install_command(todo.delete, infra), timeout=60)
         if installed.exit_code != 0:
             raise _Dead(f"the hidden tests did not install: {installed.output[-400:]}")
-        box.write_file(f"{PLUGIN_DIR}/swedeck_select.py", (PLUGINS / "swedeck_select.py").read_bytes())
+        for plugin in ("swedeck_select", "swedeck_coverage"):
+            box.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
         box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
         ready = box.output(f"{self.folder}/ready.json")
         env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
@@ -208,10 +210,11 @@ class ProbeSession:
         to look for in our own probes)."""
         return "".join(f" -p {name}" for name in self.facts.plugins) + (f" --maxfail={maxfail}" if maxfail is not None else "")
 
-    def grade(
-        self, patch: str, expected: dict[str, Status], select: Sequence[str] | None, maxfail: int | None, log_dir: Path | None
-    ) -> Grade | None:
-        """The probe's grade, or None when ``grade`` must give it (see ``files``). Raises _Dead."""
+    def run_tests(
+        self, patch: str, select: Sequence[str] | None, maxfail: int | None, coverage: Sequence[str] | None, log_dir: Path | None
+    ) -> TestRun | None:
+        """``harness.grader.run_tests`` for one of our patches, or None when ``run_tests`` must run it
+        (see ``files``). ``coverage``: the paths the coverage plugin traces. Raises _Dead."""
         started = time.monotonic()
         files = self.files(patch)
         if files is None:
@@ -224,6 +227,11 @@ class ProbeSession:
             addopts += " -p swedeck_select"
             env["SWEDECK_SELECT"] = f"{folder}/select-{n}"
             box.write_file(env["SWEDECK_SELECT"], "".join(f"{test_id}\n" for test_id in select))
+        if coverage is not None:  # as the grader has it: one log for every command
+            addopts += " -p swedeck_coverage"
+            env["SWEDECK_COVER_FILES"], env["SWEDECK_COVER_ROOT"] = f"{folder}/cover-files-{n}", box.workdir
+            env["SWEDECK_COVER_LOG"] = box.output(f"{folder}/cover-{n}.jsonl")
+            box.write_file(env["SWEDECK_COVER_FILES"], "".join(f"{path}\n" for path in coverage))
         commands = []
         for i, command in enumerate(self.task.test_cmd):
             junit, log = box.output(f"{folder}/junit-{n}-{i}.xml"), box.output(f"{folder}/log-{n}-{i}")
@@ -239,21 +247,14 @@ class ProbeSession:
         box.write_file(f"{folder}/job-{n}.json", json.dumps(job))
         box.write_file(f"{folder}/job-{n}.go", "")
         ran = json.loads(self._wait(result, len(commands) * (self.timeout_s + 30) + 30))
-        graded = self._grade_of(patch, expected, select, commands, ran, log_dir, time.monotonic() - started)
+        run = self._run_of(patch, commands, ran, log_dir, time.monotonic() - started)
+        if coverage is not None:
+            run.coverage = box.read_file(env["SWEDECK_COVER_LOG"], limit=REPORT_BYTES).decode(errors="replace")
         server = sum(outcome["seconds"] for outcome in ran) + ran[-1].get("restore", 0.0)
         self.stats.add(host_s=time.monotonic() - started - server, restore_s=ran[-1].get("restore", 0.0))
-        return graded
+        return run
 
-    def _grade_of(
-        self,
-        patch: str,
-        expected: dict[str, Status],
-        select: Sequence[str] | None,
-        commands: list[dict],
-        ran: list[dict],
-        log_dir: Path | None,
-        seconds: float,
-    ) -> Grade:
+    def _run_of(self, patch: str, commands: list[dict], ran: list[dict], log_dir: Path | None, seconds: float) -> TestRun:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
         log_dir.mkdir(parents=True, exist_ok=True)
         run = TestRun(instance_id=self.task.instance_id, backend=self.box.backend, outcome="ok", apply_strategy="session")
@@ -275,10 +276,7 @@ class ProbeSession:
                 if found := _SUITE_TIME.search(report):
                     self.stats.add(suite_s=float(found.group(1)))
         run.durations = {"tests": round(seconds, 4)}
-        if select is not None:
-            expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
-        config = getattr(self.backend, "config", None)
-        return compare(run, expected, self.task, getattr(config, "tamper", "zero"))
+        return run
 
     def close(self) -> None:
         if self.box is not None and self.thread is not None and self.thread.is_alive():
@@ -340,6 +338,34 @@ class SessionPool:
             self.opened[self.opened.index(None)] = session  # type: ignore[arg-type]
         return session
 
+    def run_tests(
+        self,
+        task: Task,
+        patch: str,
+        backend: Backend,
+        *,
+        select: Sequence[str] | None = None,
+        maxfail: int | None = None,
+        coverage: Sequence[str] | None = None,
+        log_dir: Path | None = None,
+    ) -> TestRun:
+        """``harness.grader.run_tests`` (its signature), in a session where one can take the patch."""
+        session = self._take()
+        run = None
+        if session is not None:
+            try:
+                run = session.run_tests(patch, select, maxfail, coverage, log_dir)
+            except (_Dead, OSError):
+                with self.lock:
+                    self.broken = True
+            finally:
+                self.free.put(session)
+        if run is not None:
+            self.stats.add(graded=1)
+            return run
+        self.stats.add(fallback=1)
+        return run_tests(task, patch, backend, log_dir=log_dir, select=select, maxfail=maxfail, coverage=coverage)
+
     def grade(
         self,
         task: Task,
@@ -351,21 +377,13 @@ class SessionPool:
         maxfail: int | None = None,
         log_dir: Path | None = None,
     ) -> Grade:
-        session = self._take()
-        graded = None
-        if session is not None:
-            try:
-                graded = session.grade(patch, expected, select, maxfail, log_dir)
-            except (_Dead, OSError):
-                with self.lock:
-                    self.broken = True
-            finally:
-                self.free.put(session)
-        if graded is not None:
-            self.stats.add(graded=1)
-            return graded
-        self.stats.add(fallback=1)
-        return grade(task, patch, backend, expected=expected, log_dir=log_dir, select=select, maxfail=maxfail)
+        """``harness.grader.grade`` (its signature), in a session where one can take the patch: the
+        statuses held against ``expected`` by ``compare``, as ``grade`` does."""
+        run = self.run_tests(task, patch, backend, select=select, maxfail=maxfail, log_dir=log_dir)
+        if select is not None:
+            expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
+        config = getattr(backend, "config", None)
+        return compare(run, expected, task, getattr(config, "tamper", "zero"))
 
     def close(self) -> None:
         for session in self.opened:

@@ -9,7 +9,12 @@ diff, the coverage plugin, and grading with selection against grading in full.
 * a synthetic task in a bwrap sandbox: a probe changing a line only one test runs runs that test
   alone; a module-level change runs everything; a survivor decided by selection gets a full grade
   before a verdict may cite it, which stays the final word even when the coverage is wrong;
-* two sample tasks: every probe gets the same reward with selection as in full, with fewer executions.
+* probe sessions (``probes.session``), on both backends: probes graded in one prepared sandbox get the
+  grade ``harness.grader.grade`` gives them (reward, reason, statuses), a probe's files and what its
+  tests wrote never reach the next probe, a looping probe times out, and a probe a session may not
+  take (a protected path) goes to ``grade``;
+* two sample tasks: every probe gets the same reward with selection in sessions as with a full grade
+  of its own, with fewer executions.
 """
 
 from __future__ import annotations
@@ -27,8 +32,8 @@ from conftest import TEST_LIMITS, git, sampled, staged_diff
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources.local import load_task_folder
 from harness.envs import prepare_tree
-from harness.grader import PLUGINS
-from harness.records import Pipeline1Result, Task
+from harness.grader import PLUGINS, grade
+from harness.records import Pipeline1Result, Status, Task
 from probes.generate import Candidate
 from probes.runner import (
     ALL,
@@ -40,7 +45,9 @@ from probes.runner import (
     parse_coverage,
     run_probes,
     selection,
+    with_timeout,
 )
+from probes.session import SessionPool, Stats, pytest_argv
 
 # ================================================================================ the mapping, on text
 
@@ -399,6 +406,65 @@ def test_the_full_grade_is_the_final_word_before_a_survivor_is_cited(calc, swede
     assert check_citations(verdict, tools.known, executed=tools.executed)
 
 
+# ================================================================================ probe sessions
+
+
+def test_only_a_plain_pytest_command_runs_as_pytest_main() -> None:
+    assert pytest_argv("python -m pytest tests/test_a.py -k 'x or y'") == ["tests/test_a.py", "-k", "x or y"]
+    assert pytest_argv("pytest -q tests") == ["-q", "tests"]
+    assert pytest_argv("python3 -m pytest") == []
+    for shell in ("python -m pytest tests/*.py", "cd sub && pytest", "FOO=1 pytest", "pytest $ARGS", "tox -e py", "python -m pytest 'a"):
+        assert pytest_argv(shell) is None, shell
+
+
+LEAKY = "a + b if open('leak.txt', 'w').write('x') and open(__file__, 'a').write('BROKEN = ') else 0"
+
+
+@pytest.mark.parametrize("name", ["bwrap", "docker"])
+def test_a_probe_session_grades_as_grade_does_and_leaks_nothing_into_the_next_probe(name: str, calc, swedeck_env, backend_factory, tmp_path: Path) -> None:  # noqa: ANN001
+    """The leaky probe's tests pass, but its code writes a file into the tree and breaks its own module
+    file (``BROKEN = `` at the end does not parse): a probe after it would error if either survived.
+    The probe touching a test file is one a session may not take: ``grade`` refuses it
+    (forbidden_change), and so it does here."""
+    task, p1, _ = calc
+    backend = backend_factory(name, TEST_LIMITS)
+    tree = prepare_tree(task, swedeck_env)
+    killed = _probe(task, swedeck_env, "plausible_wrong", "a + b", "a + b + 1")
+    leaky = _probe(task, swedeck_env, "correct_alternative", "a + b", LEAKY)
+    survivor = _probe(task, swedeck_env, "plausible_wrong", "a + b", "(a + b if a != 7 else 0)")
+    work = tree.parent / f"{tree.name}-probe-tests"
+    if not work.exists():
+        git(["clone", "-q", str(tree), str(work)], tree.parent)
+    protected = Candidate(kind="plausible_wrong", operator="hand", description="a test file", patch=staged_diff(work, {"tests/__init__.py": "X = 1\n"}))
+    expected = {t: Status(s) for t, s in p1.expected_status.items()}
+    probes = [killed, leaky, survivor, leaky, protected]
+    stats = Stats()
+    pool = SessionPool(task, backend, tree, 1, stats)
+    try:
+        graded = [pool.grade(task, c.patch, backend, expected=expected, log_dir=tmp_path) for c in probes]
+        session = pool.opened[0]
+        with pytest.raises(FileNotFoundError):
+            session.box.read_file("leak.txt")
+        assert session.box.read_file("pkg/calc.py").decode() == CALC
+    finally:
+        pool.close()
+    alone = [grade(task, c.patch, backend, expected=expected, log_dir=tmp_path) for c in probes]
+    assert [(g.reward, g.reason, g.statuses) for g in graded] == [(g.reward, g.reason, g.statuses) for g in alone]
+    assert [g.reward for g in graded] == [0.0, 1.0, 1.0, 1.0, 0.0] and graded[-1].reason == "forbidden_change"
+    assert stats.graded == 4 and stats.fallback == 1 and stats.forked == 4 and stats.suite_s > 0
+
+
+@pytest.mark.parametrize("name", ["bwrap", "docker"])
+def test_a_looping_probe_times_out_in_a_session_and_the_next_probe_still_runs(name: str, calc, swedeck_env, backend_factory, tmp_path: Path) -> None:  # noqa: ANN001
+    task, p1, _ = calc
+    backend = with_timeout(backend_factory(name, TEST_LIMITS), 5)
+    looping = _probe(task, swedeck_env, "plausible_wrong", "return a + b", "while True:\n        pass")
+    correct = _probe(task, swedeck_env, "correct_alternative", "a + b", "b + a")
+    results = run_probes(task, [looping, correct], backend, p1, _stamp(task), selection=False, log_dir=tmp_path, stats=(stats := Stats()))
+    assert [(r.reward, r.reason) for r in results] == [(0.0, "timeout"), (1.0, "ok")]
+    assert stats.graded == 2 and stats.fallback == 0
+
+
 # ================================================================================ sample tasks: same rewards
 
 SAMPLE_IDS = ["sample__querybuild-1", "sample__matrixlite-1"]
@@ -414,9 +480,11 @@ def test_selection_and_full_grading_agree_on_every_probe(instance_id: str, sampl
     candidates = generate(task, tree, p1)
     cov = gold_coverage(task, backend, p1, log_dir=tmp_path, tree=tree)
     assert cov.usable, cov.why
-    selected = run_probes(task, candidates, backend, p1, _stamp(task), coverage=cov, tree=tree, workers=2, log_dir=tmp_path)
-    full = run_probes(task, candidates, backend, p1, _stamp(task), selection=False, workers=2, log_dir=tmp_path)
+    stats = Stats()
+    selected = run_probes(task, candidates, backend, p1, _stamp(task), coverage=cov, tree=tree, workers=2, log_dir=tmp_path, stats=stats)
+    full = run_probes(task, candidates, backend, p1, _stamp(task), selection=False, workers=2, log_dir=tmp_path, sessions=False)
     assert [r.reward for r in selected] == [r.reward for r in full]
+    assert stats.graded and not stats.fallback  # selection ran in probe sessions, the full grades each alone
     assert any(r.decided_by == "selection" and r.inherited for r in selected)  # some tests were never run
     for r in selected:
         assert set(r.tests_run) <= set(p1.expected_status) and r.executions >= len(set(r.tests_run))
