@@ -14,6 +14,12 @@ import threading
 _LOCK = threading.Lock()
 
 
-def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+def parse(source: str, filename: str = "<unknown>", mode: str = "exec") -> ast.Module:
     with _LOCK:
-        return ast.parse(source, filename)
+        return ast.parse(source, filename, mode)  # type: ignore[return-value]  # an Expression with mode="eval"
+
+
+def literal_eval(source: str) -> object:
+    """``ast.literal_eval`` of source text: it parses, so the parse takes the lock (evaluating the
+    parsed node builds no AST and needs none)."""
+    return ast.literal_eval(parse(source.lstrip(" \t"), mode="eval"))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 import libcst as cst
 from libcst.metadata import Assignment, FunctionScope, ScopeProvider
 
-from harness.pyast import parse
+from harness.pyast import literal_eval, parse
 from probes.pycst import PyFile, code_of, fresh_name, line_of, negate, short, walk
 from probes.workspace import MAX_PER_OPERATOR, Workspace
 
@@ -453,7 +453,7 @@ def _reword_messages(py: PyFile, functions: list[cst.FunctionDef], issue: str) -
             if "b" in arg.prefix.lower():
                 continue
             try:
-                text = ast.literal_eval(arg.value)
+                text = literal_eval(arg.value)
             except (ValueError, SyntaxError):
                 continue
             static = [text]
