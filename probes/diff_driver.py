@@ -59,8 +59,24 @@ def canon(value: object, depth: int = 0) -> object:
     text = ADDRESS.sub("", repr(value))
     state = getattr(value, "__dict__", None)
     if isinstance(state, dict) and not isinstance(value, type) and " object>" in text:
-        return [type(value).__qualname__, canon(state, depth + 1)]
+        # an object with no repr of its own: its public plain data, never its internals (a compiled
+        # pattern, a cache), which a correct alternative may build otherwise (boltons-435774e)
+        public = {k: v for k, v in state.items() if not k.startswith("_") and plain(v)}
+        return [type(value).__qualname__, canon(public, depth + 1)]
     return [type(value).__qualname__, text]
+
+
+def plain(value: object, depth: int = 0) -> bool:
+    """Data the standard library's literals can hold, all the way down."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes, complex)):
+        return True
+    if depth > 4:
+        return False
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(plain(v, depth + 1) for v in list(value)[:200])
+    if isinstance(value, dict):
+        return all(plain(k, depth + 1) and plain(v, depth + 1) for k, v in list(value.items())[:200])
+    return False
 
 
 def literal(value: object, namespace: dict) -> str:

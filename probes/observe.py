@@ -56,9 +56,10 @@ from harness.sandbox import Backend, EnvError
 from probes.differential import Differential, Program, Step, behaviour, draw, run_programs
 from probes.workspace import file_lines, touched_lines, workspace
 
-MAX_CALLS = 400  # standalone calls per task
+MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' own
 MAX_TARGETS = 24
 PER_ARGUMENT = 16  # variations of one argument of one seed
+SPLICED = 4  # other seen values one string is spliced with or nested in
 HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
 MAX_CONFIRMATIONS = 5  # differences replayed alone per probe before giving up
@@ -130,19 +131,30 @@ def public_called(path: str, text: str, names: set[str]) -> list[str]:
 
 def targets(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pass: Sequence[str]) -> list[str]:
     """What the plugin watches: gold's changed functions, then the public functions of the changed
-    files the FAIL_TO_PASS tests' files call."""
+    files the FAIL_TO_PASS tests' files call, then those of the other modules of the changed files'
+    folders (semver's tests call ``match`` of ``_deprecated.py``, which calls the ``Version.match``
+    gold changed)."""
     files = {t.partition("::")[0] for t in fail_to_pass}
     names = called_names(text for path, text in test_sources.items() if path in files)
     out: list[str] = []
     with workspace(task, tree) as ws:
         if ws is None:
             return []
-        for path in ws.paths:
-            if path in test_sources or not path.endswith(".py"):
-                continue
+        changed = [p for p in ws.paths if p not in test_sources and p.endswith(".py")]
+        for path in changed:
             out += changed_functions(path, ws.old.get(path), ws.new.get(path))
             out += public_called(path, ws.new.get(path) or "", names)
+        for folder in dict.fromkeys(Path(p).parent for p in changed):
+            for sibling in sorted((ws.root / folder).glob("*.py")):
+                path = str(folder / sibling.name) if str(folder) != "." else sibling.name
+                if path not in changed and path not in test_sources and not _is_test_path(path):
+                    out += public_called(path, sibling.read_text(errors="replace"), names)
     return list(dict.fromkeys(out))[:MAX_TARGETS]
+
+
+def _is_test_path(path: str) -> bool:
+    name = Path(path).name
+    return name.startswith("test_") or name.endswith("_test.py") or name == "conftest.py" or "tests" in Path(path).parts
 
 
 # ============================================================================================ observation
@@ -225,6 +237,21 @@ def seeds_from_records(rows: Iterable[dict]) -> list[Call]:
                             tuple(sorted(row["kwargs"].items())), tuple(row["imports"]), row["test"], "observed",
                             f"called by {row['test']}", row["target"] in iterating))  # fmt: skip
     return _unique(out)
+
+
+def prioritised(seeds: Sequence[Call], first: Collection[str]) -> list[Call]:
+    """The FAIL_TO_PASS tests' calls first, then one call per target and test in turn, so a suite
+    with thousands of calls (packaging's markers) leaves room for every test and for variations."""
+    ahead = [s for s in seeds if s.test_id in first]
+    rest = [s for s in seeds if s.test_id not in first]
+    rounds: dict[tuple[str, str], list[Call]] = {}
+    for s in rest:
+        rounds.setdefault((s.target, s.test_id), []).append(s)
+    queues = list(rounds.values())
+    while queues:
+        ahead += [q.pop(0) for q in queues]
+        queues = [q for q in queues if q]
+    return ahead
 
 
 def iterators(rows: Iterable[Mapping]) -> set[str]:
@@ -318,11 +345,11 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[t
         if isinstance(value, str):
             out += [(v, "a run of digits one longer") for v in longer_digit_runs(value)]
             out += [(v, "another character before the last") for v in other_penultimate(value, seen)]
-        for other in seen:
-            if type(other) is type(value) and other != value and other:
-                half, mid = len(value) // 2, len(other) // 2
-                out += [(value[:half] + other[mid:], "spliced with another seen value"),
-                        (other[:mid] + value + other[mid:], "nested in another seen value")]  # fmt: skip
+            out += [(v, "a bracketed group nested once more") for v in deeper_groups(value)]
+        for other in list(dict.fromkeys(o for o in seen if type(o) is type(value) and o != value and o))[:SPLICED]:
+            half, mid = len(value) // 2, len(other) // 2
+            out += [(value[:half] + other[mid:], "spliced with another seen value"),
+                    (other[:mid] + value + other[mid:], "nested in another seen value")]  # fmt: skip
     elif isinstance(value, (list, tuple)):
         kind = type(value)
         other_kind = tuple if kind is list else list
@@ -335,11 +362,14 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[t
         out.append((None, "the signature's default"))
     out += [(v, "the issue or the tests, same type") for v in seen if type(v) is type(value)]
     out += [(v, "Hypothesis, inferred from the values seen") for v in _hypothesis(value, seen)]
-    unique: list[tuple[object, str]] = []
+    # keyed by type and repr, and stopped at the budget: a suite with a thousand seen strings made
+    # this pairwise comparison the task's bottleneck (packaging's markers)
+    unique: dict[tuple[str, str], tuple[object, str]] = {(type(value).__name__, repr(value)): (value, "")}
     for v, how in out:
-        if not (type(v) is type(value) and v == value) and all(not (type(v) is type(u) and v == u) for u, _ in unique):
-            unique.append((v, how))
-    return unique[:PER_ARGUMENT]
+        unique.setdefault((type(v).__name__, repr(v)), (v, how))
+        if len(unique) > PER_ARGUMENT:
+            break
+    return list(unique.values())[1:]
 
 
 def longer_digit_runs(text: str) -> list[str]:
@@ -347,6 +377,23 @@ def longer_digit_runs(text: str) -> list[str]:
     limit (``.123456`` -> ``.1234566``); the longest runs first."""
     runs = sorted(re.finditer(r"\d+", text), key=lambda m: -len(m.group()))[:4]
     return [text[: m.end()] + m.group()[-1] + text[m.end() :] for m in runs]
+
+
+def deeper_groups(text: str) -> list[str]:
+    """``text`` with its first balanced ``(...)`` (then ``[...]``, ``{...}``) group wrapped in one more
+    pair: a structure one level deeper than the tests' (packaging's markers within a group within a
+    group)."""
+    out = []
+    for opening, closing in ("()", "[]", "{}"):
+        start, depth = text.find(opening), 0
+        if start < 0:
+            continue
+        for i in range(start, len(text)):
+            depth += (text[i] == opening) - (text[i] == closing)
+            if depth == 0:
+                out.append(f"{text[:start]}{opening}{text[start : i + 1]}{closing}{text[i + 1 :]}")
+                break
+    return out
 
 
 def other_penultimate(text: str, seen: Sequence[object]) -> list[str]:
@@ -411,7 +458,7 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
                 tries.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
                                   f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how})", seed.consume))  # fmt: skip
             sites.append(tries)
-        sites.append(renested(seed))
+        sites.append(renested(seed) + missing_keys(seed))
     out: list[Call] = []
     known = {s.src for s in seeds}
     for tries in [t for t in sites if t and t[0].test_id in first]:
@@ -455,6 +502,25 @@ def renested(seed: Call) -> list[Call]:
         which = ", ".join(slot_name(slot) for slot in change)
         out.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
                         f"{seed.src} with {which} nested in its own call", seed.consume))  # fmt: skip
+    return out
+
+
+def missing_keys(seed: Call) -> list[Call]:
+    """Each dict argument as a ``defaultdict(str)``, with its items and without its first one: a
+    mapping that answers missing keys itself, which code that copies it into a plain dict (``**map``)
+    loses (markupsafe's ``format_map``)."""
+    out = []
+    slots = [(str(i), src) for i, src in enumerate(seed.args)] + list(seed.kwargs)
+    for slot, src in slots:
+        value = _literal(src)
+        if not isinstance(value, dict) or not value:
+            continue
+        for items, how in ((value, "as a defaultdict(str)"), (dict(list(value.items())[1:]), "as a defaultdict(str) without its first key")):
+            text = f"defaultdict(str, {items!r})"
+            args = tuple(text if str(i) == slot else a for i, a in enumerate(seed.args))
+            kwargs = tuple((k, text if k == slot else v) for k, v in seed.kwargs)
+            out.append(Call(seed.target, seed.func, args, kwargs, (*seed.imports, "from collections import defaultdict"), seed.test_id,
+                            "variant", f"{seed.src} with {slot_name(slot)} {how}", seed.consume))  # fmt: skip
     return out
 
 
@@ -578,7 +644,7 @@ class ObservationSession:
             if self.ctx.watched:
                 self.rows, replay.error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
                 self.runs += 1
-            seeds = seeds_from_records(self.rows)
+            seeds = prioritised(seeds_from_records(self.rows), self.ctx.fail_to_pass)[: self.budget // 2]
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
             documented = documented_calls(self.ctx.documents, one_per_target, iterators(self.rows))
             room = max(self.budget - len(seeds) - len(documented), 0)

@@ -21,12 +21,15 @@ from probes.differential import session_for
 from probes.observe import (
     Call,
     alternatives,
+    deeper_groups,
     documented_calls,
     expected_exceptions,
     import_root,
     in_contract,
     longer_digit_runs,
+    missing_keys,
     other_penultimate,
+    prioritised,
     records,
     renested,
     seeds_from_records,
@@ -100,12 +103,51 @@ class U(unittest.TestCase):
 '''
 
 
-def run_plugin(tmp_path: Path, watched: list[str]) -> list[dict]:
+EXTRA = '''
+import functools
+import re
+
+
+def deprecated(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return func(*args, **kwargs)
+    return wrapper
+
+
+class Pattern:
+    def __init__(self, size):
+        self.size = size
+        self.compiled = re.compile("a" * size)
+        self._cache = {}
+'''
+EXTRA_SUITE = '''
+from pkg.core import Box, Pattern, clamp, deprecated
+
+
+@deprecated
+def helper(n):
+    return Box(n)
+
+
+def test_extra():
+    assert deprecated(clamp)(4) == 4
+    assert helper(7).size == 7
+
+
+def test_opaque():
+    assert Pattern(2).size == 2
+'''
+
+
+def run_plugin(tmp_path: Path, watched: list[str], extra: str = "", suite: str = "") -> list[dict]:
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("from .core import clamp, chunks, Box\n")
-    (tmp_path / "pkg" / "core.py").write_text(LIB)
+    (tmp_path / "pkg" / "core.py").write_text(LIB + extra)
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_core.py").write_text(SUITE)
+    if suite:
+        (tmp_path / "tests" / "test_extra.py").write_text(suite)
     (tmp_path / "targets").write_text("".join(f"{w}\n" for w in watched))
     env = {**os.environ, "SWEDECK_OBSERVE_TARGETS": str(tmp_path / "targets"), "SWEDECK_OBSERVE_LOG": str(tmp_path / "log"),
            "PYTHONPATH": str(PLUGINS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # fmt: skip
@@ -134,6 +176,17 @@ def test_the_plugin_records_calls_from_parametrized_cases_fixtures_classes_and_u
     assert rows[0]["imports"] == ["from pkg.core import clamp"] and rows[0]["target"] == "pkg.core:clamp"
     assert rows[6]["complete"] is False and rows[5]["complete"] is True
     assert rows[3]["args"] == ["Box(3)", "2"] and rows[3]["literal"] == "Box(5)"
+
+
+def test_a_call_through_a_decorator_s_wrapper_is_the_test_s_and_an_object_s_internals_are_not_its_value(tmp_path: Path) -> None:
+    """semver's ``match`` is wrapped by ``@deprecated`` (a closure taking ``*args, **kwargs``): the
+    test's call reaches it through the wrapper. boltons-435774e: a MultiReplace compiled its pattern
+    otherwise on a correct alternative; only an object's public plain data is its value."""
+    rows = run_plugin(tmp_path, ["pkg/core.py::clamp", "pkg/core.py::Box.__init__", "pkg/core.py::Pattern.__init__"], extra=EXTRA, suite=EXTRA_SUITE)
+    got = {r["call"]: r["value"] for r in rows if r["test"].endswith("test_extra")}
+    assert got == {"clamp(4, 0, 10)": "4", "Box(7)": ["Box", "Box(7)"]}
+    regex = [r for r in rows if r["test"].endswith("test_opaque")]
+    assert [r["value"] for r in regex] == [["Pattern", ["dict", [["'size'", "2"]]]]]
 
 
 def test_calls_the_library_makes_itself_are_not_observed(tmp_path: Path) -> None:
@@ -266,6 +319,33 @@ def test_an_argument_s_source_is_its_repr_with_the_defining_module_s_names_or_th
     assert swedeck_observe.source_of(objmod.UTC) is None
     assert swedeck_observe.source_of(objmod.UTC, home) == ("UTC", ["from objmod import UTC"])
     assert swedeck_observe.source_of(objmod.Zone(), home) is None  # an instance no name holds
+
+
+def test_a_bracketed_group_nests_one_level_deeper() -> None:
+    """packaging-0726512: extras in a group within a group stayed unnormalized; the tests nest one level."""
+    marker = '(extra == "Foo_Bar" or extra == "Baz") and python_version >= "3"'
+    assert deeper_groups(marker) == ['((extra == "Foo_Bar" or extra == "Baz")) and python_version >= "3"']
+    assert deeper_groups("f(x)[1]") == ["f((x))[1]", "f(x)[[1]]"]
+    assert deeper_groups("no group") == [] and deeper_groups("a)(b") == []
+    assert deeper_groups(marker)[0] in [v for v, _ in alternatives(marker, [], False)]
+
+
+def test_a_dict_argument_becomes_a_defaultdict_with_and_without_its_first_key() -> None:
+    """markupsafe-391aa07: format_map(**map) loses a mapping's __missing__; a plain dict never shows it."""
+    seed = Call("m:Markup.format_map", "Markup.format_map", ("Markup('<em>{value}</em>')", "{'value': '<v>'}"), (),
+                ("from m import Markup",), "t::a", "observed", "")  # fmt: skip
+    got = missing_keys(seed)
+    assert [c.args[1] for c in got] == ["defaultdict(str, {'value': '<v>'})", "defaultdict(str, {})"]
+    assert all(c.imports == ("from m import Markup", "from collections import defaultdict") for c in got)
+    assert {c.src for c in got} <= {c.src for c in variations([seed], [], {}, 50)}
+
+
+def test_the_fail_to_pass_tests_calls_come_first_then_one_per_target_and_test_in_turn() -> None:
+    def call(test: str, n: int, target: str = "m:f") -> Call:
+        return Call(target, "f", (str(n),), (), (), test, "observed", "")
+
+    seeds = [call("t::p2p", 1), call("t::p2p", 2), call("t::p2p", 3), call("t::other", 4, "m:g"), call("t::f2p", 5)]
+    assert [c.args[0] for c in prioritised(seeds, {"t::f2p"})] == ["5", "1", "4", "2", "3"]
 
 
 def test_import_root_finds_a_src_layout() -> None:
