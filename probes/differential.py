@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.patching import apply_patch
-from harness.pyast import parse
+from harness.pyast import literal_eval, parse
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Task
 from harness.sandbox import Backend, EnvError, SandboxError
 from probes.special_case import find_def
@@ -266,7 +266,7 @@ def pool(issue: str, sources: Iterable[str]) -> list[object]:
     for span in _CODE_SPAN.findall(issue):
         add(span)
         try:
-            add(ast.literal_eval(span))
+            add(literal_eval(span))
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             pass
     for token in _TOKEN.findall(issue):

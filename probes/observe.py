@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.grader import run_tests
-from harness.pyast import parse
+from harness.pyast import literal_eval, parse
 from harness.records import Behaviour, DistinguishingInput, Task
 from harness.sandbox import Backend, EnvError
 from probes.differential import Differential, Program, Step, behaviour, draw, run_programs
@@ -316,7 +316,7 @@ def _parses(text: str) -> bool:
 
 def _literal(src: str) -> object:
     try:
-        return ast.literal_eval(src)
+        return literal_eval(src)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return _NO
 
@@ -482,7 +482,7 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
 def _outer(src: str) -> str:
     """The callable of an argument written as a call (``complement`` of ``complement({'a'})``), else ''."""
     try:
-        node = ast.parse(src, mode="eval").body
+        node = parse(src, mode="eval").body
     except (SyntaxError, ValueError):
         return ""
     return ast.unparse(node.func) if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) else ""
