@@ -67,7 +67,7 @@ def test_strengthening_kills_the_surviving_wrong_probes_of_a_real_fix_commit(bwr
     kept = [t for t in record.tests if not t.rejected_at]
     # a test per distinct input (the two mutants share tail(0, ...)), each asserting its input first (after
     # the original check where the input alone passes on buggy)
-    by_input = {next(line.strip() for line in t.code.splitlines()[2:] if "mi.tail(" in line and "ValueError, lambda" not in line): t for t in kept}
+    by_input = {next(line.strip() for line in t.code.splitlines()[2:] if "tail(" in line and "ValueError, lambda" not in line): t for t in kept}
     assert {"self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])", "list(mi.tail(-2, 'ABCDEFG'))"} <= set(by_input), [t.code for t in kept]
     # and gold's behaviour on neighbours of it that the buggy tree or a survivor gets wrong (an empty iterable, n = -1)
     zero = by_input["self.assertEqual(list(mi.tail(0, 'ABCDEFG')), [])"]
