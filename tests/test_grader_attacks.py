@@ -9,7 +9,12 @@ reason, and none may make the grader raise.
 3. files hidden from a change listing (a .gitignore, bytecode without source);
 4. forging inside the test process (report rewrites, no-op test calls, records tampered with);
 5. things that made the grader crash (links and folders in place of its reports);
-(6., limits on everything writable, is in test_sandbox_isolation.py.)
+6. the IO folder (planted reports, a flood; limits on everything writable are in
+   test_sandbox_isolation.py);
+7. what a change may not be (links and extension modules shadowing the runner or the standard library);
+8. canaries told from real tests (by shape, behaviour, position, twins), and honest gold earning 1;
+9. host-side work no output can stall (named pipes, oversized reports, quadratic logs);
+10. result lines printed by the code under test where unittest's own runner runs the tests.
 """
 
 from __future__ import annotations
