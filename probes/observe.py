@@ -60,6 +60,7 @@ MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' ow
 MAX_TARGETS = 24
 PER_ARGUMENT = 16  # variations of one argument of one seed
 SPLICED = 4  # other seen values one string is spliced with or nested in
+MAX_ENDINGS = 6  # short literals of the changed functions tried as a string's ending
 HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
 MAX_CONFIRMATIONS = 5  # differences replayed alone per probe before giving up
@@ -329,8 +330,9 @@ def _numbers_near(values: Iterable[object]) -> list[int]:
     return out
 
 
-def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[tuple[object, str]]:
-    """Values tried in place of one argument, each with where it came from, best first."""
+def alternatives(value: object, seen: Sequence[object], none_ok: bool, endings: Sequence[str] = ()) -> list[tuple[object, str]]:
+    """Values tried in place of one argument, each with where it came from, best first. ``endings``:
+    short string literals of the functions gold changed."""
     out: list[tuple[object, str]] = []
     if isinstance(value, bool):
         out.append((not value, "the other truth value"))
@@ -346,6 +348,9 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool) -> list[t
             out += [(v, "a run of digits one longer") for v in longer_digit_runs(value)]
             out += [(v, "another character before the last") for v in other_penultimate(value, seen)]
             out += [(v, "a bracketed group nested once more") for v in deeper_groups(value)]
+            out += [(v, "a digit at its extremes") for v in digit_extremes(value)]
+            out += [(value[: -len(e)] + e, "its ending replaced by a literal of the changed code")
+                    for e in endings if value and not value.endswith(e)]  # fmt: skip
         for other in list(dict.fromkeys(o for o in seen if type(o) is type(value) and o != value and o))[:SPLICED]:
             half, mid = len(value) // 2, len(other) // 2
             out += [(value[:half] + other[mid:], "spliced with another seen value"),
@@ -377,6 +382,30 @@ def longer_digit_runs(text: str) -> list[str]:
     limit (``.123456`` -> ``.1234566``); the longest runs first."""
     runs = sorted(re.finditer(r"\d+", text), key=lambda m: -len(m.group()))[:4]
     return [text[: m.end()] + m.group()[-1] + text[m.end() :] for m in runs]
+
+
+def digit_extremes(text: str) -> list[str]:
+    """``text`` with its first digit made ``0`` and ``9`` (semver's ``9.3.7``: a check over the
+    characters ``0123456789`` that drops one)."""
+    at = next((i for i, c in enumerate(text) if c.isdigit()), -1)
+    return [] if at < 0 else [text[:at] + d + text[at + 1 :] for d in "09" if d != text[at]]
+
+
+def changed_literals(path: str, old: str | None, new: str | None) -> list[str]:
+    """Short string constants (1 to 4 characters) in the functions of ``new`` that gold touched:
+    the endings and markers a rule tests for (``'ch'``, ``'sh'`` in boltons' pluralize)."""
+    if new is None or not path.endswith(".py"):
+        return []
+    try:
+        tree = parse(new)
+    except SyntaxError:
+        return []
+    touched = touched_lines(file_lines(old), file_lines(new))
+    out: list[str] = []
+    for _, node in _defs(tree):
+        if any(node.lineno <= line <= (node.end_lineno or node.lineno) for line in touched):
+            out += [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str) and 1 <= len(n.value) <= 4]
+    return list(dict.fromkeys(out))[:MAX_ENDINGS]
 
 
 def deeper_groups(text: str) -> list[str]:
@@ -427,7 +456,7 @@ def _hypothesis(value: object, seen: Sequence[object]) -> list[object]:
 
 
 def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: Mapping[str, set[str]], budget: int,
-               first: Collection[str] = ()) -> list[Call]:  # fmt: skip
+               first: Collection[str] = (), endings: Sequence[str] = ()) -> list[Call]:  # fmt: skip
     """Calls that each change one argument of one seed (see ``alternatives``): every variation of the
     seeds from the tests in ``first`` (the FAIL_TO_PASS tests: the issue's own cases), then
     round-robin over the other seeds' arguments so each gets its best values first. ``none_ok``:
@@ -449,7 +478,7 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
                 continue
             seen = [*seen_by_site.get((seed.target, slot), []), *extra_values]
             tries = []
-            for new, how in alternatives(value, seen, slot in none_ok.get(seed.target.partition(":")[2], set())):
+            for new, how in alternatives(value, seen, slot in none_ok.get(seed.target.partition(":")[2], set()), endings):
                 text = repr(new)
                 if _literal(text) is _NO:
                     continue
@@ -458,7 +487,7 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
                 tries.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
                                   f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how})", seed.consume))  # fmt: skip
             sites.append(tries)
-        sites.append(renested(seed) + missing_keys(seed))
+        sites.append(retyped(seed) + renested(seed) + missing_keys(seed))
     out: list[Call] = []
     known = {s.src for s in seeds}
     for tries in [t for t in sites if t and t[0].test_id in first]:
@@ -503,6 +532,36 @@ def renested(seed: Call) -> list[Call]:
         out.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
                         f"{seed.src} with {which} nested in its own call", seed.consume))  # fmt: skip
     return out
+
+
+def _other_type(value: object) -> object:
+    """An equal value of another type (``0`` -> ``0.0``, a list -> a tuple), or ``_NO``."""
+    if isinstance(value, bool):
+        return _NO
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, (list, tuple)):
+        return (tuple if isinstance(value, list) else list)(value)
+    return _NO
+
+
+def retyped(seed: Call) -> list[Call]:
+    """The seed with every literal argument an equal value of another type at once: a rule keyed on
+    an argument's type or its text (``str(maxsplit) in ('0', ...)``) next to code that converts it
+    (``int(maxsplit)``, ``list(src)``) behaves otherwise only where several arguments change together."""
+    def other(src: str) -> str:
+        value = _literal(src)
+        new = _other_type(value) if value is not _NO else _NO
+        return repr(new) if new is not _NO else src
+
+    args = tuple(other(a) for a in seed.args)
+    kwargs = tuple((k, other(v)) for k, v in seed.kwargs)
+    if args == seed.args and kwargs == seed.kwargs:
+        return []
+    return [Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
+                 f"{seed.src} with every argument an equal value of another type", seed.consume)]  # fmt: skip
 
 
 def missing_keys(seed: Call) -> list[Call]:
@@ -602,20 +661,23 @@ class Context:
     none_ok: dict[str, set[str]]
     expected: set[str]  # exception types the tests or the issue expect
     fail_to_pass: list[str]
+    endings: list[str] = field(default_factory=list)  # short string literals of the functions gold changed
 
 
 def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pass: Sequence[str]) -> Context:
     watched = targets(task, tree, test_sources, fail_to_pass)
     documents = {"the issue": task.problem_statement}
     changed: dict[str, str] = {}
+    endings: list[str] = []
     with workspace(task, tree) as ws:
         if ws is not None:
             changed = {p: t for p, t in ws.new.items() if t is not None and p.endswith(".py") and p not in test_sources}
+            endings = [e for p in changed for e in changed_literals(p, ws.old.get(p), ws.new.get(p))]
             documents |= {f"{p} (docstrings)": t for p, t in changed.items()}
             for readme in sorted(ws.root.glob("README*"))[:2]:
                 documents[readme.name] = readme.read_text(errors="replace")
     expected = expected_exceptions(test_sources.values(), task.problem_statement)
-    return Context(watched, documents, none_defaults(changed, watched), expected, list(fail_to_pass))
+    return Context(watched, documents, none_defaults(changed, watched), expected, list(fail_to_pass), endings[:MAX_ENDINGS])
 
 
 class ObservationSession:
@@ -648,7 +710,7 @@ class ObservationSession:
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
             documented = documented_calls(self.ctx.documents, one_per_target, iterators(self.rows))
             room = max(self.budget - len(seeds) - len(documented), 0)
-            replay.calls = _unique([*seeds, *documented, *variations([*seeds, *documented], self.values, self.ctx.none_ok, room, self.ctx.fail_to_pass)])[: self.budget]
+            replay.calls = _unique([*seeds, *documented, *variations([*seeds, *documented], self.values, self.ctx.none_ok, room, self.ctx.fail_to_pass, self.ctx.endings)])[: self.budget]
             replay.observed = sum(c.source == "observed" for c in replay.calls)
             replay.generated = len(replay.calls) - replay.observed
             self.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in self.rows))

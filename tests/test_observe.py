@@ -21,7 +21,9 @@ from probes.differential import session_for
 from probes.observe import (
     Call,
     alternatives,
+    changed_literals,
     deeper_groups,
+    digit_extremes,
     documented_calls,
     expected_exceptions,
     import_root,
@@ -32,6 +34,7 @@ from probes.observe import (
     prioritised,
     records,
     renested,
+    retyped,
     seeds_from_records,
     variations,
 )
@@ -346,6 +349,31 @@ def test_the_fail_to_pass_tests_calls_come_first_then_one_per_target_and_test_in
 
     seeds = [call("t::p2p", 1), call("t::p2p", 2), call("t::p2p", 3), call("t::other", 4, "m:g"), call("t::f2p", 5)]
     assert [c.args[0] for c in prioritised(seeds, {"t::f2p"})] == ["5", "1", "4", "2", "3"]
+
+
+def test_a_string_s_ending_becomes_a_short_literal_of_the_changed_function() -> None:
+    """boltons-8c3fc28's survivor turned ``or`` into ``and`` between the 'ch' and 'sh' endings; the tests
+    pluralize -x words only, and 'ch' is right there in the function gold changed."""
+    old = "def plural(w):\n    if w[-1] in 'sx':\n        return w + 'es'\n    return w + 's'\n\n\ndef other():\n    return 'zz'\n"
+    new = old.replace("if w[-1] in 'sx':", "if w[-1] in 'sx' or w.endswith('ch') or w.endswith('sh'):")
+    assert sorted(changed_literals("m.py", old, new)) == ["ch", "es", "s", "sh", "sx"]  # not other()'s 'zz'
+    got = [v for v, _ in alternatives("box", ["fox", "tax"], False, ["sx", "ch", "sh"])]
+    assert {"bch", "bsh", "bsx"} <= set(got)
+
+
+def test_a_first_digit_goes_to_its_extremes() -> None:
+    """semver-b5317af's survivor read a version starting with 9 otherwise ('0123456789' -> '012345678')."""
+    assert digit_extremes("2.3.7") == ["0.3.7", "9.3.7"] and digit_extremes("v0.1") == ["v9.1"] and digit_extremes("x") == []
+    assert "9.3.7" in [v for v, _ in alternatives("2.3.7", [], False)]
+
+
+def test_every_argument_becomes_an_equal_value_of_another_type_at_once() -> None:
+    """boltons-4aa77cd's survivor kept gold's fix only where str(maxsplit) is a test's literal: a tuple
+    with maxsplit 0.0 takes the old branch, which yields the tuple itself."""
+    seed = Call("m:split", "split", ("[1, None, 2]", "None", "0"), (("key", "True"),), (), "t::a", "observed", "")
+    assert [c.src for c in retyped(seed)] == ["split((1, None, 2), None, 0.0, key=True)"]
+    assert retyped(Call("m:f", "f", ("'a'", "x"), (), (), "t::a", "observed", "")) == []
+    assert retyped(seed)[0].src in {c.src for c in variations([seed], [], {}, 60)}
 
 
 def test_import_root_finds_a_src_layout() -> None:
