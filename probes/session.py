@@ -60,7 +60,7 @@ from harness.patching import is_protected
 from harness.records import Grade, Status, Task, TestRun, content_hash
 from harness.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable
 from harness.trusted import LISTING, Entry, TaskFacts, archive, decode, install_command, parse_listing, plan, task_facts
-from probes.workspace import Trees
+from probes.workspace import Trees, recall
 
 SERVER = Path(__file__).with_name("session_server.py")
 SESSION_S = 6 * 3600.0  # the server's own command: it lives as long as the task's probing
@@ -116,7 +116,8 @@ class ProbeSession:
 
     def __init__(self, task: Task, backend: Backend, tree: Path, facts: TaskFacts, stats: Stats) -> None:
         self.task, self.backend, self.facts, self.stats = task, backend, facts, stats
-        self.trees = Trees(task, tree).__enter__()
+        self.tree = tree
+        self.trees: Trees | None = None  # a host clone, made only for a patch not remembered (probes.workspace)
         config = getattr(backend, "config", None)
         self.timeout_s, self.output_bytes = config.limits.timeout_s, config.limits.output_bytes
         self.folder = f"{IO_DIR}/probe-session-{secrets.token_hex(8)}"
@@ -178,7 +179,10 @@ class ProbeSession:
         """The probe's files (path -> (mode, content), None: deleted) when it is one a session may grade
         as ``grade`` would: applies with git, touches nothing protected, no capability rule or tamper
         finding; else None."""
-        contents = self.trees.contents(patch)
+        known, contents = recall(self.tree, patch)
+        if not known:
+            self.trees = self.trees or Trees(self.task, self.tree).__enter__()
+            contents = self.trees.contents(patch)
         if not contents:
             return None
         after = dict(self.listing)
@@ -288,7 +292,8 @@ class ProbeSession:
                 pass  # the sandbox goes anyway
         if self.box is not None:
             self.box.close()
-        self.trees.__exit__(None, None, None)
+        if self.trees is not None:
+            self.trees.__exit__(None, None, None)
 
 
 class SessionPool:

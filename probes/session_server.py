@@ -14,7 +14,8 @@ another, each in a child process:
   a fork is unsafe): the child executes the command with bash.
 
 Each child gets its own process group (killed at the deadline, at the output limit, and once it has
-exited, so nothing it started outlives it) and a fresh TMPDIR. After the job the tree is put back to
+exited) and a fresh TMPDIR. After the job every process the server did not start is killed (a daemon
+that left the group too), /tmp loses whatever the job added (HOME is /tmp), and the tree is put back to
 the snapshot: every entry whose kind, mode, size or mtime differs from the snapshot's, or that the
 snapshot lacks, is removed, and what the snapshot has is copied back. Bytecode is never written
 (PYTHONDONTWRITEBYTECODE, sys.dont_write_bytecode), so no stale .pyc of one probe can serve the next.
@@ -121,6 +122,43 @@ def child(command, root, env, log, tmpdir, bytecode=False):
         os._exit(70)
 
 
+def ancestors():
+    """This process and every process above it (the sandbox's command that started it)."""
+    out, pid = set(), os.getpid()
+    while pid > 0 and pid not in out:
+        out.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
+
+
+def reap():
+    """Kill whatever a job's tests left running, even outside their process group (a daemon that
+    called setsid): everything this user may kill but the server and the processes above it."""
+    keep = ancestors() | {1}
+    try:  # the container's init and what keeps the container up (docker)
+        with open("/proc/1/task/1/children") as f:
+            keep |= {int(pid) for pid in f.read().split()}
+    except (OSError, ValueError):
+        pass
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in keep:
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def clear_tmp(kept):
+    """Remove what the job left in /tmp (HOME is /tmp): only the entries there at the start stay."""
+    for name in os.listdir("/tmp"):
+        if name not in kept:
+            remove(os.path.join("/tmp", name))
+
+
 def kill_group(pid):
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -209,6 +247,7 @@ def main():
     remove(base)
     shutil.copytree(root, base, symlinks=True)
     listing = snapshot(root)
+    kept = set(os.listdir("/tmp")) | {".swedeck-probe-tmp"}
     ready = {"forkable": forkable}
     with open(os.path.join(folder, "ready.json"), "w") as f:
         f.write(json.dumps(ready) + "\n")
@@ -236,6 +275,8 @@ def main():
                 break
         remove(tmpdir)
         put_back = time.monotonic()
+        reap()
+        clear_tmp(kept)
         restore(root, base, listing)
         results[-1]["restore"] = time.monotonic() - put_back
         with open(os.path.join(folder, "result-%d.json" % n), "w") as f:

@@ -151,6 +151,14 @@ def remember(tree: Path, patch: str, files: Contents | None) -> None:
         _CONTENTS.pop(next(iter(_CONTENTS)), None)
 
 
+def recall(tree: Path, patch: str) -> tuple[bool, Contents | None]:
+    """(whether ``patch`` on ``tree`` is remembered, what ``Trees.contents`` found for it)."""
+    found = _CONTENTS.get((str(tree), patch), _CONTENTS)
+    if found is _CONTENTS:
+        return False, None
+    return True, None if found is None else dict(found)
+
+
 class Trees:
     """A host clone of the buggy tree: gold's file contents, and each probe's, file by file."""
 
@@ -173,10 +181,11 @@ class Trees:
     def contents(self, patch: str) -> dict[str, str | None] | None:
         """Every path ``patch`` changes with its new text (None: deleted); None when it does not apply.
         Remembered for the last CONTENTS_KEPT patches: planning and a probe session both need them."""
-        key = (str(self.tree), patch)
-        if key not in _CONTENTS:
-            remember(self.tree, patch, self._apply(patch))
-        found = _CONTENTS.get(key)
+        known, found = recall(self.tree, patch)
+        if known:
+            return found
+        found = self._apply(patch)
+        remember(self.tree, patch, found)
         return None if found is None else dict(found)
 
     def _apply(self, patch: str) -> dict[str, str | None] | None:

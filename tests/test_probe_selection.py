@@ -417,13 +417,13 @@ def test_only_a_plain_pytest_command_runs_as_pytest_main() -> None:
         assert pytest_argv(shell) is None, shell
 
 
-LEAKY = "a + b if open('leak.txt', 'w').write('x') and open(__file__, 'a').write('BROKEN = ') else 0"
+LEAKY = "a + b if open('leak.txt', 'w').write('x') and open('/tmp/leak.txt', 'w').write('x') and open(__file__, 'a').write('BROKEN = ') else 0"
 
 
 @pytest.mark.parametrize("name", ["bwrap", "docker"])
 def test_a_probe_session_grades_as_grade_does_and_leaks_nothing_into_the_next_probe(name: str, calc, swedeck_env, backend_factory, tmp_path: Path) -> None:  # noqa: ANN001
-    """The leaky probe's tests pass, but its code writes a file into the tree and breaks its own module
-    file (``BROKEN = `` at the end does not parse): a probe after it would error if either survived.
+    """The leaky probe's tests pass, but its code writes a file into the tree and one into /tmp (HOME)
+    and breaks its own module file (``BROKEN = `` at the end does not parse): none may survive it.
     The probe touching a test file is one a session may not take: ``grade`` refuses it
     (forbidden_change), and so it does here."""
     task, p1, _ = calc
@@ -443,8 +443,9 @@ def test_a_probe_session_grades_as_grade_does_and_leaks_nothing_into_the_next_pr
     try:
         graded = [pool.grade(task, c.patch, backend, expected=expected, log_dir=tmp_path) for c in probes]
         session = pool.opened[0]
-        with pytest.raises(FileNotFoundError):
-            session.box.read_file("leak.txt")
+        for leak in ("leak.txt", "/tmp/leak.txt"):
+            with pytest.raises(FileNotFoundError):
+                session.box.read_file(leak)
         assert session.box.read_file("pkg/calc.py").decode() == CALC
     finally:
         pool.close()
