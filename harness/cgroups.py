@@ -54,11 +54,6 @@ class Cgroup:
             for key, value in values.items():
                 (path / key).write_text(str(value))
 
-    def join(self) -> None:
-        """Called in the child between fork and exec: it and all it starts belong to the group."""
-        for path in self.dirs:
-            (path / "cgroup.procs").write_text("0")
-
     def remove(self) -> None:
         remove(self.dirs)
 

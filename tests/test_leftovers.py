@@ -235,7 +235,7 @@ if stage == "tests":
         box = open_box(*args, **kwargs)
         run = box.run
         def announcing(command, **kw):
-            if command in task.test_cmd:
+            if command.endswith(tuple(task.test_cmd)):  # the first one comes behind the hidden tests' install
                 threading.Timer(3, lambda: print(f"STAGE tests {leftovers.owner()}", flush=True)).start()
             return run(command, **kw)
         box.run = announcing
