@@ -20,6 +20,9 @@ Candidates come from two sources:
    (twice), the buggy tree and every survivor, kept where gold answers alike both times and in
    contract and the buggy tree or a survivor answers otherwise. A task with several confirmed
    survivors gets a test per distinct input, even where an earlier test already kills a survivor.
+   Where gold's value has no evaluable repr (an object holding one that prints ``<... object>``), the
+   input is compared as text, ``str(call)``, when that still tells the survivor apart
+   (``restate_as_text``).
 2. *Judge-written*: tests the judge proposes with ``propose_test`` (``judge.tools``), each citing the
    issue sentences its assertions follow from. In the same session the judge reviews the kept
    model-free tests (``review_test``): relevant with a cited sentence of the issue, or irrelevant
@@ -93,6 +96,10 @@ GOLD_RUNS = 3  # k: a kept test passes on gold this many times
 MAX_NEIGHBOURS = 24  # variations of one distinguishing input replayed on every tree
 KEEP_NEIGHBOURS = 8  # of those, asserted beside the input
 NEIGHBOUR_TIMEOUT_S = 300.0  # one tree's replay of every variation
+# variations too far from the input to be its neighbourhood: what gold does on a string doubled or
+# spliced with another (pyiso8601 reads one doubled date as a -08:00 offset) is no behaviour the issue
+# states, and a correct fix unlike gold may well reject it
+FAR_VARIATIONS = ("doubled", "spliced with another seen value", "nested in another seen value", "Hypothesis, inferred from the values seen")
 MAX_FLOAT_DIGITS = 12  # significant digits past which a float is gold's arithmetic, not the contract
 RAN = ("pattern_mismatch", "tests_errored")  # a zero reward the test itself gave
 
@@ -628,9 +635,9 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: F
 
 def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list[tuple[str, str]]:
     """(how, call) for variations of the distinguishing input's call that each change one literal
-    argument of the call under test (inside ``list(...)`` when the input consumes an iterator) to a
-    close value: a boundary number, an empty or one-element container, a shorter or longer string
-    (``probes.observe.alternatives``), round-robin over the arguments so each gets its closest first.
+    argument of the call under test (inside ``list(...)`` or ``str(...)``, kept around it) to a
+    close value: a boundary number, an empty or one-element container, a string one shorter or with a
+    longer run of digits (``probes.observe.alternatives`` but ``FAR_VARIATIONS``), round-robin over the arguments so each gets its closest first.
     A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same input)
     tends to differ from gold next to where the survivor does."""
     try:
@@ -641,7 +648,7 @@ def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list
         return []
     outer = body[0].value
     inner = outer.args[0] if len(outer.args) == 1 and not outer.keywords and isinstance(outer.args[0], ast.Call) else None
-    call = inner if inner is not None and _dotted(outer.func) in ("list", "tuple", "sorted", "set", "dict") else outer
+    call = inner if inner is not None and _dotted(outer.func) in ("list", "tuple", "sorted", "set", "dict", "str") else outer
     slots = [(str(i), a) for i, a in enumerate(call.args)] + [(k.arg, k.value) for k in call.keywords if k.arg]
     values = {slot: v for slot, node in slots if (v := _literal_source(ast.unparse(node))) is not _NOT_LITERAL}
     lines = d.call.splitlines(keepends=True)
@@ -655,7 +662,7 @@ def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list
         tries = []
         for new, how in alternatives(values[slot], seen, False):
             text = repr(new)
-            if _literal_source(text) is not _NOT_LITERAL:
+            if how not in FAR_VARIATIONS and _literal_source(text) is not _NOT_LITERAL:
                 tries.append((f"{d.call} with {slot_name(slot)} {d.call[start:end]} -> {text} ({how})", d.call[:start] + text + d.call[end:]))
         sites.append(tries)
     out: dict[str, str] = {}
@@ -716,6 +723,42 @@ def pick_neighbours(d: DistinguishingInput, gold: Sequence[dict | None], others:
     return rank, v
 
 
+def _replay(ctx: Context, tree: Path, patch: str, progs: Sequence[Program]) -> dict[str, dict | None]:
+    """What each standalone call did on the buggy tree with ``patch``, by key (None: not reached)."""
+    paths = ["src"] if (tree / "src").is_dir() else []
+    got = run_programs(ctx.task, ctx.backend, patch, progs, [], paths=paths, timeout_s=NEIGHBOUR_TIMEOUT_S, program_timeout_s=1.0)
+    return {p.key: next((o for o in got.results.get(p.key, []) if o.get("step") == len(p.steps) - 1), None) for p in progs}
+
+
+def unstated(d: DistinguishingInput) -> bool:
+    """Whether gold's value on the input cannot be written as a check: it returned an object whose
+    repr does not evaluate (``datetime(..., tzinfo=<iso8601.iso8601.Utc object>)``)."""
+    return not d.gold.raised and not d.call_is_statement and model_free_body(d, unittest=False, pytest_imported=True) is None
+
+
+def restate_as_text(ctx: Context, tree: Path) -> dict[str, DistinguishingInput]:
+    """For each survivor whose input is ``unstated``, by probe id: the input compared as ``str(call)``
+    (a datetime's text is its ISO form), where gold's text is the same in two replays and the
+    survivor's is not, so a check on the text still tells them apart."""
+    probes = [p for p in ctx.survivors if p.distinguishing is not None and unstated(p.distinguishing)]
+    progs = [_program(f"s{i}", p.distinguishing, f"str({p.distinguishing.call})", p.distinguishing.how, ctx.sources)  # type: ignore[union-attr]
+             for i, p in enumerate(probes)]  # fmt: skip
+    if not progs:
+        return {}
+    gold = [_replay(ctx, tree, ctx.task.answer.gold_patch, progs), _replay(ctx, tree, ctx.task.answer.gold_patch, progs)]
+    out = {}
+    for probe, prog in zip(probes, progs, strict=True):
+        g, again = gold[0][prog.key], gold[1][prog.key]
+        o = _replay(ctx, tree, probe.patch, [prog])[prog.key]
+        if g is None or o is None or not g.get("literal") or behaviour(g) != behaviour(again) or behaviour(o) == behaviour(g):
+            continue
+        d = probe.distinguishing
+        assert d is not None
+        out[probe.probe_id] = d.model_copy(update={"call": prog.steps[-1].src, "gold": behaviour(g), "other": behaviour(o), "literal": g["literal"],
+                                                   "how": f"{d.how}; compared as text (its repr does not evaluate)"})  # fmt: skip
+    return out
+
+
 def observe_neighbours(ctx: Context, tree: Path) -> dict[str, list[DistinguishingInput]]:
     """For each confirmed survivor (by probe id), up to ``KEEP_NEIGHBOURS`` variations of its
     distinguishing input (``neighbour_calls``) on which gold behaves the same in two replays and in
@@ -734,15 +777,9 @@ def observe_neighbours(ctx: Context, tree: Path) -> dict[str, list[Distinguishin
             owners.append((probe.probe_id, d, how, call))
     if not progs:
         return {}
-    paths = ["src"] if (tree / "src").is_dir() else []
-
-    def replay(patch: str) -> dict[str, dict | None]:
-        got = run_programs(ctx.task, ctx.backend, patch, progs, [], paths=paths, timeout_s=NEIGHBOUR_TIMEOUT_S, program_timeout_s=1.0)
-        return {p.key: next((o for o in got.results.get(p.key, []) if o.get("step") == len(p.steps) - 1), None) for p in progs}
-
     gold_patch = ctx.task.answer.gold_patch
-    golds = [replay(gold_patch), replay(gold_patch)]
-    others = [replay(""), *(replay(p.patch) for p in ctx.survivors)]
+    golds = [_replay(ctx, tree, gold_patch, progs), _replay(ctx, tree, gold_patch, progs)]
+    others = [_replay(ctx, tree, "", progs), *(_replay(ctx, tree, p.patch, progs) for p in ctx.survivors)]
     expected = expected_exceptions(ctx.sources.values(), ctx.task.problem_statement)
     ranked: dict[str, list[tuple[int, int, DistinguishingInput]]] = {}
     for i, (prog, (probe_id, d, how, call)) in enumerate(zip(progs, owners, strict=True)):
@@ -1059,6 +1096,8 @@ def strengthen(
     if not survivors:
         return done("not_repaired", "no confirmed survivor: no wrong patch the engine told apart from gold passes the tests", [], killed=[])
     bench = Workbench(ctx)
+    texts = restate_as_text(ctx, tree)
+    ctx.survivors = survivors = [p.model_copy(update={"distinguishing": texts[p.probe_id]}) if p.probe_id in texts else p for p in survivors]
     neighbours = observe_neighbours(ctx, tree)
     seen: set[str] = set()
     asserted: set[str] = set()

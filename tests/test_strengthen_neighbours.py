@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from harness.records import Behaviour, DistinguishingInput, ProbeResult
-from judge.strengthen import implementation_details, model_free_body, model_free_candidate, neighbour_calls, pick_neighbours
+from judge.strengthen import implementation_details, model_free_body, model_free_candidate, neighbour_calls, pick_neighbours, unstated
 
 
 def tail_input(**changes: object) -> DistinguishingInput:
@@ -118,3 +118,15 @@ def test_a_value_whose_repr_names_only_modules_is_asserted_with_their_imports() 
     # a repr naming a class (its module unknown), builtins, an object's insides: nothing to state
     for text in ("Box(1)", "<Box>", "complex(1, 2)", "self.box"):
         assert model_free_body(d.model_copy(update={"gold": Behaviour(value=json.dumps(["T", text]))}), unittest=False, pytest_imported=True) is None
+
+
+def test_an_input_whose_value_cannot_be_written_is_compared_as_text_and_varied_inside_str() -> None:
+    """pyiso8601 b6ca8b0's tzinfo prints as ``<iso8601.iso8601.Utc object>``: no check can state the
+    datetime itself, so strengthening replays ``str(call)`` (``restate_as_text``) and varies its inside."""
+    value = json.dumps(["datetime", "datetime.datetime(1997, 8, 29, 6, 14, 0, 123, tzinfo=<iso8601.iso8601.Utc object>)"])
+    d = tail_input(call="parse_date('1997-08-29T06:14:00.000123', UTC)", gold=Behaviour(value=value), literal="")
+    assert unstated(d) and not unstated(tail_input()) and not unstated(d.model_copy(update={"gold": Behaviour(raised="ValueError")}))
+    calls = [src for _, src in neighbour_calls(d.model_copy(update={"call": f"str({d.call})"}))]
+    assert "str(parse_date('1997-08-29T06:14:00.0001233', UTC))" in calls and all(c.startswith("str(parse_date(") for c in calls)
+    # a string doubled or spliced with another is no neighbour: gold's answer there is no behaviour the issue states
+    assert "str(parse_date('1997-08-29T06:14:00.0001231997-08-29T06:14:00.000123', UTC))" not in calls
