@@ -70,7 +70,7 @@ from typing import Literal
 from curation.store import commit_folder, read_records
 from harness.grader import grade
 from harness.names import under
-from harness.pyast import parse
+from harness.pyast import literal_eval, parse
 from harness.records import (
     AddedTest,
     DistinguishingInput,
@@ -381,7 +381,7 @@ def _compared(fn: ast.AST, node: ast.AST) -> list[ast.expr]:
 
 def _equal_literals(a: str, b: str) -> bool:
     try:
-        return bool(ast.literal_eval(a) == ast.literal_eval(b))
+        return bool(literal_eval(a) == literal_eval(b))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return False
 
@@ -637,8 +637,8 @@ def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list
     """(how, call) for variations of the distinguishing input's call that each change one literal
     argument of the call under test (inside ``list(...)`` or ``str(...)``, kept around it) to a
     close value: a boundary number, an empty or one-element container, a string one shorter or with a
-    longer run of digits (``probes.observe.alternatives`` but ``FAR_VARIATIONS``), round-robin over the arguments so each gets its closest first.
-    A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same input)
+    longer run of digits (``probes.observe.alternatives`` but ``FAR_VARIATIONS``), round-robin over
+    the arguments so each gets its closest first. A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same input)
     tends to differ from gold next to where the survivor does."""
     try:
         body = parse(d.call).body
@@ -681,7 +681,7 @@ _NOT_LITERAL = object()
 
 def _literal_source(src: str) -> object:
     try:
-        return ast.literal_eval(src)
+        return literal_eval(src)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return _NOT_LITERAL
 
