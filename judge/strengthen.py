@@ -410,10 +410,11 @@ def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d
     if len(concrete) != 1 or not isinstance(concrete[0], ast.Expr) or not _imports_only(d.setup):
         return None  # statements before the call would need a place in the test's body (imports: it has its own)
     holes = frozenset(spec.argnames)
+    call = as_operator(concrete[0].value)
     for node in ast.walk(ast.Module(body=fn.body, type_ignores=[])):
         bound: dict[str, str] = {}
-        if not isinstance(node, ast.expr) or not unify(node, concrete[0].value, holes, bound) or not bound:
-            continue
+        if isinstance(node, ast.Name) or not isinstance(node, ast.expr) or not unify(node, call, holes, bound) or not bound:
+            continue  # a bare argname would take the whole call as its value, run at collection
         # the test's own check must state gold's behaviour: a hole takes it, a fixed value must be it
         if d.gold.raised:
             name = d.gold.raised.rpartition(".")[2]
@@ -436,6 +437,20 @@ def case_values(fn: ast.FunctionDef | ast.AsyncFunctionDef, spec: Parametrize, d
         if set(bound) == holes:
             return [bound[n] for n in spec.argnames]
     return None
+
+
+_DUNDER_OPS = {"__add__": ast.Add, "__sub__": ast.Sub, "__mul__": ast.Mult, "__truediv__": ast.Div, "__floordiv__": ast.FloorDiv,
+               "__mod__": ast.Mod, "__pow__": ast.Pow, "__matmul__": ast.MatMult, "__and__": ast.BitAnd, "__or__": ast.BitOr,
+               "__xor__": ast.BitXor, "__lshift__": ast.LShift, "__rshift__": ast.RShift}  # fmt: skip
+
+
+def as_operator(node: ast.expr) -> ast.expr:
+    """``Markup.__mod__(x, y)`` (how the engine states a call of an operator) as the test writes it,
+    ``x % y``; any other expression as it is."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _DUNDER_OPS
+            and len(node.args) == 2 and not node.keywords):  # fmt: skip
+        return ast.BinOp(left=node.args[0], op=_DUNDER_OPS[node.func.attr](), right=node.args[1])
+    return node
 
 
 def _imports_only(statements: Sequence[str]) -> bool:
@@ -637,8 +652,8 @@ def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list
     """(how, call) for variations of the distinguishing input's call that each change one literal
     argument of the call under test (inside ``list(...)`` or ``str(...)``, kept around it) to a
     close value: a boundary number, an empty or one-element container, a string one shorter or with a
-    longer run of digits (``probes.observe.alternatives`` but ``FAR_VARIATIONS``), round-robin over
-    the arguments so each gets its closest first. A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same input)
+    longer run of digits (``probes.observe.alternatives`` but ``FAR_VARIATIONS``), then None and
+    another plain type (``other_types``), round-robin over the arguments so each gets its closest first. A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same input)
     tends to differ from gold next to where the survivor does."""
     try:
         body = parse(d.call).body
@@ -660,7 +675,7 @@ def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list
         end = _char(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)
         seen = [v for s, v in values.items() if s != slot]
         tries = []
-        for new, how in alternatives(values[slot], seen, False):
+        for new, how in [*alternatives(values[slot], seen, False), *other_types(values[slot])]:
             text = repr(new)
             if how not in FAR_VARIATIONS and _literal_source(text) is not _NOT_LITERAL:
                 tries.append((f"{d.call} with {slot_name(slot)} {d.call[start:end]} -> {text} ({how})", d.call[:start] + text + d.call[end:]))
@@ -677,6 +692,16 @@ def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list
 
 
 _NOT_LITERAL = object()
+
+
+def other_types(value: object) -> list[tuple[object, str]]:
+    """None and a value of another plain type in place of ``value``: a fix that handles only the types
+    the tests pass (``Markup('<em></em>') % 42`` raises, ``% None`` stays silent) differs there, and
+    gold's answer counts only where it is in contract (a value, or an exception the tests expect)."""
+    out: list[tuple[object, str]] = [] if value is None else [(None, "None in its place")]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [*out, ("", "a string in its place")]
+    return [*out, (0, "a number in its place")]
 
 
 def _literal_source(src: str) -> object:

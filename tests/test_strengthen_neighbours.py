@@ -10,7 +10,15 @@ from __future__ import annotations
 import json
 
 from harness.records import Behaviour, DistinguishingInput, ProbeResult
-from judge.strengthen import implementation_details, model_free_body, model_free_candidate, neighbour_calls, pick_neighbours, unstated
+from judge.strengthen import (
+    implementation_details,
+    model_free_body,
+    model_free_candidate,
+    neighbour_calls,
+    other_types,
+    pick_neighbours,
+    unstated,
+)
 
 
 def tail_input(**changes: object) -> DistinguishingInput:
@@ -130,3 +138,23 @@ def test_an_input_whose_value_cannot_be_written_is_compared_as_text_and_varied_i
     assert "str(parse_date('1997-08-29T06:14:00.0001233', UTC))" in calls and all(c.startswith("str(parse_date(") for c in calls)
     # a string doubled or spliced with another is no neighbour: gold's answer there is no behaviour the issue states
     assert "str(parse_date('1997-08-29T06:14:00.0001231997-08-29T06:14:00.000123', UTC))" not in calls
+
+
+def test_an_operator_input_becomes_a_case_of_the_parametrized_test_and_its_neighbours_change_type() -> None:
+    """markupsafe 3d809ae: the engine states ``Markup('<em></em>') % ''`` as ``Markup.__mod__(...)``. The
+    parametrized test's body ``Markup("<em></em>") % args`` takes it as the case ``''`` (a bare argname
+    took the whole call as its value, evaluated at collection: the case failed on gold), and its
+    neighbours put None and a number in place of the string (the shortcut wraps only str, int and
+    float as one argument, so ``% None`` stays silent on it)."""
+    source = 'import pytest\nfrom markupsafe import Markup\n\n\n@pytest.mark.parametrize("args", ["foo", 42, ("foo", 42)])\n' \
+             'def test_missing_interpol(args):\n    with pytest.raises(TypeError):\n        Markup("<em></em>") % args\n'  # fmt: skip
+    d = tail_input(test_id="tests/test_markupsafe.py::test_missing_interpol[foo]", setup=["from markupsafe import Markup"],
+                   call="Markup.__mod__(Markup('<em></em>'), '')", gold=Behaviour(raised="TypeError"), other=Behaviour(value='"x"'), literal="")  # fmt: skip
+    probe = ProbeResult(config_hash="t", task_hash="t", instance_id="t", probe_id="p1", kind="plausible_wrong", origin="model_free",
+                        operator="special_case", description="", patch="", reward=1.0, reason="ok", selected_reward=None,
+                        executions=0, differing=[], log_path="", distinguishing=d)  # fmt: skip
+    cand = model_free_candidate(probe, {"tests/test_markupsafe.py": source}, form="case")
+    assert cand is not None and cand.code == f"pytest.param('', id={cand.case!r})"
+    assert [src for _, src in neighbour_calls(d)] == ["Markup.__mod__(Markup('<em></em>'), None)", "Markup.__mod__(Markup('<em></em>'), 0)"]
+    # a number's other type is a string; None is not varied to None
+    assert [v for v, _ in other_types(3)] == [None, ""] and [v for v, _ in other_types(None)] == [0]
