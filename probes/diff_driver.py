@@ -165,7 +165,7 @@ def run_program(program: dict, changed: set[str], timeout_s: float) -> list[dict
                 sys.setprofile(None)
                 out.append({"step": i, "raised": "timeout", "value": None, "stdout": "", "reached": True, "literal": ""})
                 break
-            except Exception as err:  # noqa: BLE001 - the behaviour under observation
+            except (Exception, SystemExit) as err:  # noqa: BLE001 - the behaviour under observation; a CLI's exit too (semver's main)
                 sys.setprofile(None)
                 out.append({"step": i, "raised": exc_name(err), "value": None, "stdout": printed.getvalue()[-2000:],
                             "reached": entered[0], "literal": ""})  # fmt: skip

@@ -6,6 +6,7 @@ patch that passes it and that the engine must tell apart from gold with a confir
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import subprocess
 import sys
@@ -21,8 +22,10 @@ from probes.differential import session_for
 from probes.observe import (
     Call,
     alternatives,
+    call_program,
     changed_literals,
     deeper_groups,
+    differs,
     digit_extremes,
     documented_calls,
     expected_exceptions,
@@ -232,8 +235,7 @@ def test_a_string_gets_an_ending_no_seen_value_has() -> None:
 def test_alternatives_for_containers_include_empty_one_element_nesting_and_the_other_sequence_type() -> None:
     got = [v for v, _ in alternatives([1, 2], [], False)]
     assert got[:5] == [[], [1], [1, 2, 1], [[1, 2]], (1, 2)]  # "one shorter" is [1] again: tried once
-    assert [v for v, _ in alternatives((1,), [], True)][:4] == [(), (1, 1), ((1,),), [1]]
-    assert None in [v for v, _ in alternatives((1,), [], True)]
+    assert [v for v, _ in alternatives((1,), [], True)][:5] == [(), None, (1, 1), ((1,),), [1]]  # None early: allowed, it is a strong try
 
 
 def test_documented_calls_of_a_target_become_inputs() -> None:
@@ -253,6 +255,17 @@ def test_gold_is_in_contract_when_it_returns_or_raises_what_the_tests_expect() -
     assert in_contract(Behaviour(raised="pkg.errors.Bad"), expected)
     assert not in_contract(Behaviour(raised="ZeroDivisionError"), expected)
     assert not in_contract(Behaviour(raised="timeout"), expected)
+
+
+def test_semver_0309c63_two_exceptions_of_different_types_are_no_evidence() -> None:
+    """semver-0309c63: a correct alternative converted every part before checking signs, so
+    ``VersionInfo(-1, None, 0)`` raised TypeError where gold raised ValueError: a false alarm."""
+    expected = {"ValueError", "TypeError"}
+    assert not differs(Behaviour(raised="ValueError"), Behaviour(raised="TypeError"), expected)
+    assert differs(Behaviour(raised="ValueError"), Behaviour(value='"1"'), expected)
+    assert differs(Behaviour(value='"[]"'), Behaviour(raised="ValueError"), expected)
+    assert not differs(Behaviour(raised="ZeroDivisionError"), Behaviour(value='"1"'), expected)  # gold out of contract
+    assert not differs(Behaviour(value='"1"'), Behaviour(raised="timeout"), expected)
 
 
 def test_a_target_returning_an_iterator_is_called_inside_list_so_its_value_has_a_literal() -> None:
@@ -361,6 +374,15 @@ def test_a_string_s_ending_becomes_a_short_literal_of_the_changed_function() -> 
     assert {"bch", "bsh", "bsx"} <= set(got)
 
 
+def test_markupsafe_3d809ae_an_argument_the_tests_pass_several_types_of_gets_none() -> None:
+    """markupsafe-3d809ae: ``Markup % arg`` with a str, an int and a tuple; the shortcut wraps only those
+    types, so ``Markup('<em></em>') % None`` returns where gold raises TypeError."""
+    seeds = [Call("m:M.__mod__", "M.__mod__", ("M('x')", arg), (), (), f"t::{i}", "observed", "") for i, arg in enumerate(["'a'", "42", "('b',)"])]
+    assert "M.__mod__(M('x'), None)" in {c.src for c in variations(seeds, [], {}, 200)}
+    same = [Call("m:f", "f", (arg,), (), (), f"t::{i}", "observed", "") for i, arg in enumerate(["'a'", "'b'"])]
+    assert "f(None)" not in {c.src for c in variations(same, [], {}, 200)}
+
+
 def test_a_first_digit_goes_to_its_extremes() -> None:
     """semver-b5317af's survivor read a version starting with 9 otherwise ('0123456789' -> '012345678')."""
     assert digit_extremes("2.3.7") == ["0.3.7", "9.3.7"] and digit_extremes("v0.1") == ["v9.1"] and digit_extremes("x") == []
@@ -374,6 +396,20 @@ def test_every_argument_becomes_an_equal_value_of_another_type_at_once() -> None
     assert [c.src for c in retyped(seed)] == ["split((1, None, 2), None, 0.0, key=True)"]
     assert retyped(Call("m:f", "f", ("'a'", "x"), (), (), "t::a", "observed", "")) == []
     assert retyped(seed)[0].src in {c.src for c in variations([seed], [], {}, 60)}
+
+
+def test_semver_0309c63_a_call_that_exits_is_its_behaviour_not_the_end_of_the_replay(tmp_path: Path) -> None:
+    """semver's ``main([...])`` ends in ``sys.exit``: the driver died with it and no call of the task
+    had an answer (0 of 591)."""
+    (tmp_path / "cli.py").write_text("import sys\n\n\ndef main(argv):\n    sys.exit(2)\n\n\ndef ok():\n    return 1\n")
+    calls = [Call("cli:main", "main", ("[]",), (), ("from cli import main",), "t", "observed", ""),
+             Call("cli:ok", "ok", (), (), ("from cli import ok",), "t", "observed", "")]  # fmt: skip
+    spec = {"changed": [], "timeout_s": 5, "paths": ["."], "programs": [call_program(c, f"call{i}").spec([]) for i, c in enumerate(calls)]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    driver = Path(__file__).parents[1] / "probes" / "diff_driver.py"
+    subprocess.run([sys.executable, str(driver), "spec.json", "out.json"], cwd=tmp_path, check=True, timeout=60)
+    results = json.loads((tmp_path / "out.json").read_text())["results"]
+    assert [o["raised"] for o in results["call0"]] == ["SystemExit"] and results["call1"][-1]["value"] == "1"
 
 
 def test_import_root_finds_a_src_layout() -> None:
