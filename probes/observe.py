@@ -60,6 +60,7 @@ MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' ow
 MAX_TARGETS = 24
 PER_ARGUMENT = 16  # variations of one argument of one seed
 SPLICED = 4  # other seen values one string is spliced with or nested in
+ARBITRARY = {"__hash__"}  # methods whose value only has to agree with itself (equal objects, equal hashes)
 MAX_ENDINGS = 6  # short literals of the changed functions tried as a string's ending
 HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
@@ -237,12 +238,13 @@ class Call:
 
 def seeds_from_records(rows: Iterable[dict]) -> list[Call]:
     """The observed calls whose arguments all have evaluable source (inside ``list()`` for a target seen
-    returning an iterator, even where this call raised)."""
+    returning an iterator, even where this call raised), except calls of a method whose value is
+    arbitrary by contract (``__hash__``: semver-db55f27's correct alternative hashed fewer parts)."""
     rows = list(rows)
     iterating = iterators(rows)
     out = []
     for row in rows:
-        if row.get("call"):
+        if row.get("call") and row["target"].rpartition(".")[2] not in ARBITRARY:
             out.append(Call(row["target"], row["call"][: row["call"].index("(")], tuple(row["args"]),
                             tuple(sorted(row["kwargs"].items())), tuple(row["imports"]), row["test"], "observed",
                             f"called by {row['test']}", row["target"] in iterating))  # fmt: skip

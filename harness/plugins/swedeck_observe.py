@@ -57,6 +57,7 @@ ANNOUNCE = '{"plugin": "swedeck_observe"}\n'
 MAX_RECORDS_PER_TEST = 200
 MAX_ITEMS = 200  # items of a container or a generator recorded
 MAX_SOURCE = 2000  # characters of an argument's source
+MAX_BUILT = 500  # objects per test whose building call is remembered
 FRAMEWORK = ("_pytest", "pytest", "pluggy", "unittest")
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 CO_GENERATOR = 0x20
@@ -198,6 +199,7 @@ class _State:
         self.test = ""
         self.ordinal = {}
         self.open = {}  # id(frame) -> _Call
+        self.built = {}  # id(object) -> (object, the call that built it, its imports, its canon then); per test
         self.main = threading.get_ident()
         self.lock = threading.Lock()
         self.fd = None
@@ -347,18 +349,21 @@ class _Call:
         if target.kind in ("classmethod", "init") and params:
             params = params[1:]
         elif target.kind == "method" and params:  # the instance is the first argument: ``Class.method(obj, ...)``
-            self.args.append(self._take(source_of(local.get(params[0]), self.home)))
+            self.args.append(self._take(self._source(local.get(params[0]))))
             params = params[1:]
         for name in params:
-            self.args.append(self._take(source_of(local.get(name), self.home)))
+            self.args.append(self._take(self._source(local.get(name))))
         if target.vararg:
             for value in local.get(target.vararg, ()):
-                self.args.append(self._take(source_of(value, self.home)))
+                self.args.append(self._take(self._source(value)))
         for name in target.kwonly:
-            self.kwargs[name] = self._take(source_of(local.get(name), self.home))
+            self.kwargs[name] = self._take(self._source(local.get(name)))
         if target.varkw:
             for name, value in dict(local.get(target.varkw, {})).items():
-                self.kwargs[name] = self._take(source_of(value, self.home))
+                self.kwargs[name] = self._take(self._source(value))
+
+    def _source(self, value):
+        return source_of(value, self.home) or _built(value)
 
     def _take(self, got):
         if got is None:
@@ -396,7 +401,8 @@ class _Call:
                 elif self.generator:
                     self.finish(["iterator", self.items], "", True)
                 elif self.target.kind == "init":
-                    self.finish(canon(frame.f_locals.get(self.target.params[0]) if self.target.params else None), "", True)
+                    made = frame.f_locals.get(self.target.params[0]) if self.target.params else None
+                    self.finish(canon(made), "", True, made)
                 else:
                     self.finish(canon(arg), "", True, arg)
         except Exception:
@@ -416,6 +422,8 @@ class _Call:
         if not raised and not self.generator and target.kind != "init":
             got = source_of(returned)
             literal = got[0] if got else ""
+        if call and not raised and not self.generator and returned is not None and not literal:
+            _remember(returned, call, imports, value)
         n = _STATE.ordinal.get(self.test, 0)
         if n >= MAX_RECORDS_PER_TEST:
             return
@@ -424,6 +432,22 @@ class _Call:
                "args": self.args, "kwargs": self.kwargs, "call": call, "imports": imports, "value": value,
                "literal": literal, "raised": raised, "stdout": "".join(self.tee.kept if self.tee else [])[-2000:],
                "generator": self.generator, "complete": complete})
+
+
+def _remember(obj, call, imports, value):
+    """How an object a test got from a watched call was built (``m = MultiReplace({...})`` then
+    ``m.sub(text)``), so a later call taking it as an argument can be replayed standalone."""
+    if isinstance(obj, (bool, int, float, str, bytes, list, tuple, dict, set, frozenset)) or len(_STATE.built) >= MAX_BUILT:
+        return
+    _STATE.built[id(obj)] = (obj, call, imports, json.dumps(value, sort_keys=True))
+
+
+def _built(value):
+    """The call that built ``value`` in this test, while the object still looks as it did then."""
+    got = _STATE.built.get(id(value))
+    if got is None or got[0] is not value or json.dumps(canon(value), sort_keys=True) != got[3]:
+        return None
+    return got[1], got[2]
 
 
 def _suspended(frame):
@@ -500,6 +524,7 @@ def pytest_runtest_protocol(item, nextitem):
     finally:
         _close_generators()
         _STATE.test = ""
+        _STATE.built.clear()
 
 
 @pytest.hookimpl(trylast=True)
