@@ -247,7 +247,8 @@ def _significant_digits(x: float) -> int:
 def implementation_details(code: str, copied: str = "") -> list[str]:
     """What an added test pins beyond the behaviour a fix's contract implies ([] when nothing): an
     exception's message (``match=``, ``assertRaisesRegex``, ``str()`` or ``.args`` of the caught
-    exception), an object's address, a float written to full precision (a correct fix that computes
+    exception), an object's address, a value of ``hash()``, ``__hash__`` or ``id()`` (semver db55f27:
+    any hash of the compared parts is correct), a float written to full precision (a correct fix that computes
     it another way may differ in the last bits). Set order and hash-dependent output are left to the
     runs themselves (gold passes in several processes, each with its own hash seed). Lines of
     ``copied`` are the original test's own checks, repeated: the suite's, not the candidate's."""
@@ -266,6 +267,8 @@ def implementation_details(code: str, copied: str = "") -> list[str]:
             found.append(f"a float to full precision ({node.value!r})")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _ADDRESS.search(node.value):
             found.append("an object's address")
+        elif isinstance(node, ast.Call) and _dotted(node.func).rpartition(".")[2] in ("hash", "__hash__", "id"):
+            found.append("a hash or identity value")  # per process (hash seeds) and per implementation
         elif isinstance(node, ast.Call):
             name = _dotted(node.func).rpartition(".")[2]
             caught = bool(node.args) and isinstance(node.args[0], ast.Attribute) and node.args[0].attr in ("value", "exception")
@@ -870,7 +873,7 @@ def validate(ctx: Context, cand: Candidate) -> AddedTest:
     details = implementation_details(cand.code, cand.copied)
     record.checks.append(ValidationCheck(step="contract", passed=not details, detail=(
         f"it pins {', '.join(details)}, which another correct fix may not share" if details
-        else "no exception message, object address or full-precision float")))  # fmt: skip
+        else "no exception message, object address, hash value or full-precision float")))  # fmt: skip
     if details:
         return _reject(record)
     tid = cand.test_id

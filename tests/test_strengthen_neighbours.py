@@ -106,6 +106,10 @@ def test_the_contract_check_rejects_assertions_on_messages_addresses_and_full_pr
     assert implementation_details("def test_a():\n    with pytest.raises(ValueError) as info:\n        f(-1)\n"
                                   "    assert info.value.args[0] == 'no'\n") == message  # fmt: skip
     assert implementation_details("def test_a():\n    assert repr(f()) == '<Box object at 0x7f3a2c>'\n") == ["an object's address"]
+    # semver db55f27: a version's hash value (any hash of the compared parts is correct; per process too)
+    assert implementation_details("def test_a():\n    assert VersionInfo.__hash__(VersionInfo(1, 2, 3)) == -3053901434293367585\n") == [
+        "a hash or identity value"]  # fmt: skip
+    assert implementation_details("def test_a():\n    assert hash(v) == 5 and id(v) == 7\n") == ["a hash or identity value"]
     # the original test's own checks, repeated before an anchored input, are the suite's
     copied = "with pytest.raises(ValueError) as info:\n    tail(-1, letters)\nassert 'at least' in str(info.value)"
     code = "def test_s(letters):\n    with pytest.raises(ValueError) as info:\n        tail(-1, letters)\n" \
