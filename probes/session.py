@@ -64,7 +64,7 @@ from probes.workspace import Trees, recall
 
 SERVER = Path(__file__).with_name("session_server.py")
 SESSION_S = 6 * 3600.0  # the server's own command: it lives as long as the task's probing
-READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import
+READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import (its warm-up on top)
 POLL_S = 0.003
 _SHELL = re.compile(r"[^\w\s@%+=:,./'\"-]")  # anything but words, blanks and quotes: the shell may interpret it
 _SUITE_TIME = re.compile(rb"<testsuite\b[^>]*?\btime=\"([0-9.]+)\"")
@@ -156,12 +156,13 @@ class ProbeSession:
         argv = [a for a in map(pytest_argv, self.task.test_cmd) if a is not None]
         box.write_file(f"{self.folder}/warm.json", json.dumps({"argv": argv, "env": warm_env, "timeout": self.timeout_s}))
         command = f"python {self.folder}/server.py {self.folder}"
+
         def serve() -> None:
             self.ended = box.run(command, timeout=SESSION_S, env=env).output[-2000:]
 
         self.thread = threading.Thread(target=serve, name="swedeck-probe-server", daemon=True)
         self.thread.start()
-        self._wait(ready, READY_S)
+        self._wait(ready, READY_S + len(argv) * self.timeout_s)  # the warm-up collects each command once
 
     def _wait(self, path: str, limit_s: float) -> bytes:
         """The complete file a server writes in one call (it ends in a newline)."""
