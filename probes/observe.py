@@ -60,7 +60,9 @@ MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' ow
 MAX_TARGETS = 24
 PER_ARGUMENT = 16  # variations of one argument of one seed
 SPLICED = 4  # other seen values one string is spliced with or nested in
-ARBITRARY = {"__hash__"}  # methods whose value only has to agree with itself (equal objects, equal hashes)
+# methods whose value is the implementation's own (equal objects' equal hashes, pickle's recipe, a size in
+# bytes): a correct alternative returns another (semver-db55f27's hash, boltons-ebc7a8f's __reduce__)
+ARBITRARY = {"__hash__", "__reduce__", "__reduce_ex__", "__getstate__", "__sizeof__", "__dir__"}
 MAX_ENDINGS = 6  # short literals of the changed functions tried as a string's ending
 HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
@@ -239,7 +241,7 @@ class Call:
 def seeds_from_records(rows: Iterable[dict]) -> list[Call]:
     """The observed calls whose arguments all have evaluable source (inside ``list()`` for a target seen
     returning an iterator, even where this call raised), except calls of a method whose value is
-    arbitrary by contract (``__hash__``: semver-db55f27's correct alternative hashed fewer parts)."""
+    the implementation's own (``ARBITRARY``)."""
     rows = list(rows)
     iterating = iterators(rows)
     out = []

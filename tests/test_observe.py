@@ -294,7 +294,7 @@ def test_semver_0309c63_two_exceptions_of_different_types_are_no_evidence() -> N
     assert not differs(Behaviour(value='"1"'), Behaviour(raised="timeout"), expected)
 
 
-def test_a_target_returning_an_iterator_is_called_inside_list_so_its_value_has_a_literal_and_semver_db55f27_a_hash_is_no_seed() -> None:
+def test_a_target_returning_an_iterator_is_called_inside_list_so_its_value_has_a_literal_and_semver_db55f27_boltons_ebc7a8f_a_hash_or_reduce_is_no_seed() -> None:
     rows = [
         {"test": "t::a", "target": "m:tail", "call": "tail(3, 'ABC')", "args": ["3", "'ABC'"], "kwargs": {},
          "imports": ["from m import tail"], "value": ["iterator", ["'A'"]]},
@@ -304,9 +304,11 @@ def test_a_target_returning_an_iterator_is_called_inside_list_so_its_value_has_a
     ]  # fmt: skip
     rows.append({**rows[0], "call": "tail(-1, 'ABC')", "args": ["-1", "'ABC'"], "value": None, "raised": "ValueError"})
     rows.append({**rows[1], "target": "m:V.__hash__", "call": "V.__hash__(V(1))", "args": ["V(1)"], "value": "7"})
+    rows.append({**rows[1], "target": "m:V.__reduce__", "call": "V.__reduce__(V(1))", "args": ["V(1)"], "value": "7"})
     seeds = seeds_from_records(rows)
     # a call without evaluable arguments is no seed; a call that raised is consumed like the target's others;
-    # a hash is no seed (semver-db55f27: a correct alternative's hash of fewer parts is another number)
+    # a hash or a pickling recipe is no seed (semver-db55f27: a correct alternative's hash of fewer parts is
+    # another number; boltons-ebc7a8f: a correct OrderedMultiDict alternative pickles otherwise)
     assert [c.src for c in seeds] == ["list(tail(3, 'ABC'))", "size('ABC')", "list(tail(-1, 'ABC'))"]
     assert "list(tail(2, 'ABC'))" in {c.src for c in variations(seeds, [], {}, 50)}
 
