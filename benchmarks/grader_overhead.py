@@ -3,17 +3,20 @@
 For each valid sample task and each available backend, three timings, each the median of --repeat runs
 (the three take turns, so a loaded machine's changing load falls on each alike):
 
-  grade   ``grade(task, gold)``: fresh sandbox, the harness's listing of the tree around the candidate
-          patch cascade, the host's plan (restore, delete), hidden tests with four canaries written
-          from the task record, the test command with JUnit, pinned plugins and the outcomes record,
-          process reaping (docker), parsing and the canary check, close (the gold pattern and the
-          task's facts are computed beforehand, so they are not counted)
+  grade   ``grade(task, gold)``: fresh sandbox; one command that lists the tree, applies the patch
+          cascade, lists it again and tars the changed Python files for the tamper audit; the
+          capability check and the audit on the host; the host's plan (restore, delete), hidden
+          tests with four canaries (copies of the task's own tests) from the task record; one
+          command that installs them and runs the tests with JUnit, pinned plugins and the outcomes
+          record (docker: then reaps); parsing and the canary check; close (the gold pattern and
+          the task's facts are computed beforehand, so they are not counted)
   run     the bare test command through ``sandbox.run`` in a sandbox already holding gold + tests
           (applied with plain ``git apply``): the sandbox's own wrapper (timeout, ulimits, capture)
   plain   the same command with plain ``bwrap`` / ``docker exec``: no wrapper, output to a file
 
 Overhead = grade / run - 1 (and grade / plain - 1), per task and for the backend as a whole (sum of
-medians). Targets: under 30 % on bwrap, under 60 % on docker.
+medians). Targets: under 30 % on bwrap, under 60 % on docker (issue 23); goals: under 15 % and 30 %
+(issue 24).
 
 It also prints where a grade's time goes, stage by stage (open, apply, capabilities, audit, canaries,
 plan, setup, command, parse, close), from the grades' own durations.
@@ -40,6 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 TARGETS = {"bwrap": 0.30, "docker": 0.60}
+# issue 24's, with canaries and the trusted path on
+GOALS = {"bwrap": 0.15, "docker": 0.30}
 # the grader's stages in the order a grade passes them (harness.grader's durations; "tests" is the
 # sum of setup..parse and is not repeated)
 STAGES = ("open", "apply", "capabilities", "audit", "canaries", "plan", "setup", "command", "parse", "close")
@@ -183,8 +188,11 @@ def report(rows: list[dict], repeat: int) -> None:
         mine = [r for r in rows if r["backend"] == name]
         total = {k: sum(r[k] for r in mine) for k in ("grade", "run", "plain")}
         vs_run, vs_plain = total["grade"] / total["run"] - 1, total["grade"] / total["plain"] - 1
-        target = TARGETS.get(name)
-        verdict = "" if target is None else f"  target < {target:.0%}: {'met' if vs_run < target else 'MISSED'}"
+        verdict = "".join(
+            f"  {label} < {limits[name]:.0%}: {'met' if vs_run < limits[name] else 'MISSED'}"
+            for label, limits in (("target", TARGETS), ("goal", GOALS))
+            if name in limits
+        )
         print(
             f"{name}: grader overhead {vs_run:.0%} over sandbox.run, {vs_plain:.0%} over plain "
             f"({total['grade']:.2f}s vs {total['run']:.2f}s / {total['plain']:.2f}s for {len(mine)} tasks){verdict}"
