@@ -3,7 +3,9 @@
 A sandbox is one container started from the task's image (a corpus image, or an environment image built
 locally from the base image and the task's recipe) with ``--network none``, memory, pid and CPU limits
 and a size-capped /tmp. The sealed buggy tree is copied in at open; corpus images that carry their own
-repository are sealed in place. Commands run through ``docker exec`` with the same wrapper as bwrap.
+repository are sealed in place. Commands run through ``docker exec`` with the same wrapper as bwrap,
+inside a root wrapper that drops to the sandbox user with setpriv where the image has it
+(``_DockerSandbox._as_user``).
 """
 
 from __future__ import annotations
