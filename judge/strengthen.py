@@ -656,8 +656,9 @@ def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list
     argument of the call under test (inside ``list(...)`` or ``str(...)``, kept around it) to a
     close value: a boundary number, an empty or one-element container, a string one shorter or with a
     longer run of digits (``probes.observe.alternatives`` but ``FAR_VARIATIONS``), then None and
-    another plain type (``other_types``), round-robin over the arguments so each gets its closest first. A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same input)
-    tends to differ from gold next to where the survivor does."""
+    another plain type (``other_types``), round-robin over the arguments so each gets its closest
+    first. A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same
+    input) tends to differ from gold next to where the survivor does."""
     try:
         body = parse(d.call).body
     except SyntaxError:
@@ -768,20 +769,17 @@ def restate_as_text(ctx: Context, tree: Path) -> dict[str, DistinguishingInput]:
     """For each survivor whose input is ``unstated``, by probe id: the input compared as ``str(call)``
     (a datetime's text is its ISO form), where gold's text is the same in two replays and the
     survivor's is not, so a check on the text still tells them apart."""
-    probes = [p for p in ctx.survivors if p.distinguishing is not None and unstated(p.distinguishing)]
-    progs = [_program(f"s{i}", p.distinguishing, f"str({p.distinguishing.call})", p.distinguishing.how, ctx.sources)  # type: ignore[union-attr]
-             for i, p in enumerate(probes)]  # fmt: skip
+    inputs = [(p, d) for p in ctx.survivors if (d := p.distinguishing) is not None and unstated(d)]
+    progs = [_program(f"s{i}", d, f"str({d.call})", d.how, ctx.sources) for i, (_, d) in enumerate(inputs)]
     if not progs:
         return {}
     gold = [_replay(ctx, tree, ctx.task.answer.gold_patch, progs), _replay(ctx, tree, ctx.task.answer.gold_patch, progs)]
     out = {}
-    for probe, prog in zip(probes, progs, strict=True):
+    for (probe, d), prog in zip(inputs, progs, strict=True):
         g, again = gold[0][prog.key], gold[1][prog.key]
         o = _replay(ctx, tree, probe.patch, [prog])[prog.key]
         if g is None or o is None or not g.get("literal") or behaviour(g) != behaviour(again) or behaviour(o) == behaviour(g):
             continue
-        d = probe.distinguishing
-        assert d is not None
         out[probe.probe_id] = d.model_copy(update={"call": prog.steps[-1].src, "gold": behaviour(g), "other": behaviour(o), "literal": g["literal"],
                                                    "how": f"{d.how}; compared as text (its repr does not evaluate)"})  # fmt: skip
     return out
