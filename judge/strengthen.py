@@ -62,7 +62,7 @@ import shutil
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -700,12 +700,18 @@ _NOT_LITERAL = object()
 
 def other_types(value: object) -> list[tuple[object, str]]:
     """None and a value of another plain type in place of ``value``: a fix that handles only the types
-    the tests pass (``Markup('<em></em>') % 42`` raises, ``% None`` stays silent) differs there, and
-    gold's answer counts only where it is in contract (a value, or an exception the tests expect)."""
-    out: list[tuple[object, str]] = [] if value is None else [(None, "None in its place")]
+    the tests pass (``Markup('<em></em>') % 42`` raises, ``% None`` stays silent) differs there. Gold's
+    answer on a type the tests never pass counts only where the issue states it: an exception the
+    issue names (``pick_neighbours``); what gold happens to return for ``sub(None)`` or raise for
+    ``chunked('ABC', '')`` is no contract, and correct fixes differ there (boltons 435774e, more-itertools
+    0e6acdf: their alternatives failed such neighbours)."""
+    out: list[tuple[object, str]] = [] if value is None else [(None, OTHER_TYPES[0])]
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [*out, ("", "a string in its place")]
-    return [*out, (0, "a number in its place")]
+        return [*out, ("", OTHER_TYPES[1])]
+    return [*out, (0, OTHER_TYPES[2])]
+
+
+OTHER_TYPES = ("None in its place", "a string in its place", "a number in its place")
 
 
 def _literal_source(src: str) -> object:
@@ -726,17 +732,20 @@ def _program(key: str, d: DistinguishingInput, call: str, how: str, sources: dic
 
 
 def pick_neighbours(d: DistinguishingInput, gold: Sequence[dict | None], others: Sequence[dict | None], survivors: int,
-                    expected: set[str], how: str, call: str) -> tuple[int, DistinguishingInput] | None:  # fmt: skip
+                    expected: set[str], how: str, call: str, named: Collection[str] = ()) -> tuple[int, DistinguishingInput] | None:  # fmt: skip
     """The neighbour ``call`` as an input to assert, with its rank (0: a survivor behaves otherwise, 1:
     only the buggy tree does), or None: gold answered it differently in its two replays (time,
     randomness; hash order shows in ``gold_stable``, whose pytest runs each draw a hash seed), outside
     the contract (an exception type no test or the issue expects, a value without an evaluable repr,
-    a full-precision float), or every other tree behaves alike (``others``: buggy first, then the
-    survivors; the last ``survivors`` of them)."""
+    a full-precision float; for an argument of another type, anything but an exception the issue
+    names, ``named``), or every other tree behaves alike (``others``: buggy first, then the survivors;
+    the last ``survivors`` of them)."""
     if any(g is None for g in gold):
         return None
     first = behaviour(gold[0])
     if any(behaviour(g) != first for g in gold[1:]) or not in_contract(first, expected):
+        return None
+    if how.endswith(tuple(f"({h})" for h in OTHER_TYPES)) and (not first.raised or first.raised.rpartition(".")[2] not in named):
         return None
     literal = (gold[0] or {}).get("literal", "") or ""
     differs = [i for i, o in enumerate(others)
@@ -807,9 +816,10 @@ def observe_neighbours(ctx: Context, tree: Path) -> dict[str, list[Distinguishin
     golds = [_replay(ctx, tree, gold_patch, progs), _replay(ctx, tree, gold_patch, progs)]
     others = [_replay(ctx, tree, "", progs), *(_replay(ctx, tree, p.patch, progs) for p in ctx.survivors)]
     expected = expected_exceptions(ctx.sources.values(), ctx.task.problem_statement)
+    named = expected_exceptions((), ctx.task.problem_statement)
     ranked: dict[str, list[tuple[int, int, DistinguishingInput]]] = {}
     for i, (prog, (probe_id, d, how, call)) in enumerate(zip(progs, owners, strict=True)):
-        picked = pick_neighbours(d, [g[prog.key] for g in golds], [o[prog.key] for o in others], len(ctx.survivors), expected, how, call)
+        picked = pick_neighbours(d, [g[prog.key] for g in golds], [o[prog.key] for o in others], len(ctx.survivors), expected, how, call, named)
         if picked is not None:
             ranked.setdefault(probe_id, []).append((picked[0], i, picked[1]))
     return {pid: [v for _, _, v in sorted(found, key=lambda r: r[:2])[:KEEP_NEIGHBOURS]] for pid, found in ranked.items()}

@@ -162,3 +162,18 @@ def test_an_operator_input_becomes_a_case_of_the_parametrized_test_and_its_neigh
     assert [src for _, src in neighbour_calls(d)] == ["Markup.__mod__(Markup('<em></em>'), None)", "Markup.__mod__(Markup('<em></em>'), 0)"]
     # a number's other type is a string; None is not varied to None
     assert [v for v, _ in other_types(3)] == [None, ""] and [v for v, _ in other_types(None)] == [0]
+
+
+def test_a_neighbour_of_another_type_counts_only_for_an_exception_the_issue_names() -> None:
+    """boltons 435774e and more-itertools 0e6acdf: ``MultiReplace({}).sub(None) == None`` and
+    ``chunked('ABCDE', '')`` raising TypeError are gold's accidents, and their correct alternatives
+    differ there; markupsafe 3d809ae's issue names the TypeError that ``% None`` must raise."""
+    d = tail_input(call="Markup.__mod__(Markup('<em></em>'), '')", gold=Behaviour(raised="TypeError"), literal="")
+    te, none = obs(raised="TypeError"), obs("'None'", literal="None")
+    silent = obs("'x'", literal="'x'")
+    how = "Markup.__mod__(...) with argument 2 '' -> None (None in its place)"
+    assert pick_neighbours(d, [te, te], [silent, silent], 1, {"TypeError"}, how, "m(None)", {"TypeError"}) is not None
+    assert pick_neighbours(d, [te, te], [silent, silent], 1, {"TypeError"}, how, "m(None)", set()) is None
+    assert pick_neighbours(d, [none, none], [te, te], 1, {"TypeError"}, how, "sub(None)", {"TypeError"}) is None
+    # the same answers for a close value of the argument's own type count as before
+    assert pick_neighbours(d, [none, none], [te, te], 1, {"TypeError"}, "... -> 'a' (one element)", "sub('a')", set()) is not None
