@@ -645,3 +645,62 @@ def test_boltons_ec1ff9f_a_set_printed_in_another_order_is_no_difference(tmp_pat
     assert session.distinguish(other).found is None
     wrong = session.distinguish(diff("tags.py", TAGS, TAGS.replace("return Tags(self.names)", "return Tags(other.names)")))
     assert wrong.found is not None  # the comparison still sees a real difference
+
+
+REPLACER = '''
+import re
+
+
+class Replacer:
+    def __init__(self, mapping):
+        self.mapping = dict(mapping)
+        self.pattern = re.compile("|".join(map(re.escape, self.mapping)))
+
+    def sub(self, text):
+        return self.pattern.sub(lambda m: self.mapping[m.group()], text)
+'''
+REPLACER_GOLD = REPLACER.replace("    def sub(self, text):\n", "    def sub(self, text):\n        if not self.mapping:\n            return text\n")
+REPLACER_SHORTCUT = REPLACER.replace('"|".join(map(re.escape, self.mapping))', '"|".join(map(re.escape, self.mapping)) or "$^"')
+REPLACER_TESTS = '''import pytest
+from replacer import Replacer
+
+
+@pytest.fixture
+def replacer():
+    return Replacer({"cat": "dog"})
+
+
+def test_sub(replacer):
+    assert replacer.sub("a cat") == "a dog"
+'''
+REPLACER_HIDDEN = "tests/test_replacer.py\n" + REPLACER_TESTS + '''
+
+@pytest.fixture
+def empty():
+    return Replacer({})
+
+
+def test_empty(empty):
+    assert empty.sub("foo bar") == "foo bar"
+'''
+
+
+@pytest.mark.bwrap
+def test_boltons_435774e_an_instance_a_test_built_without_a_repr_is_replayed_through_its_building_call(
+    tmp_path: Path, bwrap_backend: Backend, swedeck_env  # noqa: ANN001
+) -> None:
+    """boltons-435774e in small: the shortcut compiles an empty mapping to '$^', which still matches the
+    empty string. The object comes from a fixture (the program replay cannot build it) and has no repr,
+    so only the call that built it (``Replacer({})``) writes it."""
+    task = make_task(tmp_path, "observe-replacer", "replacer.py", REPLACER, REPLACER_GOLD, {"tests/test_replacer.py": REPLACER_TESTS},
+                     REPLACER_HIDDEN, "Replacer({}).sub(text) raises KeyError")  # fmt: skip
+    bwrap_backend.prepare(task)
+    shortcut = diff("replacer.py", REPLACER, REPLACER_SHORTCUT)
+    assert grade(task, shortcut, bwrap_backend).reward == 1.0
+    session = session_for(task, bwrap_backend, ["tests/test_replacer.py::test_empty"], prepare_tree(task, swedeck_env))
+    answer = session.distinguish(shortcut)
+    found = answer.found
+    assert found is not None, answer.detail
+    assert found.call == "Replacer.sub(Replacer({}), '')" and found.source == "variant", found
+    assert found.gold.value == json.dumps("''") and found.other.raised == "KeyError"
+    assert session.distinguish(task.answer.gold_patch).found is None
