@@ -89,6 +89,15 @@ def record_id(run: str, record: Strengthening) -> str:
     return f"{run}/strengthen/{file_name(record.instance_id)}#{content_hash(record)}"
 
 
+def verified_task(task: Task, p1: Pipeline1Result) -> Task:
+    """The task as the deck grades it: where its corpus lists no FAIL_TO_PASS, Pipeline 1's. Every
+    grade then copies one of them as a must-fail canary, which code forcing only the tests without a
+    near-twin (a canary is a copy) leaves failing; the corpus's own list, where it has one, stands."""
+    if task.answer.fail_to_pass or not p1.fail_to_pass:
+        return task
+    return task.model_copy(update={"answer": task.answer.model_copy(update={"fail_to_pass": p1.fail_to_pass})})
+
+
 def strengthened_task(task: Task, record: Strengthening | None) -> Task:
     """The task as the strengthened arm grades it: its strengthened hidden tests and gold's pattern on
     them. A task without added tests (not repaired, or never strengthened) keeps its own; the task

@@ -810,7 +810,7 @@ def deck(
     Pipeline 2 accepted, with rewritten issues) and the strengthened arm (the raw arm's tasks, with the
     strengthened hidden tests where strengthening added tests). One task per upstream fix (the run's
     clusters), contaminated ones dropped by dedup.policy; dropped.parquet says what was left out."""
-    from curation.decks import deck_rows, dedupe, write_deck
+    from curation.decks import deck_rows, dedupe, verified_task, write_deck
     from curation.pipeline1 import kept_tasks
     from judge.pipeline2 import verdicts
     from judge.strengthen import records
@@ -819,7 +819,7 @@ def deck(
     kept, selection = dedupe(run_dir, kept_tasks(run_dir), judged, _config(config, overrides, None).dedup)
     strengthened = records(run_dir)
     rows = deck_rows(kept, judged, deck_id=deck_id or out.name, source_run=str(run_dir), strengthened=strengthened, selection=selection)
-    write_deck(out, rows, [task for task, _ in kept], strengthened, selection.dropped if selection else ())
+    write_deck(out, rows, [verified_task(task, p1) for task, p1 in kept], strengthened, selection.dropped if selection else ())
     counts = {arm: sum(r.arm == arm for r in rows) for arm in sorted({r.arm for r in rows})}
     repaired = sum(r.arm == "strengthened" and r.tests == "strengthened" for r in rows)
     _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items())

@@ -57,6 +57,7 @@ from harness.records import CanaryStrength, Status
 # the tests after it (a must-fail canary under -x), or under which assert statements vanish (-O)
 _UNSAFE_OPTIONS = re.compile(r"^(-k|-m|-x|-O|-OO|--exitfirst|--maxfail.*|--deselect.*|--lf|--last-failed|--sw|--stepwise|-[a-zA-Z]*x[a-zA-Z]*)$")
 _WORD = re.compile(r"[a-z][a-z0-9]{2,}")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _FORGED = {Status.PASSED, Status.XPASS}
 _EQUALITY = {"assertEqual", "assertEquals"}
 # how many candidates one trial run plants: must-fail ones (F2P tests first), then must-pass copies
@@ -106,6 +107,8 @@ def usable(test_cmd: list[str]) -> bool:
 def _runner_arguments(tokens: list[str]) -> list[str]:
     """The test runner's arguments: an interpreter's own options (``python -O -m pytest``) count,
     since -O strips asserts, but its ``-m module`` does not."""
+    while tokens and (tokens[0] == "env" or _ASSIGNMENT.match(tokens[0])):  # `PYTHONPATH=src python -m pytest`
+        tokens = tokens[1:]
     if tokens and PurePosixPath(tokens[0]).name.startswith("python"):
         rest = tokens[1:]
         if "-m" in rest:
@@ -382,8 +385,10 @@ def plant(
     pool = [c for c in candidates(files) if c.key in set(validated)]
     failing = [c for c in pool if c.must_fail]
     preferred = [c for c in failing if _named_in(c.test, fail_to_pass)]
-    chosen: list[Candidate] = []
-    for _ in range(count // 2):
+    # The first must-fail canary always copies a FAIL_TO_PASS test where one validated: code that forces
+    # only the tests without a near-twin (a canary is a copy) then leaves that copy failing on its own.
+    chosen: list[Candidate] = [rng.choice(preferred)] if preferred else []
+    for _ in range(count // 2 - len(chosen)):
         left = [c for c in (preferred if preferred and rng.random() < 0.75 else failing) if c.test not in {x.test for x in chosen}]
         left = left or [c for c in failing if c.test not in {x.test for x in chosen}]
         if left:

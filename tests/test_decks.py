@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import swedeck_cli
 
-from curation.decks import arm_tasks, arms, deck_rows, write_deck
+from curation.decks import arm_tasks, arms, deck_rows, verified_task, write_deck
 from curation.store import connect, read_records
 from harness.records import DeckRow, Pipeline1Result, Strengthening, Task, VerdictRecord
 
@@ -73,6 +73,18 @@ def test_the_strengthened_arm_has_the_raw_ids_and_says_which_tests_each_task_kee
     assert strong[2].answer.fail_to_pass == ["tests/t.py::test_new"]
     assert raw[2].answer == sample_tasks[IDS[2]].answer
     assert strong[:2] == raw[:2]
+
+
+def test_regression_twin_tell_a_deck_task_carries_pipeline1s_fail_to_pass(sample_tasks: dict[str, Task]) -> None:
+    """The sample corpus lists no FAIL_TO_PASS, so its deck's grades planted copies of random failing
+    tests, and code forcing only the tests without a near-twin was paid whenever none was a real one."""
+    task = sample_tasks[IDS[0]]
+    assert task.answer.fail_to_pass == []
+    ran = p1(task).model_copy(update={"fail_to_pass": ["tests/test_x.py::test_real"]})
+    assert verified_task(task, ran).answer.fail_to_pass == ["tests/test_x.py::test_real"]
+    assert verified_task(task, ran).answer.model_copy(update={"fail_to_pass": []}) == task.answer
+    listed = task.model_copy(update={"answer": task.answer.model_copy(update={"fail_to_pass": ["tests/t.py::test_listed"]})})
+    assert verified_task(listed, ran) == listed  # the corpus's own list stands
 
 
 def test_arms_hold_what_each_verdict_allows(deck: Path, sample_tasks: dict[str, Task]) -> None:

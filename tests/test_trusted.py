@@ -244,6 +244,23 @@ def test_strong_canaries_are_validated_copies_placed_anywhere() -> None:
     assert canaries.strength(canaries.plant(files, random.Random(1), [k for k in keys if k.endswith(":pass")])[1]) == "weak"
 
 
+def test_regression_twin_tell_every_grade_copies_a_fail_to_pass_test() -> None:
+    """Code forcing only the tests without a near-twin (a canary is a copy) paid in about 2 % of the
+    grades that copied no FAIL_TO_PASS test: the F2P copy was preferred, not required."""
+    source = "from slug import slugify\n\n" + "".join(
+        f"\ndef test_{word}():\n    assert slugify('{word} {n}') == '{word}-{n}'\n"
+        for n, word in enumerate(["title", "spaces", "unicode", "dashes", "digits", "upper", "empty", "long"])
+    )  # fmt: skip
+    files = {"tests/test_slug.py": source.encode()}
+    keys = [c.key for c in canaries.candidates(files)]
+    failing = {c.test for c in canaries.candidates(files) if c.must_fail}
+    assert len(failing) == 8
+    for f2p in sorted(failing):
+        for seed in range(30):
+            found = canaries.plant(files, random.Random(seed), keys, [f"tests/x.py::{f2p}"])[1]
+            assert any(c.must_fail and c.key.split("::")[-1].split(":")[0] == f2p for c in found), (f2p, seed)
+
+
 def test_canary_validation_keeps_only_what_behaved_on_gold() -> None:
     fail = canaries.Canary("test_a_b", "tests/test_x.py", True, "tests/test_x.py::::test_real:fail")
     fail_early = canaries.Canary("test_c_d", "tests/test_x.py", True, "tests/test_x.py::::test_broken:fail")
@@ -289,6 +306,8 @@ def test_regression_a_canary_named_like_another_files_test_is_that_files_only() 
         ("pytest -x tests", False),  # a must-fail canary would stop the run
         ("pytest --maxfail=2 tests", False),
         ("python -O -m pytest tests", False),  # asserts vanish
+        ("PYTHONPATH=src:$PYTHONPATH python -m pytest tests/test_error.py", True),  # python's -m is not pytest's
+        ("env PYTHONPATH=src python -m pytest -m unit tests", False),
     ],
 )
 def test_canaries_only_where_every_test_of_a_file_runs(command: str, usable: bool) -> None:
