@@ -58,11 +58,12 @@ from probes.workspace import file_lines, touched_lines, workspace
 
 MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' own
 MAX_TARGETS = 24
-PER_ARGUMENT = 16  # variations of one argument of one seed
+PER_ARGUMENT = 24  # variations of one argument of one seed
 SPLICED = 4  # other seen values one string is spliced with or nested in
 # methods whose value is the implementation's own (equal objects' equal hashes, pickle's recipe, a size in
 # bytes): a correct alternative returns another (semver-db55f27's hash, boltons-ebc7a8f's __reduce__)
 ARBITRARY = {"__hash__", "__reduce__", "__reduce_ex__", "__getstate__", "__sizeof__", "__dir__"}
+MAX_SEPARATORS = 6  # punctuation characters of a string left out, one at a time
 MAX_ENDINGS = 6  # short literals of the changed functions tried as a string's ending
 HYPOTHESIS_EXAMPLES = 5
 CALL_TIMEOUT_S = 1.0
@@ -362,6 +363,7 @@ def alternatives(value: object, seen: Sequence[object], none_ok: bool, endings: 
             out += [(v, "another character before the last") for v in other_penultimate(value, seen)]
             out += [(v, "a bracketed group nested once more") for v in deeper_groups(value)]
             out += [(v, "a digit at its extremes") for v in digit_extremes(value)]
+            out += [(v, "a separator left out") for v in separators_dropped(value)]
             out += [(value[: -len(e)] + e, "its ending replaced by a literal of the changed code")
                     for e in endings if value and not value.endswith(e)]  # fmt: skip
         for other in list(dict.fromkeys(o for o in seen if type(o) is type(value) and o != value and o))[:SPLICED]:
@@ -395,6 +397,14 @@ def longer_digit_runs(text: str) -> list[str]:
     limit (``.123456`` -> ``.1234566``); the longest runs first."""
     runs = sorted(re.finditer(r"\d+", text), key=lambda m: -len(m.group()))[:4]
     return [text[: m.end()] + m.group()[-1] + text[m.end() :] for m in runs]
+
+
+def separators_dropped(text: str) -> list[str]:
+    """``text`` without the first occurrence of each of its first few punctuation characters: an
+    optional part of a small syntax left out (parse's ``{:+.7f}`` -> ``{:+7f}``: a sign with no
+    precision after it)."""
+    marks = list(dict.fromkeys(c for c in text if not c.isalnum() and not c.isspace()))[:MAX_SEPARATORS]
+    return [text.replace(c, "", 1) for c in marks if len(text) > 1]
 
 
 def digit_extremes(text: str) -> list[str]:

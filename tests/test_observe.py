@@ -27,6 +27,7 @@ from probes.observe import (
     deeper_groups,
     differs,
     digit_extremes,
+    separators_dropped,
     documented_calls,
     expected_exceptions,
     import_root,
@@ -411,6 +412,14 @@ def test_markupsafe_3d809ae_an_argument_the_tests_pass_several_types_of_gets_non
     assert "M.__mod__(M('x'), None)" in {c.src for c in variations(seeds, [], {}, 200)}
     same = [Call("m:f", "f", (arg,), (), (), f"t::{i}", "observed", "") for i, arg in enumerate(["'a'", "'b'"])]
     assert "f(None)" not in {c.src for c in variations(same, [], {}, 200)}
+
+
+def test_parse_0477aa5_a_separator_is_left_out_once() -> None:
+    """parse-0477aa5's shortcut drops a sign only before a precision ('+.'): the tests' formats all have
+    one, '{:+7f}' has none."""
+    assert separators_dropped("Pi = {:+.7f}") == ["Pi  {:+.7f}", "Pi = :+.7f}", "Pi = {+.7f}", "Pi = {:.7f}", "Pi = {:+7f}", "Pi = {:+.7f"]
+    assert separators_dropped("abc") == [] and separators_dropped(".") == []
+    assert "Pi = {:+7f}" in [v for v, _ in alternatives("Pi = {:+.7f}", ["Pi = {:-.7f}"], False)]
 
 
 def test_a_first_digit_goes_to_its_extremes() -> None:
