@@ -507,6 +507,12 @@ def _statuses(
     return statuses, evidence
 
 
+def _detail(reason: str, run: TestRun) -> str:
+    """What zeroed the grade, so a grade read alone (a predictions file's results) says why."""
+    evidence = {"spoofing_suspected": run.spoof_evidence, "tamper_suspected": run.tamper}.get(reason, [])
+    return run.detail or "; ".join(evidence)
+
+
 def compare(run: TestRun, expected: dict[str, Status], task: Task, tamper: TamperMode = "zero") -> Grade:
     """Reward 1 iff the run reproduced ``expected`` exactly and looks genuine; with ``tamper`` "zero",
     also only when the tamper audit found nothing in the change (with "flag" its findings are only
@@ -542,7 +548,7 @@ def compare(run: TestRun, expected: dict[str, Status], task: Task, tamper: Tampe
         spoof_evidence=run.spoof_evidence,
         durations=run.durations,
         log_path=run.log_path,
-        detail=run.detail,
+        detail=_detail(reason, run),
         canaries=run.canaries,
         tamper=run.tamper,
     )

@@ -553,6 +553,16 @@ def test_compare_reasons(run: TestRun, reason: str) -> None:
     assert result.reward == (1.0 if reason == "ok" else 0.0)
 
 
+def test_regression_a_spoofing_grade_says_why_in_its_detail() -> None:
+    """A predictions file's results keep a grade's detail only: a spoofing_suspected grade read there
+    had an empty one."""
+    run = _run(statuses={"a": Status.PASSED}, spoof_evidence=["canary x is missing", "exit code 0"])
+    assert compare(run, {"a": Status.PASSED}, _task_stub()).detail == "canary x is missing; exit code 0"
+    tampered = _run(statuses={"a": Status.PASSED}, tamper=["conftest.py:1: imports pytest"])
+    assert compare(tampered, {"a": Status.PASSED}, _task_stub()).detail == "conftest.py:1: imports pytest"
+    assert compare(_run(statuses={"a": Status.FAILED}), {"a": Status.PASSED}, _task_stub()).detail == ""
+
+
 def test_run_tests_without_expectation(backend: Backend, task: Task) -> None:
     run = run_tests(task, "", backend)
     assert run.outcome == "ok" and run.backend == backend.name

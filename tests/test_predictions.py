@@ -156,7 +156,10 @@ def test_every_probe_of_the_sample_deck_graded_on_the_raw_and_strengthened_arms(
                        "--set", "sandbox.limits.timeout_s=60", timeout=7200)  # fmt: skip
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    resolved = {(r["arm"], r["model_name_or_path"]): r["resolved"] for r in pq.read_table(out / "results.parquet").to_pylist()}
+    results = pq.read_table(out / "results.parquet").to_pylist()
+    resolved = {(r["arm"], r["model_name_or_path"]): r["resolved"] for r in results}
+    # probes edit the code under test only: none of them is a forgery (a collection error once was one)
+    assert not [r for r in results if r["reason"] in ("spoofing_suspected", "tamper_suspected")]
     # the raw arm grades as Pipeline 2 graded its probes, and strengthening's kills hold on the strengthened arm
     assert {pid for (arm, pid), ok in resolved.items() if arm == "raw" and ok} == {
         p["probe_id"] for p in probes if p["reward"] == 1 and p["instance_id"] in raw_ids}  # fmt: skip

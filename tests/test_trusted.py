@@ -160,6 +160,18 @@ def test_canary_check() -> None:
     assert canaries.check([fail], unittest_ids, complete=True) == ({"test_real (tests.test_x.T)": Status.PASSED}, [])
 
 
+def test_regression_a_collection_error_is_no_missing_canary() -> None:
+    """A patch that breaks an import errors the whole test file at collection: pytest reports the file
+    itself and none of its tests, canaries included, which is a failing patch and not a forged report
+    (a wrong iniparse probe was graded spoofing_suspected). A test of the file reported beside the
+    error still makes a missing canary evidence."""
+    canary = canaries.Canary("test_a_b_c", "tests/test_x.py", True)
+    broken = {"tests/test_x.py": Status.ERROR, "tests/test_y.py": Status.ERROR}
+    assert canaries.check([canary], broken, complete=True) == (broken, [])
+    forged = broken | {"tests/test_x.py::test_real": Status.PASSED}
+    assert len(canaries.check([canary], forged, complete=True)[1]) == 1
+
+
 def _function(source: str, name: str) -> ast.FunctionDef:
     return next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name)
 
