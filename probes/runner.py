@@ -196,7 +196,7 @@ def gold_coverage(
     reports 0 executions, since nothing ran for it)."""
     cache = None
     if cache_dir is not None:
-        key = content_hash([task.task_hash(), p1.expected_status, COVERAGE_PLUGIN.read_text()])
+        key = content_hash([task.task_hash(), getattr(backend, "name", ""), p1.expected_status, COVERAGE_PLUGIN.read_text()])
         cache = cache_dir / f"gold-coverage-{key}.json"
         if cache.exists():
             found = GoldCoverage.from_json(cache.read_text())
@@ -728,7 +728,9 @@ def probe_task(
     """Generate the model-free probes of a task Pipeline 1 kept, and grade them (per-command timeout
     ``timeout_s``, default ``probe_timeout(p1)``). A rejected task has no gold pattern to hold probes
     to, so it gets none. With ``selection`` the gold coverage is recorded once here when it can pay for
-    itself (``worth_tracing``), cached in ``log_dir`` when given. With ``differential`` every wrong
+    itself (``worth_tracing``), cached in the settings' cache folder (a fact of the task's content and
+    gold pattern, like the trusted facts: a second run folder over the same tasks does not trace
+    again). With ``differential`` every wrong
     probe that survived is run against gold by ``probes.differential``: evidence only with a
     distinguishing input, else ``likely_equivalent``."""
     if p1.decision != "keep" or not p1.expected_status:
@@ -740,7 +742,7 @@ def probe_task(
     candidates = generate(task, tree, p1)
     graded = run_probes(
         task, candidates, backend, p1, stamp, selection=selection, log_dir=log_dir, workers=workers,
-        timeout_s=timeout_s, tree=tree, coverage_cache=log_dir,
+        timeout_s=timeout_s, tree=tree, coverage_cache=settings.cache_dir / "coverage",
     )  # fmt: skip
     if not differential or not any(p.kind == "plausible_wrong" and p.reward == 1.0 for p in graded):
         return graded

@@ -406,6 +406,22 @@ def test_the_full_grade_is_the_final_word_before_a_survivor_is_cited(calc, swede
     assert check_citations(verdict, tools.known, executed=tools.executed)
 
 
+def test_regression_a_second_run_folder_does_not_trace_gold_again(calc, swedeck_env, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The gold coverage is a fact of the task's content and gold pattern: it was cached in the run
+    folder's logs, so every new run folder over a warm cache traced gold again (one full suite per task)."""
+    import probes.runner as runner
+
+    task, p1, backend = calc
+    hand = [_probe(task, swedeck_env, "plausible_wrong", "a + b", f"a + b + {n}") for n in (1, 2, 3)]
+    monkeypatch.setattr(runner, "generate", lambda *_: hand)
+    traced = []
+    monkeypatch.setattr(runner, "parse_coverage", lambda *args: traced.append(1) or parse_coverage(*args))
+    for folder in ("run-a", "run-b"):
+        graded = runner.probe_task(task, backend, p1, _stamp(task), log_dir=tmp_path / folder, differential=False)
+        assert [r.reward for r in graded] == [0.0, 0.0, 0.0]
+    assert len(traced) <= 1 and list((swedeck_env.cache_dir / "coverage").glob("gold-coverage-*.json"))
+
+
 # ================================================================================ probe sessions
 
 
