@@ -1,7 +1,7 @@
 """Plausible-but-wrong operators on the data gold added: the parts of a regular expression gold added
 (drop an alternative, drop a member of a character class, change a quantifier), an entry gold added
 to a dict / list / tuple / set literal (dropped), a decorator gold added (dropped) and a string
-constant gold added (changed, emptied).
+constant gold added (changed, emptied, a number in it one more or one less).
 
 Many fixes are data, not control flow: a regex that learns a new case, a keyword table that gains an
 entry. The operators of ``probes.mutants`` leave such fixes untouched (there is no operator or branch
@@ -38,7 +38,8 @@ REGEX_FUNCTIONS = {"compile", "match", "fullmatch", "search", "findall", "findit
 SIMILAR = 0.5  # an old string that keeps at least this share of its text in a new one is its earlier version
 _STRING = re.compile(r"""(?i)(?<!\w)[rbu]{0,2}("{3}|'{3}|"|')((?:\\.|(?!\1).)*?)\1""", re.DOTALL)
 
-DATA_OPERATORS = ("regex_alternative", "regex_class", "regex_quantifier", "drop_entry", "drop_decorator", "string_constant")
+DATA_OPERATORS = ("regex_alternative", "regex_class", "regex_quantifier", "drop_entry", "drop_decorator", "string_constant",
+                  "string_number")
 Mutant = tuple[str, str, Callable[[], "str | None"]]  # operator, description, build
 
 
@@ -367,6 +368,7 @@ class _DataSites(cst.CSTVisitor):
         self.entries: list[Mutant] = []
         self.decorators: list[Mutant] = []
         self.changed: list[Mutant] = []
+        self.numbers: list[Mutant] = []
         self.emptied: list[Mutant] = []
 
     def _enter(self) -> None:
@@ -460,10 +462,16 @@ class _DataSites(cst.CSTVisitor):
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if self.skip or id(node) in self.regex_parts or "f" in node.prefix.lower() or not node.raw_value:
             return
-        if not added_chars(node.raw_value, self.old.block(self.py.start(node))) or not self.py.all_added(node):
+        added = added_chars(node.raw_value, self.old.block(self.py.start(node)))
+        if not added or not self.py.all_added(node):
             return
         where = line_of(self.py, node)
         body = node.raw_value
+        for shifted in number_shifts(body, added):
+            self.numbers.append((
+                "string_number", f"string {short(node.value, 30)} -> {short(node.prefix + node.quote + shifted + node.quote, 30)} at {where}",
+                lambda node=node, s=shifted: self.py.replace(node, lambda n: n.with_changes(value=n.prefix + n.quote + s + n.quote)),
+            ))  # fmt: skip
         units = re.findall(r"\\.|.", body, re.DOTALL)
         if len(units) > 1:
             shorter = "".join(units[:-1])
@@ -475,6 +483,20 @@ class _DataSites(cst.CSTVisitor):
             "string_constant", f"string {short(node.value, 30)} emptied at {where}",
             lambda node=node: self.py.replace(node, lambda n: n.with_changes(value=n.prefix + n.quote + n.quote)),
         ))  # fmt: skip
+
+
+def number_shifts(body: str, added: set[int]) -> list[str]:
+    """``body`` with one of its numbers one more or one less (never below 0, width kept), the numbers
+    nearest to what gold added first: a bound written inside a string (``"[0-9]{1,6}"``, a width in a
+    format, a version) that is off by one is a fix that passes tests whose inputs stay inside it."""
+    runs = sorted(re.finditer(r"\d+", body), key=lambda m: min(abs(k - i) for k in added for i in range(m.start(), m.end())))
+    out = []
+    for m in runs:
+        value = int(m.group())
+        for v in (value + 1, value - 1):
+            if v >= 0:
+                out.append(body[: m.start()] + str(v).zfill(len(m.group()) if m.group().startswith("0") else 0) + body[m.end() :])
+    return out
 
 
 def data_mutants(py: PyFile) -> Iterator[Mutant]:
@@ -489,4 +511,5 @@ def data_mutants(py: PyFile) -> Iterator[Mutant]:
     yield from sites.entries
     yield from sites.decorators
     yield from sites.changed
+    yield from sites.numbers
     yield from sites.emptied

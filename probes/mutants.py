@@ -1,6 +1,12 @@
 """Plausible-but-wrong operators on the lines gold added (SWE-smith / mutmut / Kali-style): comparison,
 arithmetic, boolean and constant swaps, a negated ``if``, an early ``return None`` at the start of a
-block gold added, and deletion of a statement gold added."""
+block gold added, deletion of a statement gold added, and three partial fixes that pass a suite whose
+inputs are all of one shape: a recursive call gold added that stops one level down (``shallow_recursion``:
+the call is skipped where its argument meets the ``if`` that led to it, so nested input one level deeper
+than the tests' is left as it was), a conversion gold added skipped for a value already of a similar type
+(``skip_conversion``: ``list(x)`` returns a tuple or the caller's own list as it is) and an argument of an
+abstract mapping or sequence type copied into a plain one before use (``concrete_argument``: a
+``defaultdict``'s default or an iterator's laziness is lost)."""
 
 from __future__ import annotations
 
@@ -8,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from probes.pycst import PyFile, code_of, line_of, negate, short
+from probes.pycst import PyFile, code_of, line_of, negate, short, walk
 
 _COMPARE_SWAP: dict[type, Callable[[cst.BaseCompOp], cst.BaseCompOp]] = {
     cst.LessThan: lambda o: cst.LessThanEqual(whitespace_before=o.whitespace_before, whitespace_after=o.whitespace_after),
@@ -33,6 +39,43 @@ _AUG_SWAP: dict[type, type] = {
 }  # fmt: skip
 
 
+# a conversion gold added, and the types a wrong fix would let through unconverted
+_SIMILAR_TYPES: dict[str, tuple[str, ...]] = {
+    "list": ("list", "tuple"), "tuple": ("list", "tuple"), "set": ("set", "frozenset"), "frozenset": ("set", "frozenset"),
+    "dict": ("dict",),
+}  # fmt: skip
+# an abstract parameter annotation, and the plain type a wrong fix copies the argument into
+_CONCRETE: dict[str, str] = {
+    "Mapping": "dict", "MutableMapping": "dict", "Iterable": "list", "Iterator": "list", "Sequence": "list",
+    "Collection": "list",
+}  # fmt: skip
+
+
+def _types(names: tuple[str, ...]) -> str:
+    return names[0] if len(names) == 1 else f"({', '.join(names)})"
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    """``t.Mapping[str, t.Any]`` -> ``Mapping``."""
+    if isinstance(expr, cst.Subscript):
+        expr = expr.value
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
+
+
+class _Substitute(cst.CSTTransformer):
+    def __init__(self, name: str, value: cst.BaseExpression) -> None:
+        super().__init__()
+        self.name, self.value = name, value
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self.value if original_node.value == self.name else updated_node
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
+        return updated_node.with_changes(attr=original_node.attr)  # ``x.name`` is no use of ``name``
+
+
 def _op(cls: type, old: cst.CSTNode) -> cst.CSTNode:
     return cls(whitespace_before=old.whitespace_before, whitespace_after=old.whitespace_after)  # type: ignore[attr-defined]
 
@@ -49,6 +92,8 @@ class _MutationSites(cst.CSTVisitor):
         self.sites: list[_Site] = []
         self.depth = 0  # function nesting
         self.annotations = 0  # inside a type annotation: never mutated
+        self.functions: list[cst.FunctionDef] = []
+        self.ifs: list[cst.If] = []
 
     def _on_added(self, node: cst.CSTNode) -> bool:
         return not self.annotations and self.py.pos.get(node) is not None and self.py.start(node) in self.py.added
@@ -66,9 +111,65 @@ class _MutationSites(cst.CSTVisitor):
         if self._on_added(node) and isinstance(node.body, cst.IndentedBlock):
             self._early_return(node, f"def {node.name.value}")
         self.depth += 1
+        self.functions.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.depth -= 1
+        self.functions.pop()
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self.ifs.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self.depth or not self._on_added(node):
+            return
+        self._shallow_recursion(node)
+        self._skip_conversion(node)
+        self._concrete_arguments(node)
+
+    def _shallow_recursion(self, node: cst.Call) -> None:
+        fn = self.functions[-1]
+        func = node.func
+        recursive = (isinstance(func, cst.Name) and func.value == fn.name.value) or (
+            isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            and func.value.value in ("self", "cls") and func.attr.value == fn.name.value
+        )  # fmt: skip
+        params = [p.name.value for p in fn.params.params if p.name.value not in ("self", "cls")]
+        if not recursive or not params or not node.args or node.args[0].star or node.args[0].keyword:
+            return
+        line = self.py.start(node)
+        guard = next((i for i in reversed(self.ifs) if self.py.start(i.body) <= line <= self.py.lines(i.body)[1]
+                      and self.py.start(i) >= self.py.start(fn)), None)  # fmt: skip
+        if guard is None or params[0] not in {n.value for n in walk(guard.test) if isinstance(n, cst.Name)}:
+            return
+        arg = node.args[0].value
+        test = cst.Module([]).code_for_node(guard.test.visit(_Substitute(params[0], arg)))
+        call, value = code_of(self.py, node), cst.Module([]).code_for_node(arg)
+        self._add("shallow_recursion", node, f"`{short(call, 40)}` skipped where `{short(test, 40)}`",
+                  lambda n, value=value, test=test: cst.parse_expression(
+                      f"({value} if {test} else {cst.Module([]).code_for_node(n)})"))  # fmt: skip
+
+    def _skip_conversion(self, node: cst.Call) -> None:
+        func = node.func
+        similar = _SIMILAR_TYPES.get(func.value) if isinstance(func, cst.Name) else None
+        if similar is None or len(node.args) != 1 or node.args[0].star or node.args[0].keyword:
+            return
+        value = cst.Module([]).code_for_node(node.args[0].value)
+        self._add("skip_conversion", node, f"`{short(code_of(self.py, node), 40)}` kept as it is for a {' or '.join(similar)}",
+                  lambda n, value=value, similar=similar: cst.parse_expression(
+                      f"({value} if isinstance({value}, {_types(similar)}) else {cst.Module([]).code_for_node(n)})"))  # fmt: skip
+
+    def _concrete_arguments(self, node: cst.Call) -> None:
+        fn = self.functions[-1]
+        abstract = {p.name.value: _CONCRETE[_last_name(p.annotation.annotation)] for p in fn.params.params
+                    if p.annotation is not None and _last_name(p.annotation.annotation) in _CONCRETE}  # fmt: skip
+        for k, arg in enumerate(node.args):
+            if isinstance(arg.value, cst.Name) and arg.value.value in abstract and arg.star != "*":
+                concrete = abstract[arg.value.value]
+                self._add("concrete_argument", node, f"`{arg.value.value}` passed as {concrete}({arg.value.value})",
+                          lambda n, k=k, concrete=concrete: n.with_changes(args=[
+                              a.with_changes(value=cst.Call(cst.Name(concrete), [cst.Arg(a.value)])) if i == k else a
+                              for i, a in enumerate(n.args)]))  # fmt: skip
 
     def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
         swap = _COMPARE_SWAP.get(type(node.operator))
@@ -116,6 +217,7 @@ class _MutationSites(cst.CSTVisitor):
             self._add("mutate_constant", node, f"{node.value} -> {flipped}", lambda n, f=flipped: n.with_changes(value=f))
 
     def visit_If(self, node: cst.If) -> None:
+        self.ifs.append(node)
         if self._on_added(node.test):
             self._add("negate_if", node, f"`if {short(code_of(self.py, node.test))}` negated",
                       lambda n: n.with_changes(test=negate(n.test)))  # fmt: skip

@@ -1,6 +1,7 @@
 """``special_case``: gold's new code guarded by ``if str(<name>) in (<literals of the FAIL_TO_PASS
 tests>):`` with the buggy code in the ``else`` branch, i.e. a patch that only fixes the exact inputs the
-tests use.
+tests use. Each change block is guarded alone, and a hunk of several blocks also as a whole (its
+blocks may need each other: a name bound in one and read in the next).
 
 Limits: literals are read statically from the FAIL_TO_PASS test functions (and their decorators); the
 guard compares ``str(name)`` of each parameter of the enclosing function and of each local gold's new
@@ -19,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from harness.pyast import parse
 from probes.pycst import PyFile
-from probes.workspace import change_blocks, file_lines, parses
+from probes.workspace import change_blocks, file_lines, hunk_groups, parses
 
 MAX_LITERALS = 64  # literals in one special_case guard
 
@@ -100,7 +101,16 @@ def special_cases(py: PyFile, literals: Sequence[str]) -> Iterator[tuple[str, st
     except SyntaxError:
         return
     guard_values = "(" + ", ".join(repr(v) for v in literals) + ("," if len(literals) == 1 else "") + ")"
-    for i1, i2, j1, j2 in change_blocks(old_l, new_l):
+    guarded: set[tuple[int, int, int, int]] = set()
+    # a hunk none of whose blocks could be guarded alone (a name one binds, the next reads) is guarded
+    # whole; the hunks come after every block, so the blocks see the same guarded set
+    hunks = [h for h in hunk_groups(old_l, new_l) if len(h) > 1]
+    for block, what in [*((b, "change") for b in change_blocks(old_l, new_l)), *((h, "hunk") for h in hunks)]:
+        if what == "hunk":
+            if block & guarded:
+                continue
+            block = (min(b[0] for b in block), max(b[1] for b in block), min(b[2] for b in block), max(b[3] for b in block))
+        i1, i2, j1, j2 = block
         if j2 == j1:
             continue  # a pure deletion has no new logic to guard
         found = _expand(old_l, new_l, i1, i2, j1, j2)
@@ -110,7 +120,7 @@ def special_cases(py: PyFile, literals: Sequence[str]) -> Iterator[tuple[str, st
         fn = py.innermost_function(j1 + 1)
         if fn is None:
             continue
-        names = _guard_names(new_tree, py.start(fn), j1 + 1, new_text)
+        names = _guard_names(new_tree, py.start(fn), j1 + 1, new_text, attributes=what == "hunk")
         unit = "\t" if "\t" in base else "    "
         for name in names[:3]:
             guard = f"{base}if str({name}) in {guard_values}:\n"
@@ -121,7 +131,8 @@ def special_cases(py: PyFile, literals: Sequence[str]) -> Iterator[tuple[str, st
             lines = [*new_l[:j1], guard, *then, f"{base}else:\n", *orelse, *new_l[j2:]]
             code = "".join(lines)
             if parses(code):
-                yield "special_case", f"gold's change at {py.path}:{j1 + 1} only when str({name}) is a literal of the tests, else the old code", code
+                guarded.add(block)
+                yield "special_case", f"gold's {what} at {py.path}:{j1 + 1} only when str({name}) is a literal of the tests, else the old code", code
 
 
 def _expand(old: list[str], new: list[str], i1: int, i2: int, j1: int, j2: int) -> tuple[int, int, int, int, str, str] | None:
@@ -153,9 +164,10 @@ def _opens_block(lines: list[str], end: int, base: str) -> bool:
     return False
 
 
-def _guard_names(tree: ast.Module, fn_line: int, seg_line: int, seg_text: str) -> list[str]:
+def _guard_names(tree: ast.Module, fn_line: int, seg_line: int, seg_text: str, attributes: bool = False) -> list[str]:
     """Names a guard may test: locals of the enclosing function that gold's new code reads (and that
-    are bound before it), then the function's parameters."""
+    are bound before it), then the function's parameters; with ``attributes``, where there are none
+    (a method of ``self`` alone), the attributes of ``self`` the new code reads and does not call."""
     fn = next(
         (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
          and min([n.lineno, *(d.lineno for d in n.decorator_list)]) == fn_line),
@@ -172,4 +184,13 @@ def _guard_names(tree: ast.Module, fn_line: int, seg_line: int, seg_text: str) -
     }  # fmt: skip
     read = [n.id for n in ast.walk(parse(seg_text)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
     ordered = [n for n in dict.fromkeys(read) if n in earlier or n in params] + params
-    return [n for n in dict.fromkeys(ordered) if n not in ("self", "cls")]
+    names = [n for n in dict.fromkeys(ordered) if n not in ("self", "cls")]
+    if names or not attributes:
+        return names
+    seg = parse(seg_text)
+    called = {id(n.func) for n in ast.walk(seg) if isinstance(n, ast.Call)}
+    return list(dict.fromkeys(
+        f"self.{n.attr}" for n in ast.walk(seg)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "self"
+        and isinstance(n.ctx, ast.Load) and id(n) not in called
+    ))  # fmt: skip

@@ -262,6 +262,110 @@ def test_special_case_guards_gold_with_the_tests_literals(tmp_path: Path) -> Non
     assert by_operator(plausible_wrong(task, tree, []), "special_case") == []
 
 
+# Partial fixes that pass a suite whose inputs are all of one shape (the wrong fixes of data/real's
+# parse-b1d2121, packaging-0726512, boltons-4aa77cd and markupsafe-391aa07, each in small): gold is never
+# among them, and each behaves like gold on the tests' shape and unlike it on another.
+
+def _partial_fix(tmp_path: Path, name: str, base: str, gold: str, operator: str) -> tuple[object, list[object]]:
+    tree = make_repo(tmp_path / name, {"pkg/__init__.py": "", "pkg/mod.py": base})
+    task = make_task(make_gold(tree, {"pkg/mod.py": gold}))
+    candidates = plausible_wrong(task, tree, [])
+    check_candidates(tree, task, candidates)
+    found = by_operator(candidates, operator)
+    assert found, [c.operator for c in candidates]
+    gold_module = load(applied(tree, task.answer.gold_patch, f"{name}-g"), "pkg/mod.py", f"{name}_gold")
+    return gold_module, [load(applied(tree, c.patch, f"{name}{i}"), "pkg/mod.py", f"{name}_{i}") for i, c in enumerate(found)]
+
+
+def test_string_number_shifts_a_bound_written_in_a_string_gold_changed(tmp_path: Path) -> None:
+    base = 'import re\nFORMATS = {"%S": "[0-9]{2}", "%f": "[0-9]{6}"}\n\n\ndef fraction(text):\n    return re.fullmatch(FORMATS["%f"], text) is not None\n'
+    gold, probes = _partial_fix(tmp_path, "sn", base, base.replace("{6}", "{1,6}"), "string_number")
+    assert all(gold.FORMATS != p.FORMATS for p in probes)
+    patterns = [p.FORMATS["%f"] for p in probes]
+    assert patterns == ["[0-9]{2,6}", "[0-9]{0,6}", "[0-9]{1,7}", "[0-9]{1,5}"]  # the numbers gold touched first
+    widened = probes[patterns.index("[0-9]{1,7}")]
+    assert all(widened.fraction(t) == gold.fraction(t) for t in ("1", "123", "123456", "12a"))  # what a suite tries
+    assert widened.fraction("1234567") and not gold.fraction("1234567")
+
+
+def test_shallow_recursion_stops_one_level_down(tmp_path: Path) -> None:
+    base = "def norm(item):\n    if not isinstance(item, str):\n        return item\n    return item.lower()\n"
+    gold_text = base.replace("def norm(item):\n", "def norm(item):\n    if isinstance(item, list):\n        return [norm(i) for i in item]\n")
+    gold, (probe,) = _partial_fix(tmp_path, "sr", base, gold_text, "shallow_recursion")
+    assert probe.norm(["A", ["B"]]) != gold.norm(["A", ["B"]]) == ["a", ["b"]]
+    assert probe.norm(["A", "B"]) == gold.norm(["A", "B"])
+
+
+def test_skip_conversion_keeps_a_tuple_gold_converts(tmp_path: Path) -> None:
+    base = "def chunks(src, n):\n    if n == 0:\n        return [[src]]\n    return [list(src)[i:i + n] for i in range(0, len(src), n)]\n"
+    gold, (probe,) = _partial_fix(tmp_path, "sk", base, base.replace("[[src]]", "[list(src)]"), "skip_conversion")
+    values = [1, None, 2]
+    assert probe.chunks(values, 0) == gold.chunks(values, 0) == [values]
+    assert probe.chunks(iter(values), 0) == gold.chunks(iter(values), 0)
+    assert probe.chunks((1, 2), 0) == [(1, 2)] != gold.chunks((1, 2), 0)
+
+
+def test_concrete_argument_copies_a_mapping_parameter_into_a_dict(tmp_path: Path) -> None:
+    base = "import typing as t\n\n\nclass Text(str):\n    pass\n"
+    gold_text = base + "\n    def format_map(self, map: t.Mapping[str, t.Any]) -> str:\n        return Text(str.format_map(self, map))\n"
+    gold, (probe,) = _partial_fix(tmp_path, "ca", base, gold_text, "concrete_argument")
+    from collections import defaultdict
+
+    assert probe.Text("<{v}>").format_map({"v": 1}) == gold.Text("<{v}>").format_map({"v": 1}) == "<1>"
+    assert gold.Text("<{v}>").format_map(defaultdict(str)) == "<>"
+    with pytest.raises(KeyError):
+        probe.Text("<{v}>").format_map(defaultdict(str))
+
+
+HUNK_BASE = """\
+    class Span:
+        def __init__(self, start, stop):
+            self.start, self.stop = start, stop
+
+        def last(self):
+            return (
+                list(range(self.start, self.stop))[-1]
+            )
+"""
+HUNK_GOLD = HUNK_BASE.replace("""        def last(self):
+            return (
+                list(range(self.start, self.stop))[-1]
+            )""", """        def last(self):
+            try:
+                end = list(range(self.start, self.stop))[-1]
+            except IndexError:
+                return None
+            return (
+                end
+            )""")
+HUNK_TEST = """\
+    from pkg.span import Span
+
+
+    def test_empty_span_has_no_last():
+        assert Span(0, 0).last() is None
+"""
+
+
+def test_special_case_guards_a_hunk_whose_blocks_need_each_other_on_an_attribute(tmp_path: Path) -> None:
+    """more-itertools-edb3346 in small: gold's first block binds ``end``, its second reads it, so neither
+    is guarded alone; the method reads nothing but ``self``, so the whole hunk is guarded on the
+    attributes it reads (``str(self.start) in ('0',)``): right for the test's empty span, still the
+    bug for an empty span that starts elsewhere."""
+    tree = make_repo(tmp_path / "hk", {"pkg/__init__.py": "", "pkg/span.py": HUNK_BASE})
+    task = make_task(make_gold(tree, {"pkg/span.py": HUNK_GOLD}), tests={"tests/test_span.py": HUNK_TEST})
+    candidates = by_operator(plausible_wrong(task, tree, ["tests/test_span.py::test_empty_span_has_no_last"]), "special_case")
+    assert [c.description.split("str(")[1].split(")")[0] for c in candidates] == ["self.start", "self.stop"]
+    assert all("gold's hunk" in c.description for c in candidates)
+    gold = load(applied(tree, task.answer.gold_patch, "hk-g"), "pkg/span.py", "hunk_gold")
+    probe = load(applied(tree, candidates[0].patch, "hk"), "pkg/span.py", "hunk_probe")
+    assert probe.Span(0, 0).last() is gold.Span(0, 0).last() is None
+    assert probe.Span(0, 3).last() == gold.Span(0, 3).last() == 2
+    assert gold.Span(5, 0).last() is None
+    with pytest.raises(IndexError):
+        probe.Span(5, 0).last()
+
+
 # ------------------------------------------------------------------------------------- correct alternatives
 
 ALT_BASE = """\
