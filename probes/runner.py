@@ -19,7 +19,10 @@ gold therefore proves reward 0 (the full run holds that test to the same expecta
    global, enclosing) impacts every caller of its function; a test that started a process or has no
    coverage record is always impacted; and coverage is not used at all when the traced gold run did not
    reproduce gold's pattern, lost its tracer or started a process outside a test. The traced run costs
-   one suite, so it is recorded only for a task with enough probes to use it (``worth_tracing``).
+   one suite, so it is recorded only for a task with enough probes to use it (``worth_tracing``), and
+   in probe sessions only when one probe's full grade shows that the suite's tests take longer than
+   the rest of a test command (``selection_pays``); else every probe gets the full suite in one
+   command, stopping at its first failure where that is sound, and selection is never the slower.
 2. The binding tests first. A plausible-but-wrong probe (usually killed by the FAIL_TO_PASS tests,
    where the binding assertions live) runs its impacted FAIL_TO_PASS tests first. A correct-but-
    different probe (usually passing) runs all its impacted tests in one run. Each run stops at its
@@ -54,9 +57,12 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import difflib
 import json
+import os
 import symtable
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -79,7 +85,7 @@ from harness.sandbox import get_backend
 from probes.differential import check_survivors, session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
 from probes.session import SessionPool, Stats
-from probes.workspace import Trees
+from probes.workspace import Trees, recall, remember
 
 TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "forbidden_change", "timeout", "output_limit"}
 TIMEOUT_FLOOR_S = 30.0  # a probe's per-command timeout is at least this ...
@@ -633,30 +639,55 @@ def run_probes(
     plans = [Plan(runs=[], full=True, stop_early=False)] * len(candidates)  # the plain full grade
     tree = tree or prepare_tree(task, getattr(backend, "settings", None) or Settings.from_env())
     pool = SessionPool(task, backend, tree, workers, stats) if sessions else None
+    measured: dict[int, ProbeResult] = {}  # a probe graded in full to measure the suite
+
+    def one(item: tuple[Candidate, Plan]) -> ProbeResult:
+        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade)
+
     try:
         if selection:
+            cheap = False
             if coverage is None and worth_tracing(candidates):
-                coverage = gold_coverage(
-                    task, backend, p1, log_dir=log_dir, tree=tree, cache_dir=coverage_cache,
-                    runner=pool.run_tests if pool else run_tests,
-                )  # fmt: skip
-                if stats is not None:
-                    stats.add(traced=coverage.executions)
-            plans = plan_probes(task, candidates, p1, coverage, tree)
-
-        def one(item: tuple[Candidate, Plan]) -> ProbeResult:
-            return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade)
-
+                if pool is not None:  # a correct alternative usually passes: its full grade runs every test
+                    first = next((i for i, c in enumerate(candidates) if c.kind == "correct_alternative"), 0)
+                    before = (pool.stats.graded, pool.stats.command_s, pool.stats.tests_s)
+                    measured[first] = one((candidates[first], Plan(runs=[], full=True, stop_early=False)))
+                    ran, command_s, tests_s = (now - then for now, then in zip(
+                        (pool.stats.graded, pool.stats.command_s, pool.stats.tests_s), before, strict=True))  # fmt: skip
+                    cheap = ran > 0 and not selection_pays(command_s, tests_s)
+                if not cheap:
+                    coverage = gold_coverage(
+                        task, backend, p1, log_dir=log_dir, tree=tree, cache_dir=coverage_cache,
+                        runner=pool.run_tests if pool else run_tests,
+                    )  # fmt: skip
+                    if stats is not None:
+                        stats.add(traced=coverage.executions)
+            plans = [Plan(runs=[], full=True, why=CHEAP_SUITE)] * len(candidates) if cheap else plan_probes(task, candidates, p1, coverage, tree)
+        todo = [(c, p) for i, (c, p) in enumerate(zip(candidates, plans, strict=True)) if i not in measured]
         if workers <= 1:
-            return [one(item) for item in zip(candidates, plans, strict=True)]
-        with ThreadPoolExecutor(max_workers=workers) as threads:
-            return list(threads.map(one, zip(candidates, plans, strict=True)))
+            graded = [one(item) for item in todo]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as threads:
+                graded = list(threads.map(one, todo))
+        rest = iter(graded)
+        return [measured[i] if i in measured else next(rest) for i in range(len(candidates))]
     finally:
         if pool is not None:
             pool.close()
 
 
 MIN_TRACED_PROBES = 3
+CHEAP_SUITE = "the suite's tests take less time than the rest of a test command: selection cannot pay"
+
+
+def selection_pays(command_s: float, tests_s: float) -> bool:
+    """From one full run of the suite in a session: ``command_s`` its command's time (fork to exit),
+    ``tests_s`` its test cases' own time. A selected run skips tests, never the rest of a command (the
+    fork, pytest's session, collecting the modules), so selection saves at most ``tests_s`` per probe
+    while it costs a traced gold run and a second command for each wrong probe its binding tests do not
+    kill: it can pay only when the tests take longer than the rest of a command. Else every probe gets
+    the full suite in one command, stopping at its first failure where that is sound."""
+    return tests_s > command_s - tests_s
 
 
 def worth_tracing(candidates: Sequence[Candidate]) -> bool:
@@ -709,8 +740,32 @@ def probe_timeout(p1: Pipeline1Result) -> float:
     return max(TIMEOUT_FLOOR_S, TIMEOUT_FACTOR * per_run)
 
 
-def generate(task: Task, tree: Path, p1: Pipeline1Result) -> list[Candidate]:
-    return plausible_wrong(task, tree, p1.fail_to_pass) + correct_alternatives(task, tree)
+GENERATION_CODE = (Path(__file__).parent, Path(__file__).parents[1] / "harness")  # what generation runs
+
+
+def generate(task: Task, tree: Path, p1: Pipeline1Result, cache_dir: Path | None = None) -> list[Candidate]:
+    """The task's model-free probes, cached in ``cache_dir`` when given: they are a function of the
+    task's content, its FAIL_TO_PASS tests and the code that generates them (every draw is
+    derandomised), so the key holds the sources of ``probes`` and ``harness`` and a change to either
+    generates again. A cached probe comes with the files it produces, remembered as at its making
+    (``probes.workspace.remember``), so sessions need no host clone to take it."""
+    if cache_dir is None:
+        return plausible_wrong(task, tree, p1.fail_to_pass) + correct_alternatives(task, tree)
+    code = [f.read_text() for folder in GENERATION_CODE for f in sorted(folder.rglob("*.py"))]
+    cache = cache_dir / f"candidates-{content_hash([task.task_hash(), p1.fail_to_pass, code])}.json"
+    if cache.exists():
+        stored = json.loads(cache.read_text())
+        for row in stored:
+            if row["known"]:
+                remember(tree, row["patch"], row["files"])
+        return [Candidate(**{k: v for k, v in row.items() if k not in ("known", "files")}) for row in stored]
+    candidates = plausible_wrong(task, tree, p1.fail_to_pass) + correct_alternatives(task, tree)
+    rows = [{**dataclasses.asdict(c), **dict(zip(("known", "files"), recall(tree, c.patch)))} for c in candidates]
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    partial = cache.with_name(f"{cache.name}.{os.getpid()}-{threading.get_ident()}")
+    partial.write_text(json.dumps(rows))
+    partial.replace(cache)  # whole or absent: two runs may write the same entry
+    return candidates
 
 
 def probe_task(
@@ -739,7 +794,7 @@ def probe_task(
     settings = getattr(backend, "settings", None) or Settings.from_env()
     tree = prepare_tree(task, settings)
     timeout_s = probe_timeout(p1) if timeout_s is None else timeout_s
-    candidates = generate(task, tree, p1)
+    candidates = generate(task, tree, p1, settings.cache_dir / "probes")
     graded = run_probes(
         task, candidates, backend, p1, stamp, selection=selection, log_dir=log_dir, workers=workers,
         timeout_s=timeout_s, tree=tree, coverage_cache=settings.cache_dir / "coverage",

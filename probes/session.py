@@ -68,6 +68,7 @@ READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import (
 POLL_S = 0.003
 _SHELL = re.compile(r"[^\w\s@%+=:,./'\"-]")  # anything but words, blanks and quotes: the shell may interpret it
 _SUITE_TIME = re.compile(rb"<testsuite\b[^>]*?\btime=\"([0-9.]+)\"")
+_CASE_TIME = re.compile(rb"<testcase\b[^>]*?\btime=\"([0-9.]+)\"")
 
 
 def pytest_argv(command: str) -> list[str] | None:
@@ -95,6 +96,7 @@ class Stats:
     forked: int = 0  # test commands run by a fork of the server
     plain: int = 0  # test commands run as a plain command
     suite_s: float = 0.0
+    tests_s: float = 0.0  # the test cases' own time (setup, call, teardown) in those reports
     command_s: float = 0.0  # the test commands' own time, fork to exit, as the server measured it
     host_s: float = 0.0  # the host's part: the probe's files and checks, the job, reading the results
     restore_s: float = 0.0  # putting the tree back after each probe
@@ -280,6 +282,7 @@ class ProbeSession:
                     continue  # no report: the statuses it would have held are missing, as in grade
                 if found := _SUITE_TIME.search(report):
                     self.stats.add(suite_s=float(found.group(1)))
+                self.stats.add(tests_s=sum(float(t) for t in _CASE_TIME.findall(report)))
         run.durations = {"tests": round(seconds, 4)}
         return run
 

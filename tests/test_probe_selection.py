@@ -34,7 +34,7 @@ from curation.sources.local import load_task_folder
 from harness.envs import prepare_tree
 from harness.grader import PLUGINS, grade
 from harness.records import Pipeline1Result, Status, Task
-from probes.generate import Candidate
+from probes.generate import Candidate, plausible_wrong
 from probes.runner import (
     ALL,
     GoldCoverage,
@@ -45,6 +45,7 @@ from probes.runner import (
     parse_coverage,
     run_probes,
     selection,
+    selection_pays,
     with_timeout,
 )
 from probes.session import SessionPool, Stats, pytest_argv
@@ -414,12 +415,56 @@ def test_regression_a_second_run_folder_does_not_trace_gold_again(calc, swedeck_
     task, p1, backend = calc
     hand = [_probe(task, swedeck_env, "plausible_wrong", "a + b", f"a + b + {n}") for n in (1, 2, 3)]
     monkeypatch.setattr(runner, "generate", lambda *_: hand)
+    monkeypatch.setattr(runner, "selection_pays", lambda *_: True)  # the calc suite is too cheap to trace
     traced = []
     monkeypatch.setattr(runner, "parse_coverage", lambda *args: traced.append(1) or parse_coverage(*args))
     for folder in ("run-a", "run-b"):
         graded = runner.probe_task(task, backend, p1, _stamp(task), log_dir=tmp_path / folder, differential=False)
         assert [r.reward for r in graded] == [0.0, 0.0, 0.0]
     assert len(traced) <= 1 and list((swedeck_env.cache_dir / "coverage").glob("gold-coverage-*.json"))
+
+
+def test_regression_a_second_run_folder_does_not_generate_the_probes_again(calc, swedeck_env, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Probe generation (libcst rewrites, mutants, a git diff each) was redone by every run folder over
+    a warm cache; it is cached by content and generating code, with each probe's files, so a session
+    takes a cached probe without a host clone."""
+    import probes.runner as runner
+    import probes.workspace as workspace
+
+    task, p1, _ = calc
+    tree = prepare_tree(task, swedeck_env)
+    made = []
+    monkeypatch.setattr(runner, "plausible_wrong", lambda *args: made.append(1) or plausible_wrong(*args))
+    first = runner.generate(task, tree, p1, tmp_path / "probes")
+    monkeypatch.setattr(workspace, "_CONTENTS", {})  # another process: nothing remembered
+    again = runner.generate(task, tree, p1, tmp_path / "probes")
+    assert again == first and len(first) >= 3 and len(made) == 1
+    assert all(workspace.recall(tree, c.patch)[0] for c in again)
+
+
+def test_regression_selection_is_never_slower_than_the_full_suite_on_a_cheap_suite(calc, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """benchmarks/probe_selection.py: selection was slower than the full suite on 5 small sample tasks (the
+    traced gold run and a second command per wrong probe cost more than the tests they skip). One probe's
+    full grade measures the suite; the calc suite's tests take far less than a command's start-up, so
+    nothing is traced and every probe gets the full suite in one command, stopping at its first failure."""
+    task, p1, backend = calc
+    probes = [
+        _probe(task, swedeck_env, "correct_alternative", "product = a * b", "product = b * a"),
+        _probe(task, swedeck_env, "plausible_wrong", "a + b", "a + b + 1"),
+        _probe(task, swedeck_env, "plausible_wrong", "a + b", "(a + b if a != 7 else 0)"),
+    ]
+    stats = Stats()
+    selected = run_probes(task, probes, backend, p1, _stamp(task), log_dir=tmp_path, stats=stats)
+    assert [r.reward for r in selected] == [1.0, 0.0, 1.0]
+    assert stats.traced == 0 and stats.graded == 3 and stats.tests_s < stats.command_s / 2
+    assert [r.decided_by for r in selected] == ["full", "full", "full"]
+    assert selected[1].executions < len(TEST_IDS)  # the wrong probe stopped at its first failure
+
+
+def test_selection_pays_only_when_the_tests_outweigh_a_commands_start_up() -> None:
+    assert not selection_pays(command_s=0.8, tests_s=0.05)
+    assert not selection_pays(command_s=1.0, tests_s=0.5)
+    assert selection_pays(command_s=3.0, tests_s=2.5)
 
 
 # ================================================================================ probe sessions
