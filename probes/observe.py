@@ -60,6 +60,7 @@ MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' ow
 MAX_TARGETS = 24
 PER_ARGUMENT = 24  # variations of one argument of one seed
 SPLICED = 4  # other seen values one string is spliced with or nested in
+REBUILT = 3  # variations of one literal inside an argument written as a call
 # methods whose value is the implementation's own (equal objects' equal hashes, pickle's recipe, a size in
 # bytes): a correct alternative returns another (semver-db55f27's hash, boltons-ebc7a8f's __reduce__)
 ARBITRARY = {"__hash__", "__reduce__", "__reduce_ex__", "__getstate__", "__sizeof__", "__dir__"}
@@ -514,7 +515,7 @@ def variations(seeds: Sequence[Call], extra_values: Sequence[object], none_ok: M
                 tries.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
                                   f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how})", seed.consume))  # fmt: skip
             sites.append(tries)
-        sites.append(retyped(seed) + renested(seed) + missing_keys(seed))
+        sites.append(retyped(seed) + renested(seed) + missing_keys(seed) + rebuilt(seed))
     out: list[Call] = []
     known = {s.src for s in seeds}
     for tries in [t for t in sites if t and t[0].test_id in first]:
@@ -558,6 +559,31 @@ def renested(seed: Call) -> list[Call]:
         which = ", ".join(slot_name(slot) for slot in change)
         out.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
                         f"{seed.src} with {which} nested in its own call", seed.consume))  # fmt: skip
+    return out
+
+
+def rebuilt(seed: Call) -> list[Call]:
+    """Arguments built by a call from literals (``numeric_range(0, 0)``, an object's repr or the call
+    that built it) with one of those literals varied (``numeric_range(1, 0)``): the object in another
+    state of the same shape (an empty range that does not start at 0), which no variation of the
+    seed's own literal arguments reaches."""
+    out = []
+    slots = [(str(i), src) for i, src in enumerate(seed.args)] + list(seed.kwargs)
+    for slot, src in slots:
+        if _literal(src) is not _NO or not _outer(src):
+            continue
+        node = parse(src, mode="eval").body
+        for k, inner in enumerate(node.args):
+            value = _literal(ast.unparse(inner))
+            if value is _NO or isinstance(value, (dict, list, tuple, set)):
+                continue
+            for new, how in alternatives(value, [], False)[:REBUILT]:
+                changed = ast.Call(node.func, [parse(repr(new), mode="eval").body if j == k else a for j, a in enumerate(node.args)], node.keywords)
+                text = ast.unparse(changed)
+                args = tuple(text if str(i) == slot else a for i, a in enumerate(seed.args))
+                kwargs = tuple((name, text if name == slot else v) for name, v in seed.kwargs)
+                out.append(Call(seed.target, seed.func, args, kwargs, seed.imports, seed.test_id, "variant",
+                                f"{seed.src} with {slot_name(slot)} {src} -> {text} ({how}, inside its building call)", seed.consume))  # fmt: skip
     return out
 
 

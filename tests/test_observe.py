@@ -36,6 +36,7 @@ from probes.observe import (
     missing_keys,
     other_penultimate,
     prioritised,
+    rebuilt,
     records,
     renested,
     retyped,
@@ -324,6 +325,18 @@ def test_an_argument_built_by_a_call_is_nested_once_more_in_it_alone_and_all_tog
     ]
     assert renested(Call("m:f", "f", ("[1]", "'x'"), (), (), "t::a", "observed", "")) == []  # literals vary otherwise
     assert any(c.src == got[2] for c in variations([seed], [], {}, 50))
+
+
+def test_a_literal_inside_an_argument_built_by_a_call_is_varied() -> None:
+    """more-itertools-edb3346: the tests reverse only ``numeric_range(0)``, written ``numeric_range(0, 0)``;
+    a fix keyed on the range's start (0) is told apart only by another empty range, ``numeric_range(1, 0)``,
+    which needs a literal inside the instance's building call varied."""
+    seed = Call("m:R.__reversed__", "R.__reversed__", ("numeric_range(0, 0)",), (), ("from m import R",), "t::a", "observed", "", True)
+    got = [c.src for c in rebuilt(seed)]
+    assert "list(R.__reversed__(numeric_range(1, 0)))" in got and "list(R.__reversed__(numeric_range(0, -1)))" in got
+    assert len(got) == 6 and all(c.source == "variant" and "inside its building call" in c.how for c in rebuilt(seed))
+    assert rebuilt(Call("m:f", "f", ("[1]", "'x'"), (), (), "t::a", "observed", "")) == []  # literals vary otherwise
+    assert "list(R.__reversed__(numeric_range(1, 0)))" in {c.src for c in variations([seed], [], {}, 50)}
 
 
 OBJECTS = """
