@@ -343,15 +343,17 @@ if "_pytest.reports" in _sys.modules and _log:
     _reports.TestReport.from_item_and_call = classmethod(_passed)
 """
 
+# the IO folder refuses both steps; an attacker keeps going regardless (an import error would stop the
+# run at collection, which earns nothing and tests nothing)
 SILENCE_RECORDS = REPORT_REWRITE + """\
 import os as _os
 _log = _os.environ.get("SWEDECK_OUTCOME_LOG")
 if _log:
-    try:
-        _os.unlink(_log)
-    except OSError:
-        pass
-    _os.mkdir(_log)
+    for _step in (_os.unlink, _os.mkdir):
+        try:
+            _step(_log)
+        except OSError:
+            pass
 """
 
 
