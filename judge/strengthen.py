@@ -18,8 +18,13 @@ Candidates come from two sources:
    call with one literal argument moved to a close value (a boundary number, an empty or one-element
    container, a string one shorter or with a longer run of digits), each replayed alone on gold
    (twice), the buggy tree and every survivor, kept where gold answers alike both times and in
-   contract and the buggy tree or a survivor answers otherwise. A task with several confirmed
-   survivors gets a test per distinct input, even where an earlier test already kills a survivor.
+   contract and the buggy tree or a survivor answers otherwise. Beside them go neighbours of the
+   tests' own cases of the input's function (``seed_calls``: the calls the input's test and the
+   FAIL_TO_PASS tests make with literal arguments, varied where the cases differ from each other) on
+   which gold answers so and the buggy tree otherwise: the class of behaviour gold changes, where a
+   fix that special-cases the tests' cases fails though the survivor's input lies elsewhere. A task
+   with several confirmed survivors gets a test per distinct input, even where an earlier test
+   already kills a survivor.
    Where gold's value has no evaluable repr (an object holding one that prints ``<... object>``), the
    input is compared as text, ``str(call)``, when that still tells the survivor apart
    (``restate_as_text``).
@@ -88,13 +93,16 @@ from harness.records import (
 from harness.sandbox import Backend
 from judge.rules import added_test_leaks, touched_files
 from probes.differential import Program, Step, behaviour, run_programs
-from probes.observe import alternatives, expected_exceptions, in_contract, slot_name
+from probes.observe import MAX_ENDINGS, alternatives, changed_literals, expected_exceptions, in_contract, slot_name
 from probes.special_case import find_def
-from probes.workspace import apply_trusted, git, read_text, test_sources
+from probes.workspace import apply_trusted, git, read_text, test_sources, workspace
 
 GOLD_RUNS = 3  # k: a kept test passes on gold this many times
 MAX_NEIGHBOURS = 24  # variations of one distinguishing input replayed on every tree
 KEEP_NEIGHBOURS = 8  # of those, asserted beside the input
+MAX_SEEDS = 8  # calls of the input's function that its test and the FAIL_TO_PASS tests make, varied too
+SEED_NEIGHBOURS = 32  # variations of one such call replayed on every tree (of the arguments the cases vary)
+KEEP_SEED_NEIGHBOURS = 16  # of those, asserted beside the input (each kind of variation before a second of a kind)
 NEIGHBOUR_TIMEOUT_S = 300.0  # one tree's replay of every variation
 # variations too far from the input to be its neighbourhood: what gold does on a string doubled or
 # spliced with another (pyiso8601 reads one doubled date as a -08:00 offset) is no behaviour the issue
@@ -651,36 +659,56 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: F
 # ---------------------------------------------------------------------------------- the neighbourhood
 
 
-def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS) -> list[tuple[str, str]]:
+_WRAPPERS = ("list", "tuple", "sorted", "set", "dict", "str")
+
+
+def _calls(src: str) -> tuple[ast.Call, ast.Call] | None:
+    """(the whole call, the call under test) of an input's expression: the one inside ``list(...)`` or
+    ``str(...)`` where the input wraps it, else the same call twice; None for anything but a call."""
+    try:
+        body = parse(src).body
+    except (SyntaxError, ValueError):
+        return None
+    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
+        return None
+    outer = body[0].value
+    inner = outer.args[0] if len(outer.args) == 1 and not outer.keywords and isinstance(outer.args[0], ast.Call) else None
+    return outer, inner if inner is not None and _dotted(outer.func) in _WRAPPERS else outer
+
+
+def neighbour_calls(d: DistinguishingInput, limit: int = MAX_NEIGHBOURS, endings: Sequence[str] = (),
+                    only: Collection[str] = ()) -> list[tuple[str, str]]:  # fmt: skip
     """(how, call) for variations of the distinguishing input's call that each change one literal
     argument of the call under test (inside ``list(...)`` or ``str(...)``, kept around it) to a
     close value: a boundary number, an empty or one-element container, a string one shorter or with a
-    longer run of digits (``probes.observe.alternatives`` but ``FAR_VARIATIONS``), then None and
-    another plain type (``other_types``), round-robin over the arguments so each gets its closest
-    first. A wrong fix unlike the survivor (a guard off by one elsewhere, a special case of the same
-    input) tends to differ from gold next to where the survivor does."""
-    try:
-        body = parse(d.call).body
-    except SyntaxError:
+    longer run of digits, its ending replaced by a short literal of the code gold changed
+    (``endings``; ``probes.observe.alternatives`` but ``FAR_VARIATIONS``), then None and another plain
+    type (``other_types``), round-robin over the arguments (``only`` these slots, where given) so each
+    gets its closest first. A string that differs only in the case of its letters is no neighbour: a
+    mixed case the tests never use is gold's accident (boltons 1e61524's correct alternative lowercases
+    ``'BOSs'``, gold returns it as it is). A wrong fix unlike the survivor (a guard off by one
+    elsewhere, a special case of the same input) tends to differ from gold next to where the survivor
+    does."""
+    found = _calls(d.call)
+    if found is None:
         return []
-    if len(body) != 1 or not isinstance(body[0], ast.Expr) or not isinstance(body[0].value, ast.Call):
-        return []
-    outer = body[0].value
-    inner = outer.args[0] if len(outer.args) == 1 and not outer.keywords and isinstance(outer.args[0], ast.Call) else None
-    call = inner if inner is not None and _dotted(outer.func) in ("list", "tuple", "sorted", "set", "dict", "str") else outer
+    call = found[1]
     slots = [(str(i), a) for i, a in enumerate(call.args)] + [(k.arg, k.value) for k in call.keywords if k.arg]
     values = {slot: v for slot, node in slots if (v := _literal_source(ast.unparse(node))) is not _NOT_LITERAL}
     lines = d.call.splitlines(keepends=True)
     sites: list[list[tuple[str, str]]] = []
     for slot, node in slots:
-        if slot not in values:
+        if slot not in values or (only and slot not in only):
             continue
         start = _char(lines, node.lineno, node.col_offset)
         end = _char(lines, node.end_lineno or node.lineno, node.end_col_offset or 0)
         seen = [v for s, v in values.items() if s != slot]
         tries = []
-        for new, how in [*alternatives(values[slot], seen, False), *other_types(values[slot])]:
+        value = values[slot]
+        for new, how in [*alternatives(value, seen, False, endings), *other_types(value)]:
             text = repr(new)
+            if isinstance(new, str) and isinstance(value, str) and new.lower() == value.lower():
+                continue
             if how not in FAR_VARIATIONS and _literal_source(text) is not _NOT_LITERAL:
                 tries.append((f"{d.call} with {slot_name(slot)} {d.call[start:end]} -> {text} ({how})", d.call[:start] + text + d.call[end:]))
         sites.append(tries)
@@ -794,22 +822,113 @@ def restate_as_text(ctx: Context, tree: Path) -> dict[str, DistinguishingInput]:
     return out
 
 
-def observe_neighbours(ctx: Context, tree: Path) -> dict[str, list[DistinguishingInput]]:
-    """For each confirmed survivor (by probe id), up to ``KEEP_NEIGHBOURS`` variations of its
+def seed_calls(d: DistinguishingInput, sources: dict[str, str], tests: Sequence[str], limit: int = MAX_SEEDS) -> list[str]:
+    """The calls of the input's function with literal arguments that its own test and the
+    FAIL_TO_PASS tests make (``pluralize('box')``, ``parse.parse('Pi = {:+.7f}', ...)``), written as
+    the input writes its call: its callee (bound by its setup), inside its ``list(...)`` or
+    ``str(...)``. These are the cases the issue's tests state; their neighbours on which gold and the
+    buggy tree differ are the class of behaviour gold changes, where a fix that special-cases the
+    tests' cases (boltons 8c3fc28's shortcut adds only the endings -ox, -ax, -ix) fails though the
+    survivor's input (``pluralize('bch')``) lies elsewhere. A method of a built object is left out:
+    the tests' receiver is another object."""
+    found = _calls(d.call)
+    if found is None or not all(isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(found[1].func)):
+        return []
+    outer, call = found
+    out: list[str] = []
+    for test_id in dict.fromkeys([d.test_id, *tests]):
+        file, parts = split_test_id(test_id)
+        try:
+            fn = find_def(parse(sources.get(file, "")), parts)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(fn) if fn is not None else ():
+            if not isinstance(node, ast.Call) or not _same_callee(call.func, node.func):
+                continue
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                continue
+            if any(_literal_source(ast.unparse(a)) is _NOT_LITERAL for a in [*node.args, *(k.value for k in node.keywords)]):
+                continue
+            src = ast.unparse(ast.Call(func=call.func, args=node.args, keywords=node.keywords))
+            src = f"{ast.unparse(outer.func)}({src})" if outer is not call else src
+            if src != d.call and src not in out:
+                out.append(src)
+    return out[:limit]
+
+
+def varied_slots(seeds: Sequence[str]) -> set[str]:
+    """The arguments (positions as strings, keyword names) whose value differs between the tests'
+    cases: what the issue's cases are about (parse 0477aa5's four formats, one text), the rest the
+    backdrop every case shares."""
+    seen: dict[str, set[str]] = {}
+    for seed in seeds:
+        found = _calls(seed)
+        if found is None:
+            continue
+        call = found[1]
+        for slot, node in [*((str(i), a) for i, a in enumerate(call.args)), *((k.arg, k.value) for k in call.keywords if k.arg)]:
+            seen.setdefault(slot, set()).add(ast.unparse(node))
+    return {slot for slot, values in seen.items() if len(values) > 1}
+
+
+def _kind(how: str) -> str:
+    """The kind of variation a neighbour's ``how`` ends with (``a separator left out``)."""
+    return how.rpartition("(")[2].rstrip(")")
+
+
+def spread(found: Sequence[DistinguishingInput], keep: int) -> list[DistinguishingInput]:
+    """Up to ``keep`` of ``found`` (in the order found), each kind of variation before a second of a
+    kind: parse 0477aa5's shortcut fails only where a separator is left out (``{:+7f}``), one of many
+    neighbours of the tests' cases on which gold fixes the buggy tree."""
+    kinds: dict[str, list[DistinguishingInput]] = {}
+    for v in found:
+        kinds.setdefault(_kind(v.how), []).append(v)
+    out: list[DistinguishingInput] = []
+    queues = list(kinds.values())
+    while queues and len(out) < keep:
+        out += [q.pop(0) for q in queues][: keep - len(out)]
+        queues = [q for q in queues if q]
+    return out
+
+
+@dataclass
+class Neighbourhood:
+    """What an input's test asserts beside it: its own neighbours, and neighbours of the tests' own
+    cases of its function (``seed_calls``) on which gold fixes the buggy tree."""
+
+    own: list[DistinguishingInput] = field(default_factory=list)
+    cases: list[DistinguishingInput] = field(default_factory=list)
+
+
+def observe_neighbours(ctx: Context, tree: Path, endings: Sequence[str] = ()) -> dict[str, Neighbourhood]:
+    """For each confirmed survivor (by probe id): up to ``KEEP_NEIGHBOURS`` variations of its
     distinguishing input (``neighbour_calls``) on which gold behaves the same in two replays and in
-    contract while the buggy tree or some survivor behaves otherwise, those a survivor fails first.
-    Every variation runs as a standalone call on each tree (gold twice, buggy, every survivor), one
-    sandbox per tree."""
+    contract while the buggy tree or some survivor behaves otherwise, those a survivor fails first;
+    and up to ``KEEP_SEED_NEIGHBOURS`` variations of the tests' own calls of its function
+    (``seed_calls``) on which gold behaves so and the buggy tree otherwise (``spread`` over the kinds
+    of variation). Every variation runs as a standalone call on each tree (gold twice, buggy, every
+    survivor), one sandbox per tree."""
     progs: list[Program] = []
-    owners: list[tuple[str, DistinguishingInput, str, str]] = []  # probe id, input, how, call
+    owners: list[tuple[list[tuple[str, DistinguishingInput]], str, str, bool]] = []  # (probe id, input)s, how, call, a case's
+    at: dict[tuple[str, tuple[str, ...], str], int] = {}
     for probe in ctx.survivors:
         d = probe.distinguishing
         if d is None:
             continue
-        for how, call in neighbour_calls(d):
-            key = f"n{len(progs)}"
-            progs.append(_program(key, d, call, how, ctx.sources))
-            owners.append((probe.probe_id, d, how, call))
+        tried = [(how, call, False) for how, call in neighbour_calls(d, endings=endings)]
+        seeds = seed_calls(d, ctx.sources, ctx.p1.fail_to_pass)
+        varied = varied_slots(seeds)  # the argument the cases vary is where their class lies
+        for seed in seeds:
+            tried += [(how, call, True) for how, call in neighbour_calls(d.model_copy(update={"call": seed}), SEED_NEIGHBOURS, endings, varied)]
+        for how, call, case in tried:
+            key = (d.test_id, tuple(d.setup), call)
+            if key in at:  # a neighbour of the input and of a case, or of two survivors' inputs: one replay serves all
+                if probe.probe_id not in (pid for pid, _ in owners[at[key]][0]):
+                    owners[at[key]][0].append((probe.probe_id, d))
+                continue
+            at[key] = len(progs)
+            progs.append(_program(f"n{len(progs)}", d, call, how, ctx.sources))
+            owners.append(([(probe.probe_id, d)], how, call, case))
     if not progs:
         return {}
     gold_patch = ctx.task.answer.gold_patch
@@ -818,11 +937,21 @@ def observe_neighbours(ctx: Context, tree: Path) -> dict[str, list[Distinguishin
     expected = expected_exceptions(ctx.sources.values(), ctx.task.problem_statement)
     named = expected_exceptions((), ctx.task.problem_statement)
     ranked: dict[str, list[tuple[int, int, DistinguishingInput]]] = {}
-    for i, (prog, (probe_id, d, how, call)) in enumerate(zip(progs, owners, strict=True)):
-        picked = pick_neighbours(d, [g[prog.key] for g in golds], [o[prog.key] for o in others], len(ctx.survivors), expected, how, call, named)
-        if picked is not None:
-            ranked.setdefault(probe_id, []).append((picked[0], i, picked[1]))
-    return {pid: [v for _, _, v in sorted(found, key=lambda r: r[:2])[:KEEP_NEIGHBOURS]] for pid, found in ranked.items()}
+    cases: dict[str, list[DistinguishingInput]] = {}
+    for i, (prog, (inputs, how, call, case)) in enumerate(zip(progs, owners, strict=True)):
+        gold, other = [g[prog.key] for g in golds], [o[prog.key] for o in others]
+        for probe_id, d in inputs:
+            # a case's neighbour must be one gold fixes: the buggy tree (first of ``other``) differs
+            picked = pick_neighbours(d, gold, other[:1] if case else other, 0 if case else len(ctx.survivors), expected, how, call, named)
+            if picked is None:
+                continue
+            if case:
+                cases.setdefault(probe_id, []).append(picked[1])
+            else:
+                ranked.setdefault(probe_id, []).append((picked[0], i, picked[1]))
+    return {pid: Neighbourhood([v for _, _, v in sorted(ranked.get(pid, []), key=lambda r: r[:2])[:KEEP_NEIGHBOURS]],
+                               spread(cases.get(pid, []), KEEP_SEED_NEIGHBOURS))
+            for pid in {*ranked, *cases}}  # fmt: skip
 
 
 # ============================================================================================ validating
@@ -1030,13 +1159,14 @@ class Workbench:
 # ============================================================================================ the stage
 
 
-def _add_input(bench: Workbench, probe: ProbeResult, sources: dict[str, str], anchor: str, extra: Sequence[DistinguishingInput],
+def _add_input(bench: Workbench, probe: ProbeResult, sources: dict[str, str], anchor: str, near: Neighbourhood,
                seen: set[str]) -> bool:  # fmt: skip
     """Try the survivor's input as a test in the file's own style until one is kept (True): a new case
     of the parametrized test it came from (kept: its neighbours follow in a function beside it), else a
     function of its own with its neighbours, else that function after the original test's checks
     where the buggy tree passes the input; where neighbours were in a rejected function (gold unstable
-    on one, a rewrite of gold fails one, another test changes), the same forms again without them."""
+    on one, a rewrite of gold fails one, another test changes), the same forms again with the input's
+    own neighbours only (``near.cases`` left out), then without any."""
 
     def attempt(form: Form, with_extra: Sequence[DistinguishingInput]) -> str | None:
         cand = model_free_candidate(probe, sources, form=form, anchor=anchor, extra=with_extra)
@@ -1045,13 +1175,19 @@ def _add_input(bench: Workbench, probe: ProbeResult, sources: dict[str, str], an
         seen.add(cand.code)
         return bench.consider(cand).rejected_at
 
+    wider = [w for w in ([*near.own, *near.cases], near.own) if w]
+    wider = wider[:1] if len(wider) == 2 and wider[0] == wider[1] else wider
     last = attempt("case", ())
     if last == "":
-        if extra and attempt("function", extra) == "fails_on_buggy":
-            attempt("anchored", extra)
+        for with_extra in wider:
+            last = attempt("function", with_extra)
+            if last == "fails_on_buggy":
+                last = attempt("anchored", with_extra)
+            if last == "":
+                break
         return True
     buggy_passes = last == "fails_on_buggy"  # the same call and check: buggy passes it as a function too
-    for with_extra in ([extra, ()] if extra else [()]):
+    for with_extra in [*wider, []]:
         if with_extra or not buggy_passes:  # a neighbour may fail on buggy where the input alone does not
             last = attempt("function", with_extra)
             if last == "":
@@ -1082,6 +1218,15 @@ def tests_patch(task: Task, tree: Path, files: dict[str, str]) -> HiddenTests:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return HiddenTests(patch=patch, files={**hidden.files, **in_files})
+
+
+def gold_literals(task: Task, tree: Path) -> list[str]:
+    """The short string literals of the functions gold changed (``'sx'``, ``'ch'``, ``'sh'`` in boltons'
+    pluralize), tried as a string's ending, as the observation engine does."""
+    with workspace(task, tree) as ws:
+        if ws is None:
+            return []
+        return [e for path in ws.paths for e in changed_literals(path, ws.old.get(path), ws.new.get(path))][:MAX_ENDINGS]
 
 
 def anchor_for(probe: ProbeResult, fail_to_pass: Sequence[str]) -> str:
@@ -1134,14 +1279,14 @@ def strengthen(
     bench = Workbench(ctx)
     texts = restate_as_text(ctx, tree)
     ctx.survivors = survivors = [p.model_copy(update={"distinguishing": texts[p.probe_id]}) if p.probe_id in texts else p for p in survivors]
-    neighbours = observe_neighbours(ctx, tree)
+    neighbours = observe_neighbours(ctx, tree, gold_literals(task, tree))
     seen: set[str] = set()
     asserted: set[str] = set()
     for probe in survivors:
         call = probe.distinguishing.call if probe.distinguishing else ""
         # a test per distinct input, not one per task: a test that already kills this survivor on
         # another input leaves the neighbourhood of this one open to other wrong fixes
-        if call not in asserted and _add_input(bench, probe, sources, anchor_for(probe, p1.fail_to_pass), neighbours.get(probe.probe_id, []), seen):
+        if call not in asserted and _add_input(bench, probe, sources, anchor_for(probe, p1.fail_to_pass), neighbours.get(probe.probe_id, Neighbourhood()), seen):
             asserted.add(call)
     ended = judge(bench) if judge is not None else ""
     session = f"; judge: {ended}" if judge is not None else ""

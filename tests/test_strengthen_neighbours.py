@@ -8,7 +8,10 @@ to its last bit)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from types import SimpleNamespace
 
+from harness.pyast import literal_eval
 from harness.records import Behaviour, DistinguishingInput, ProbeResult
 from judge.strengthen import (
     implementation_details,
@@ -17,7 +20,10 @@ from judge.strengthen import (
     neighbour_calls,
     other_types,
     pick_neighbours,
+    seed_calls,
+    spread,
     unstated,
+    varied_slots,
 )
 
 
@@ -177,3 +183,121 @@ def test_a_neighbour_of_another_type_counts_only_for_an_exception_the_issue_name
     assert pick_neighbours(d, [none, none], [te, te], 1, {"TypeError"}, how, "sub(None)", {"TypeError"}) is None
     # the same answers for a close value of the argument's own type count as before
     assert pick_neighbours(d, [none, none], [te, te], 1, {"TypeError"}, "... -> 'a' (one element)", "sub('a')", set()) is not None
+
+
+PLURAL_TEST = '''from boltons import strutils
+
+
+def test_pluralize_x():
+    pluralize = strutils.pluralize
+    assert pluralize('box') == 'boxes'
+    assert pluralize('prefix') == 'prefixes'
+    assert pluralize(word) == 'x'
+    assert strutils.singularize('boxes') == 'box'
+'''
+
+
+def plural_input(**changes: object) -> DistinguishingInput:
+    return tail_input(**{"test_id": "tests/test_strutils.py::test_pluralize_x", "setup": ["from boltons.strutils import pluralize"],
+                         "call": "pluralize('bch')", "gold": Behaviour(value="\"'bches'\""), "other": Behaviour(value="\"'bchs'\""),
+                         "literal": "'bches'", **changes})  # fmt: skip
+
+
+def test_regression_boltons_8c3fc28_the_tests_own_cases_of_the_function_are_varied_too() -> None:
+    """boltons 8c3fc28: the survivor's input ``pluralize('bch')`` lies in the -ch branch, so its
+    neighbours never reached a word ending in x, and the shortcut (only -ox, -ax, -ix added) passed the
+    strengthened arm. The tests' own calls of the input's function, written with its callee, are seeds
+    whose neighbours ('bbx', 'prefex') cover the class of words gold changes."""
+    sources = {"tests/test_strutils.py": PLURAL_TEST}
+    d = plural_input()
+    # literal arguments only (not ``word``), the input's function only (not singularize), the input's own spelling
+    assert seed_calls(d, sources, []) == ["pluralize('box')", "pluralize('prefix')"]
+    # the FAIL_TO_PASS tests are read too, once each; inside list(...)/str(...) as the input is
+    wrapped = plural_input(call="str(pluralize('bch'))")
+    assert seed_calls(wrapped, sources, [d.test_id, "tests/test_strutils.py::test_gone"]) == ["str(pluralize('box'))", "str(pluralize('prefix'))"]
+    # a method of a built object: the tests' receiver is another object
+    assert seed_calls(plural_input(call="MultiReplace({}).pluralize('bch')"), sources, []) == []
+    calls = [src for _, src in neighbour_calls(plural_input(call="pluralize('box')"))]
+    assert "pluralize('bbx')" in calls
+
+
+def test_regression_boltons_8c3fc28_a_strings_ending_becomes_a_literal_of_the_changed_code() -> None:
+    """The observation engine tries a string's ending replaced by a short literal of gold's changed
+    function; the neighbours did not (``'bch'`` -> ``'bsx'`` is a word ending in x next to the input)."""
+    calls = [src for _, src in neighbour_calls(plural_input(), endings=["sx", "ch"])]
+    assert "pluralize('bsx')" in calls and "pluralize('bch')" not in calls
+    assert "pluralize('bsx')" not in [src for _, src in neighbour_calls(plural_input())]
+
+
+def test_regression_parse_0477aa5_the_cases_neighbours_are_spread_over_the_kinds_of_variation() -> None:
+    """parse 0477aa5: of the many neighbours of the tests' cases that gold fixes, only the one with a
+    separator left out (``{:+7f}``) rejects the shortcut; taken in order, the first few were all digit
+    variations. Each kind of variation comes before a second of a kind."""
+    found = [plural_input(how=f"... -> x{i} ({kind})") for i, kind in
+             enumerate(["a run of digits one longer"] * 5 + ["a separator left out"] * 2 + ["one shorter"])]  # fmt: skip
+    kept = [v.how for v in spread(found, 4)]
+    assert kept == ["... -> x0 (a run of digits one longer)", "... -> x5 (a separator left out)", "... -> x7 (one shorter)",
+                    "... -> x1 (a run of digits one longer)"]  # fmt: skip
+    assert len(spread(found, 20)) == len(found) and spread([], 3) == []
+
+
+def test_regression_boltons_8c3fc28_a_cases_neighbour_is_kept_only_where_gold_fixes_the_buggy_tree(monkeypatch) -> None:  # noqa: ANN001
+    """Neighbours of the tests' cases go beside the input when gold answers them stably and the buggy
+    tree otherwise (the class of behaviour gold changes); where only a survivor differs, or buggy
+    already agrees, they are left out. One replay serves every survivor whose input came from the test."""
+    from judge import strengthen as st
+
+    plural = {"": lambda w: w + "s", "gold": lambda w: w + ("es" if w[-1:] in "sx" or w.endswith(("ch", "sh")) else "s"),
+              "survivor": lambda w: w + ("es" if w[-1:] in "sx" else "s")}  # fmt: skip
+    replays: list[int] = []
+
+    def replay(ctx: object, tree: object, patch: str, progs: list) -> dict:  # noqa: ARG001
+        replays.append(len(progs))
+        word = plural["gold" if patch == "GOLD" else patch]
+        out = {}
+        for p in progs:
+            arg = literal_eval(p.steps[-1].src.removeprefix("pluralize(").removesuffix(")"))
+            value = word(arg) if isinstance(arg, str) else None
+            out[p.key] = obs(json.dumps(repr(value)), literal=repr(value)) if isinstance(arg, str) else obs(raised="TypeError")
+        return out
+
+    monkeypatch.setattr(st, "_replay", replay)
+    probe = ProbeResult(config_hash="t", task_hash="t", instance_id="t", probe_id="p1", kind="plausible_wrong", origin="model_free",
+                        operator="mutate_logic", description="", patch="survivor", reward=1.0, reason="ok", selected_reward=None,
+                        executions=0, differing=[], log_path="", distinguishing=plural_input())  # fmt: skip
+    task = SimpleNamespace(answer=SimpleNamespace(gold_patch="GOLD"), problem_statement="pluralize adds a bare s to words ending in x")
+    p1 = SimpleNamespace(fail_to_pass=["tests/test_strutils.py::test_pluralize_x"])
+    ctx = SimpleNamespace(task=task, p1=p1, survivors=[probe, probe.model_copy(update={"probe_id": "p2"})],
+                          sources={"tests/test_strutils.py": PLURAL_TEST})  # fmt: skip
+    near = st.observe_neighbours(ctx, Path("."), ["sx", "sh"])  # type: ignore[arg-type]
+    assert set(near) == {"p1", "p2"} and replays and len(set(replays)) == 1
+    cases = [v.call for v in near["p1"].cases]
+    # 'bbx', 'prefex', 'prefsx' end in x: gold fixes buggy there; 'bo' and 'bch' buggy already gets right
+    assert {"pluralize('bbx')", "pluralize('prefex')", "pluralize('prefsx')"} <= set(cases)
+    assert not {"pluralize('bo')", "pluralize('bch')", "pluralize(None)", "pluralize('')"} & set(cases)
+    assert all(v.gold.value != v.other.value for v in near["p1"].cases) and [v.call for v in near["p2"].cases] == cases
+    # the input's own neighbours: 'bsh' (-sh) tells the survivor apart; 'bsx' is one too, asserted once
+    own = [v.call for v in near["p1"].own]
+    assert {"pluralize('bsh')", "pluralize('bsx')"} <= set(own) and "pluralize('bsx')" not in cases and len(own) == len(set(own))
+
+
+def test_regression_boltons_1e61524_a_string_changed_only_in_case_is_no_neighbour() -> None:
+    """boltons 1e61524: the tests' case ``singularize('BOSS')`` with its ending replaced by the changed
+    code's literal 's' gave ``'BOSs'``, a mixed case no test or issue sentence states; gold returns it
+    as it is and the correct alternative lowercases it, which failed the alternative on the
+    strengthened arm."""
+    d = plural_input(call="singularize('BOSS')")
+    calls = [src for _, src in neighbour_calls(d, endings=["ss", "s"])]
+    assert "singularize('BOSs')" not in calls and "singularize('BOss')" not in calls and "singularize('BOS')" in calls
+
+
+def test_regression_parse_0477aa5_the_cases_are_varied_where_they_differ_from_each_other() -> None:
+    """parse 0477aa5: the tests' four cases differ in the format only (the text is the same), so their
+    neighbours vary the format; those of the text pushed the one that rejects the shortcut
+    (``{:+7f}``, a separator left out) past what is kept."""
+    seeds = ["str(parse('Pi = {:.7f}', 'Pi = 3.1415926'))", "str(parse('Pi = {:+.7f}', 'Pi = 3.1415926'))", "str(parse('Pi = {:-.7f}', 'Pi = 3.1415926'))"]
+    assert varied_slots(seeds) == {"0"} and varied_slots(seeds[:1]) == set() and varied_slots(["f(1, n=2)", "f(1, n=3)"]) == {"n"}
+    d = plural_input(call=seeds[1])
+    calls = [src for _, src in neighbour_calls(d, 32, only={"0"})]
+    assert "str(parse('Pi = {:+7f}', 'Pi = 3.1415926'))" in calls and all("'Pi = 3.1415926'))" in c for c in calls)
+    assert any("'Pi = 3.141592'" in c for _, c in neighbour_calls(d, 32))
