@@ -154,6 +154,8 @@ class _MutationSites(cst.CSTVisitor):
         similar = _SIMILAR_TYPES.get(func.value) if isinstance(func, cst.Name) else None
         if similar is None or len(node.args) != 1 or node.args[0].star or node.args[0].keyword:
             return
+        if not isinstance(node.args[0].value, (cst.Name, cst.Attribute)):
+            return  # a value computed right there (sorted(...), d.values()) is never of the type already
         value = cst.Module([]).code_for_node(node.args[0].value)
         self._add("skip_conversion", node, f"`{short(code_of(self.py, node), 40)}` kept as it is for a {' or '.join(similar)}",
                   lambda n, value=value, similar=similar: cst.parse_expression(
