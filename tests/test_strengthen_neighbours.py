@@ -301,3 +301,24 @@ def test_regression_parse_0477aa5_the_cases_are_varied_where_they_differ_from_ea
     calls = [src for _, src in neighbour_calls(d, 32, only={"0"})]
     assert "str(parse('Pi = {:+7f}', 'Pi = 3.1415926'))" in calls and all("'Pi = 3.1415926'))" in c for c in calls)
     assert any("'Pi = 3.141592'" in c for _, c in neighbour_calls(d, 32))
+
+
+def test_a_function_rejected_with_the_cases_neighbours_is_retried_with_the_inputs_own_only() -> None:
+    """A neighbour of the tests' cases that fails a validation step (a rewrite of gold answers it
+    otherwise) must not cost the input its own neighbours: the function is tried again with those."""
+    from judge.strengthen import Neighbourhood, _add_input
+
+    probe = ProbeResult(config_hash="t", task_hash="t", instance_id="t", probe_id="p1", kind="plausible_wrong", origin="model_free",
+                        operator="mutate_logic", description="", patch="", reward=1.0, reason="ok", selected_reward=None,
+                        executions=0, differing=[], log_path="", distinguishing=plural_input())  # fmt: skip
+    own = [plural_input(call="pluralize('bsh')", literal="'bshes'")]
+    cases = [plural_input(call="pluralize('bbx')", literal="'bbxes'")]
+    tried: list[str] = []
+
+    class Bench:
+        def consider(self, cand):  # noqa: ANN001, ANN202
+            tried.append(cand.code)
+            return SimpleNamespace(rejected_at="invariant" if "bbx" in cand.code else "")
+
+    assert _add_input(Bench(), probe, {"tests/test_strutils.py": PLURAL_TEST}, "", Neighbourhood(own, cases), set())  # type: ignore[arg-type]
+    assert len(tried) == 2 and "bbx" in tried[0] and "bsh" in tried[0] and "bbx" not in tried[1] and "bsh" in tried[1]
