@@ -21,7 +21,8 @@ from judge.pipeline2 import finished, process_task, result_path
 
 @task(name="pipeline2-task", cache_policy=NO_CACHE)
 def run_one(
-    task_json: str, p1_json: str, out: str, config_json: str, settings_json: str | None, run_deadline: float | None
+    task_json: str, p1_json: str, out: str, config_json: str, settings_json: str | None, run_deadline: float | None,
+    probe_workers: int = 1,
 ) -> dict[str, str]:
     work = Task.model_validate_json(task_json)
     p1 = Pipeline1Result.model_validate_json(p1_json)
@@ -29,7 +30,8 @@ def run_one(
     settings = JudgeSettings.model_validate_json(settings_json) if settings_json else None
     out_dir = Path(out)
     if not finished(out_dir, work, config.hash(), judged=settings is not None):
-        process_task(work, p1, get_backend(config.sandbox), config.pipeline2, config.hash(), out_dir, settings, run_deadline)
+        process_task(work, p1, get_backend(config.sandbox), config.pipeline2, config.hash(), out_dir, settings, run_deadline,
+                     probe_workers=probe_workers)  # fmt: skip
     folder = result_path(out_dir, work.instance_id)
     verdicts = read_records(folder / "verdict.parquet", VerdictRecord)
     counts = read_records(folder / "counts.parquet", ProbeCounts)
@@ -42,8 +44,10 @@ def run_one(
 
 
 @flow(name="pipeline2")
-def pipeline2(out: str, config: dict, settings: dict | None) -> dict:
-    """Probe (and judge, when ``settings`` names an endpoint) every task Pipeline 1 kept in ``out``."""
+def pipeline2(out: str, config: dict, settings: dict | None, workers: int = 1) -> dict:
+    """Probe (and judge, when ``settings`` names an endpoint) every task Pipeline 1 kept in ``out``. When
+    fewer tasks than ``workers`` are kept, each task grades its probes over its share of the workers
+    (probe sessions of one task), so a run of a few big tasks fills the machine."""
     started = time.monotonic()
     cfg = SwedeckConfig.model_validate(config)
     out_dir = Path(out)
@@ -52,8 +56,9 @@ def pipeline2(out: str, config: dict, settings: dict | None) -> dict:
     config_json = cfg.model_dump_json()
     budget = cfg.pipeline2.judge.run_budget_s
     run_deadline = time.time() + budget if budget is not None else None  # wall clock: workers may be other machines
+    probe_workers = max(1, workers // max(len(kept), 1))
     futures = [
-        run_one.submit(t.model_dump_json(), r.model_dump_json(), out, config_json, settings_json, run_deadline)
+        run_one.submit(t.model_dump_json(), r.model_dump_json(), out, config_json, settings_json, run_deadline, probe_workers)
         for t, r in kept
     ]
     outcomes = []
@@ -86,4 +91,4 @@ def run_pipeline2(out: Path, cfg: SwedeckConfig, workers: int, settings: JudgeSe
     # serialise without it and each worker reads SWEDECK_JUDGE_API_KEY from its environment
     payload = settings.model_dump(mode="json") if settings else None
     with task_runner(cfg.runner, cfg.sandbox, workers) as runner:
-        return pipeline2.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), payload)
+        return pipeline2.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), payload, workers)

@@ -78,12 +78,15 @@ def process_task(
     out: Path,
     settings: JudgeSettings | None,
     run_deadline: float | None = None,
+    probe_workers: int = 1,
 ) -> tuple[list[ProbeResult], VerdictRecord | None]:
     stamp = {"config_hash": config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
     log_dir = under(out / "logs", task.instance_id)
     probes = earlier_probes(out, task, config_hash)
     if probes is None:
-        probes = probe_task(task, backend, p1, stamp, selection=config.selection, log_dir=log_dir, differential=config.differential) if config.probes else []
+        probes = probe_task(
+            task, backend, p1, stamp, selection=config.selection, log_dir=log_dir, differential=config.differential, workers=probe_workers,
+        ) if config.probes else []  # fmt: skip
     verdict, written = None, []
     if settings is not None:
         verdict, written = judge_task(

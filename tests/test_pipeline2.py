@@ -80,3 +80,21 @@ def test_judge_failure_is_recorded_then_retried_with_a_working_endpoint(p1_run: 
         again = run_pipeline2(run, cfg, 2, JudgeSettings(base_url=url, model="scripted"))
     assert again["verdicts"] == judged["verdicts"]
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+
+
+@pytest.mark.prefect
+def test_a_run_of_fewer_tasks_than_workers_spreads_each_tasks_probes_over_them(
+    p1_run: tuple[Path, dict[str, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: Pipeline 2 graded a task's probes with one worker whatever the run's workers, so a run
+    of a few big tasks left cores idle; each task now gets its share of the workers (probe sessions)."""
+    import judge.pipeline2
+    from flows.pipeline2 import run_pipeline2
+
+    run, tasks = p1_run
+    shutil.copytree(run / "p1", tmp_path / "p1")  # a run folder of its own: nothing probed yet
+    workers, probe_task = [], judge.pipeline2.probe_task
+    monkeypatch.setattr(judge.pipeline2, "probe_task", lambda task, *a, **k: workers.append(k["workers"]) or probe_task(task, *a, **k))
+    summary = run_pipeline2(tmp_path, load_config(overrides=["pipeline1.runs=1"]), 2, None)
+    assert workers == [max(1, 2 // len(tasks))] * len(tasks)
+    assert sum(summary["verdicts"].values()) == len(tasks) and not any(v.startswith("failed") for v in summary["verdicts"])
