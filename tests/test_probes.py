@@ -40,8 +40,11 @@ import pytest
 
 from conftest import LABELS, TEST_LIMITS, VALID_IDS, git, sampled
 from curation.pipeline1 import Pipeline1Config, process_task
+from curation.sources import load_sources
 from harness.envs import prepare_tree
+from harness.grader import grade
 from harness.records import Answer, Environment, HiddenTests, Pipeline1Result, ProbeResult, Recipe, Task, content_hash
+from probes.differential import session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
 from probes.runner import generate, probe_id, run_probes, selection
 
@@ -364,6 +367,35 @@ def test_special_case_guards_a_hunk_whose_blocks_need_each_other_on_an_attribute
     assert gold.Span(5, 0).last() is None
     with pytest.raises(IndexError):
         probe.Span(5, 0).last()
+
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+@pytest.mark.parametrize(("instance_id", "operator", "f2p"), [
+    ("r1chardj0n3s__parse-b1d2121", "string_number", "tests/test_parse.py::test_datetime_with_various_subsecond_precision"),
+    ("pallets__markupsafe-391aa07", "concrete_argument", "tests/test_markupsafe.py::test_format_map"),
+])  # fmt: skip
+def test_a_partial_fix_survives_a_real_too_loose_suite_and_is_told_apart(
+    instance_id: str, operator: str, f2p: str, bwrap_backend, swedeck_env  # noqa: ANN001
+) -> None:
+    """Two tasks of data/real where no wrong probe survived before these operators (their hand-written
+    shortcuts did): a probe of the new operator passes the upstream tests, and the observation engine
+    confirms an input on which it behaves unlike gold (parse: a fraction of 7 digits or none; markupsafe:
+    a defaultdict's default)."""
+    (task,) = load_sources([REAL / instance_id]).tasks
+    bwrap_backend.prepare(task)
+    tree = prepare_tree(task, swedeck_env)
+    probes = by_operator(plausible_wrong(task, tree, [f2p]), operator)
+    assert probes and all(c.patch != task.answer.gold_patch for c in probes)
+    session = session_for(task, bwrap_backend, [f2p], tree)
+    survivors = [c for c in probes if grade(task, c.patch, bwrap_backend).reward == 1.0]
+    assert survivors, [c.description for c in probes]
+    found = session.distinguish(survivors[0].patch).found
+    assert found is not None and found.gold != found.other, found
+    assert session.distinguish(task.answer.gold_patch).found is None
 
 
 # ------------------------------------------------------------------------------------- correct alternatives
