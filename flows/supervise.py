@@ -211,12 +211,27 @@ def _watch(proc: subprocess.Popen[bytes], events: Queue[dict | None], received: 
                 grace = grace or time.monotonic() + PIPE_GRACE_S
                 if time.monotonic() > grace:
                     return
+            _reap_orphans(proc.pid)
             yield {"tick": time.monotonic()}
             continue
         if event is None:
             proc.wait()
             return
         yield event
+
+
+def _reap_orphans(worker: int) -> None:
+    """Reap the exited orphans reparented to this subreaper while the run goes on: each sandbox whose
+    parent died mid-run would otherwise stay a zombie until the run ends (hundreds on a long curate).
+    The worker itself is left for Popen to reap, so its exit status is kept."""
+    while True:
+        try:
+            exited = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return
+        if exited is None or exited.si_pid == worker:
+            return
+        os.waitpid(exited.si_pid, 0)
 
 
 class WorkerFailed(RuntimeError):

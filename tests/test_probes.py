@@ -46,7 +46,7 @@ from harness.grader import grade
 from harness.records import Answer, Environment, HiddenTests, Pipeline1Result, ProbeResult, Recipe, Task, content_hash
 from probes.differential import session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
-from probes.runner import generate, probe_id, run_probes, selection
+from probes.runner import generate, gold_coverage, probe_id, run_probes, selection
 
 # ================================================================================ hand-made repositories
 
@@ -559,7 +559,10 @@ def corpus(sample_tasks: dict[str, Task], probe_backend, swedeck_env, tmp_path_f
         candidates = generate(task, prepare_tree(task, swedeck_env), p1)
         picked = [c for c in candidates if c.kind == "plausible_wrong"][:wrong_cap]
         picked += [c for c in candidates if c.kind == "correct_alternative"][:alt_cap]
-        graded = run_probes(task, picked, probe_backend, p1, stamp, workers=2, log_dir=out / "logs")
+        # selection itself is under test here, whatever the suite costs: with gold's coverage given,
+        # run_probes does not fall back to full suites on a cheap one (the sample's suites all are)
+        coverage = gold_coverage(task, probe_backend, p1, log_dir=out / "logs")
+        graded = run_probes(task, picked, probe_backend, p1, stamp, workers=2, log_dir=out / "logs", coverage=coverage)
         results[instance_id] = (p1, picked, graded)
         print(f"\n{instance_id} ({LABELS[instance_id]['label']}): {len(picked)} probes")
         for r in graded:

@@ -254,3 +254,30 @@ def test_curate_over_a_hostile_corpus_completes_and_writes_only_into_out(
     rows = catalog(out / "catalog.duckdb", "select location, field from load_errors order by location")
     assert rows == [(f"{corpus}#line3", "json"), (f"{corpus}#line4", "instance_id"), (f"{corpus}#line5", "instance_id")]
     assert not Path("/tmp/swedeck-escaped").exists() and not (tmp_path.parent / "etc").exists()
+
+
+ORPHANS = """
+import os, subprocess, sys, time
+from flows.supervise import _PR_SET_CHILD_SUBREAPER, _prctl, _reap_orphans
+assert _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); raise SystemExit(3)"], stdin=subprocess.PIPE)
+for _ in range(5):  # a sandbox's parent dies and leaves it to us, and it ends
+    subprocess.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['true'])"], check=True)
+def zombies():
+    return [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[:2] == ["Z", str(os.getpid())]]
+deadline = time.monotonic() + 20
+while len(zombies()) < 5 and time.monotonic() < deadline:  # the orphans end on their own time
+    time.sleep(0.05)
+before = len(zombies())
+_reap_orphans(worker.pid)
+after = len(zombies())
+worker.stdin.close()
+print(before, after, worker.wait())
+"""
+
+
+def test_regression_orphaned_sandboxes_are_reaped_while_the_run_goes_on() -> None:
+    """The supervisor is a subreaper: orphaned sandboxes piled up as zombies (353 in one long curate)
+    until the run ended. They are reaped as they come, and the worker's exit status is kept."""
+    done = subprocess.run([sys.executable, "-c", ORPHANS], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["5", "0", "3"], done.stderr
