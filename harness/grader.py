@@ -131,12 +131,15 @@ def run_tests(
     paths (relative to the workdir) and returns its records. ``maxfail`` stops pytest after that many
     failed tests (``--maxfail``; other runners ignore it). ``observe`` loads the observation plugin
     watching those functions (``path::qualname``) and returns its records: our own runs (gold, probes),
-    never a candidate's reward."""
+    never a candidate's reward, so no canaries either."""
     started = time.monotonic()
     durations: dict[str, float] = {}
     try:
         facts = task_facts(task, backend)
-        pool = _canary_pool(task, facts, backend) if not instrument and canaries.usable(task.test_cmd) else None
+        # an observed run's records are the evidence: copies of the tests, drawn at random per run, would
+        # add calls of their own and make two observations of one tree differ
+        plants = not instrument and observe is None and canaries.usable(task.test_cmd)
+        pool = _canary_pool(task, facts, backend) if plants else None
         sandbox = backend.open(task, network=network)
     except EnvError:
         raise

@@ -563,6 +563,19 @@ def test_regression_a_spoofing_grade_says_why_in_its_detail() -> None:
     assert compare(_run(statuses={"a": Status.FAILED}), {"a": Status.PASSED}, _task_stub()).detail == ""
 
 
+def test_regression_an_observed_run_plants_no_canaries(backend: Backend, sample_tasks: dict[str, Task]) -> None:
+    """Observation runs are Pipeline 2's own evidence, never a candidate's reward: canaries drawn at
+    random per run added calls of their own to the records (three observations of this gold gave 14,
+    12 and 9 rows), the likely reason packaging-0726512's survivor was confirmed in only some runs.
+    A grade still plants them."""
+    task = sample_tasks["sample__toposort-1"]
+    watched = ["toposort/graph.py::DependencyGraph.add_dependency"]
+    runs = [run_tests(task, task.answer.gold_patch, backend, observe=watched) for _ in range(2)]
+    assert [run.canaries for run in runs] == ["none", "none"]
+    assert runs[0].observed and runs[0].observed == runs[1].observed
+    assert run_tests(task, task.answer.gold_patch, backend).canaries != "none"
+
+
 def test_run_tests_without_expectation(backend: Backend, task: Task) -> None:
     run = run_tests(task, "", backend)
     assert run.outcome == "ok" and run.backend == backend.name
