@@ -261,8 +261,9 @@ import os, subprocess, sys, time
 from flows.supervise import _PR_SET_CHILD_SUBREAPER, _prctl, _reap_orphans
 assert _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); raise SystemExit(3)"], stdin=subprocess.PIPE)
-for _ in range(5):  # a sandbox's parent dies and leaves it to us, and it ends
-    subprocess.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['true'])"], check=True)
+for _ in range(5):  # a sandbox's parent dies and leaves it to us, and it ends (after its parent, which
+    # would otherwise reap it on the way out)
+    subprocess.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '2'])"], check=True)
 def zombies():
     return [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[:2] == ["Z", str(os.getpid())]]
 deadline = time.monotonic() + 20
