@@ -59,6 +59,7 @@ import ast
 import copy
 import dataclasses
 import difflib
+import functools
 import json
 import os
 import symtable
@@ -743,6 +744,12 @@ def probe_timeout(p1: Pipeline1Result) -> float:
 GENERATION_CODE = (Path(__file__).parent, Path(__file__).parents[1] / "harness")  # what generation runs
 
 
+@functools.cache
+def _generation_code() -> str:
+    """The sources of GENERATION_CODE, read once per process (not once per task)."""
+    return content_hash([f.read_text() for folder in GENERATION_CODE for f in sorted(folder.rglob("*.py"))])
+
+
 def generate(task: Task, tree: Path, p1: Pipeline1Result, cache_dir: Path | None = None) -> list[Candidate]:
     """The task's model-free probes, cached in ``cache_dir`` when given: they are a function of the
     task's content, its FAIL_TO_PASS tests and the code that generates them (every draw is
@@ -751,8 +758,7 @@ def generate(task: Task, tree: Path, p1: Pipeline1Result, cache_dir: Path | None
     (``probes.workspace.remember``), so sessions need no host clone to take it."""
     if cache_dir is None:
         return plausible_wrong(task, tree, p1.fail_to_pass) + correct_alternatives(task, tree)
-    code = [f.read_text() for folder in GENERATION_CODE for f in sorted(folder.rglob("*.py"))]
-    cache = cache_dir / f"candidates-{content_hash([task.task_hash(), p1.fail_to_pass, code])}.json"
+    cache = cache_dir / f"candidates-{content_hash([task.task_hash(), p1.fail_to_pass, _generation_code()])}.json"
     if cache.exists():
         stored = json.loads(cache.read_text())
         for row in stored:
