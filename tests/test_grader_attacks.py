@@ -375,6 +375,23 @@ def test_forging_inside_the_test_process_is_caught(
     assert result.spoof_evidence
 
 
+# gold's fix, then one test module stopped at collection (a name it imports removed) while every report
+# of the others is forged passed: a collection error reports the file alone, so its canaries' absence
+# is no evidence (b72bcdd); the file's own expected tests are missing just the same
+HIDE_A_FILE = REPORT_REWRITE + """\
+del find_cycle
+"""
+
+
+def test_a_test_file_stopped_at_collection_hides_nothing(backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable) -> None:
+    task = sample_tasks["sample__toposort-1"]
+    patch = task.answer.gold_patch + make_patch(task, {"toposort/__init__.py": _append(HIDE_A_FILE)})
+    result = grade(task, patch, backend)
+    _zero(result, "pattern_mismatch", "spoofing_suspected")
+    assert result.statuses.get("tests/test_sort.py") is Status.ERROR, result.statuses
+    assert any(test_id.startswith("tests/test_sort.py::") for test_id in result.differing)
+
+
 # ------------------------------------------------------------------------- 5. nothing crashes the grader
 
 LINK_REPORTS = """\
