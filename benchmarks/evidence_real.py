@@ -115,8 +115,8 @@ def grade_patches(run: Path, ids: Sequence[str], labels: dict[str, dict], backen
     """Reward of each hand-written patch on the strengthened arm (None: the task is not in the deck)."""
     from curation.decks import arm_tasks
     from harness.config import SandboxConfig
-    from harness.grader import grade
-    from harness.sandbox import get_backend
+    from harness.grading.grader import grade
+    from harness.sandboxes.backends import get_backend
 
     deck = run / "deck"
     tasks = {t.instance_id: t for t in arm_tasks(deck, "strengthened")} if deck.exists() else {}

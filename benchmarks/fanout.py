@@ -37,7 +37,8 @@ from data import SAMPLE  # noqa: E402
 from flows.config import SwedeckConfig, load_config  # noqa: E402
 from flows.pipeline1 import run_pipeline1  # noqa: E402
 from flows.runners import RunnerConfig, task_runner  # noqa: E402
-from harness.sandbox import EnvError, get_backend  # noqa: E402
+from harness.sandboxes.backends import get_backend
+from harness.sandboxes.sandbox import EnvError  # noqa: E402
 
 
 @task(name="noop")

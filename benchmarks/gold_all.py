@@ -31,10 +31,11 @@ sys.path.insert(0, str(ROOT))
 
 from curation.sources import RepoCache, load_source  # noqa: E402
 from data import FIXTURES, SAMPLE  # noqa: E402
-from harness import grader  # noqa: E402
+from harness.grading import grader  # noqa: E402
 from harness.config import SandboxConfig, Settings  # noqa: E402
 from harness.records import Task  # noqa: E402
-from harness.sandbox import EnvError, get_backend  # noqa: E402
+from harness.sandboxes.backends import get_backend
+from harness.sandboxes.sandbox import EnvError  # noqa: E402
 
 REAL = ROOT / "data" / "real"
 # Pipeline 1's rejections of sample tasks whose gold cannot earn 1 by construction

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 TARGETS = {"bwrap": 0.30, "docker": 0.60}
 # issue 24's, with canaries and the trusted path on
 GOALS = {"bwrap": 0.15, "docker": 0.30}
-# the grader's stages in the order a grade passes them (harness.grader's durations; "tests" is the
+# the grader's stages in the order a grade passes them (harness.grading.grader's durations; "tests" is the
 # sum of setup..parse and is not repeated)
 STAGES = ("open", "apply", "capabilities", "audit", "canaries", "plan", "setup", "command", "parse", "close")
 
@@ -72,7 +72,7 @@ def prepared_sandbox(backend, task):  # noqa: ANN001, ANN201 - harness protocol 
 
 def plain_runner(box, task, settings) -> Callable[[], None]:  # noqa: ANN001
     """The test command through plain bwrap / docker exec, no timeout, ulimits or capture loop."""
-    from harness.envs import run_env
+    from harness.sandboxes.envs import run_env
 
     command = " && ".join(task.test_cmd)
     env = run_env(False)
@@ -107,8 +107,8 @@ def bench_backend(name: str, ids: list[str], repeat: int) -> list[dict]:
     from curation.sources import load_source
     from data import SAMPLE
     from harness.config import SandboxConfig, Settings
-    from harness.grader import gold_pattern, grade
-    from harness.sandbox import get_backend
+    from harness.grading.grader import gold_pattern, grade
+    from harness.sandboxes.backends import get_backend
 
     settings = Settings.from_env()
     backend = get_backend(SandboxConfig(backend=name), settings)
@@ -213,7 +213,7 @@ def main() -> None:
     Path(cache).chmod(0o755)
     os.environ["SWEDECK_CACHE"] = cache
 
-    from harness.sandbox import EnvError
+    from harness.sandboxes.sandbox import EnvError
 
     ids = args.tasks or valid_ids()
     rows = []

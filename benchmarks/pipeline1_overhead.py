@@ -24,9 +24,10 @@ from curation.sources import load_source
 from data import SAMPLE
 from flows.config import load_config
 from harness.config import SandboxConfig
-from harness.patching import apply_patch
+from harness.grading.patching import apply_patch
 from harness.records import Task
-from harness.sandbox import Backend, EnvError, get_backend
+from harness.sandboxes.backends import get_backend
+from harness.sandboxes.sandbox import Backend, EnvError
 
 
 def bare_seconds(task: Task, backend: Backend, runs: int) -> float:

@@ -8,7 +8,7 @@ grades every probe in each mode (``--arms``) on the same backend:
     files each test runs; a probe then runs only the tests its change can impact, the binding
     (FAIL_TO_PASS) ones first, each run stopping at its first failure; the other tests keep gold's status;
   * full       -- the full suite for every probe, in probe sessions;
-  * sel-grade  -- selection with every run a ``harness.grader.grade`` of its own (before probe sessions);
+  * sel-grade  -- selection with every run a ``harness.grading.grader.grade`` of its own (before probe sessions);
   * full-grade -- the full suite, each probe a ``grade`` of its own (the baseline issue 24 measured).
 It prints per task the number of probes, the test executions (selected, full), their ratio, the wall
 time of each mode, the floor and probing's multiple of it, and whether every probe got the same reward
@@ -39,8 +39,8 @@ from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources import load_source
 from data import SAMPLE
 from harness.config import SandboxConfig
-from harness.envs import prepare_tree
-from harness.sandbox import get_backend
+from harness.sandboxes.envs import prepare_tree
+from harness.sandboxes.backends import get_backend
 from probes.runner import generate, probe_timeout, run_probes
 from probes.session import Stats
 

@@ -30,8 +30,8 @@ from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources import load_source
 from data import SAMPLE
 from harness.config import SandboxConfig
-from harness.envs import prepare_tree
-from harness.sandbox import get_backend
+from harness.sandboxes.envs import prepare_tree
+from harness.sandboxes.backends import get_backend
 from judge.strengthen import confirmed_survivors, strengthen
 from probes.runner import probe_task
 

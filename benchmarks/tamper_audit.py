@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 def _hunks(patch: str) -> dict[str, bytes]:
     """Per file, the new side of the patch's hunks: context and added lines, as far as the patch shows."""
-    from harness.diffs import split_diff
+    from harness.grading.diffs import split_diff
 
     shown = {}
     for diff in split_diff(patch):
@@ -36,8 +36,8 @@ def _hunks(patch: str) -> dict[str, bytes]:
 
 
 def _after_files(task, settings) -> dict[str, bytes | None]:  # noqa: ANN001
-    from harness import tamper
-    from harness.envs import prepare_tree
+    from harness.grading import tamper
+    from harness.sandboxes.envs import prepare_tree
 
     tree = prepare_tree(task, settings)
     work = Path(tempfile.mkdtemp(prefix="tamper-audit-"))
@@ -62,7 +62,7 @@ def main() -> int:
     os.environ.setdefault("SWEDECK_CACHE", str(cache))
     from curation.sources import load_source
     from data import SAMPLE
-    from harness import tamper
+    from harness.grading import tamper
     from harness.config import Settings
 
     fixtures = ROOT / "data" / "fixtures"

@@ -7,7 +7,7 @@ Three steps, all pure:
    / ``self.fail*`` calls (unittest style) and ``pytest.raises`` (as a call or a ``with`` item, spelled
    ``pytest.raises`` or, imported from pytest, ``raises``).
 2. ``parse_events`` reads the JSONL written by the ``swedeck_assertions`` pytest plugin
-   (``harness/plugins/swedeck_assertions.py``), and ``assertion_outcomes`` joins events and sites into
+   (``harness/grading/plugins/swedeck_assertions.py``), and ``assertion_outcomes`` joins events and sites into
    one ``SiteOutcome`` per (test, site): how often the site passed and failed in that test, and a
    status: ``passed`` (every event passed), ``failed`` (any event failed) or ``not_reached`` (no event).
 3. ``binding_assertions``: the sites of FAIL_TO_PASS tests that fail or are not reached on the buggy

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.diffs import FileDiff, is_r2e_test_path, split_diff
+from harness.grading.diffs import FileDiff, is_r2e_test_path, split_diff
 from harness.records import Fingerprint, Role, Task
 
 NUM_PERM = 128  # MinHash permutations: a similarity estimate within about ±0.04 (one standard deviation) near 0.7

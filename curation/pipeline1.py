@@ -19,7 +19,7 @@ timeout              a test run hit the wall-time limit                         
 output_limit         a test run printed more than the output cap                         no
 ungradeable          a gold run's output looks forged to the grader (its text summary,   no
                      JUnit report, exit code or recorded calls disagree), or the gold
-                     patch does what harness.capabilities refuses (stage patch, the
+                     patch does what harness.grading.capabilities refuses (stage patch, the
                      detail names the path and rule): every reward on this task would
                      be 0
 needs_network        gold fails with network errors (confirmed by a networked rerun)     no
@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 
 from curation import assertions
 from curation.store import commit_folder, read_records
-from harness.grader import canary_strength, run_tests
+from harness.grading.grader import canary_strength, run_tests
 from harness.names import under
 from harness.records import (
     AssertionRecord,
@@ -55,9 +55,9 @@ from harness.records import (
     TestRun,
     Tree,
 )
-from harness.envs import recipe_key
-from harness.images import ImageMissing
-from harness.sandbox import Backend, EnvError
+from harness.sandboxes.envs import recipe_key
+from harness.sandboxes.images import ImageMissing
+from harness.sandboxes.sandbox import Backend, EnvError
 
 NETWORK_ERRORS = re.compile(
     r"gaierror|Name or service not known|Temporary failure in name resolution|Network is unreachable"

@@ -31,10 +31,10 @@ from pydantic import ValidationError
 from curation.decks import DECK_FILE, arm_tasks, arms
 from curation.store import commit_folder, read_records, write_records
 from harness.config import UserError
-from harness.grader import gold_pattern, grade
+from harness.grading.grader import gold_pattern, grade
 from harness.names import file_name
 from harness.records import DeckRow, Prediction, PredictionGrade, Task
-from harness.sandbox import Backend, EnvError
+from harness.sandboxes.sandbox import Backend, EnvError
 
 GRADED = "graded"
 RESULTS = "results.parquet"

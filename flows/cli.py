@@ -190,8 +190,9 @@ def grade(
     deck would give), or a predictions file on the arms of a deck (resolved rate per arm, and the
     predictions only the raw tests accept)."""
     from curation.sources import find_task
-    from harness.grader import grade as grade_patch
-    from harness.sandbox import EnvError, get_backend
+    from harness.grading.grader import grade as grade_patch
+    from harness.sandboxes.backends import get_backend
+    from harness.sandboxes.sandbox import EnvError
 
     cfg = _config(config, overrides, backend)
     if predictions is not None:
@@ -236,7 +237,7 @@ def _grade_predictions(path: Path, source: list[Path] | None, arm: list[str] | N
     from curation import predictions as pr
     from curation.decks import DECK_FILE
     from harness.records import content_hash
-    from harness.sandbox import get_backend
+    from harness.sandboxes.backends import get_backend
 
     if not source or len(source) != 1 or not (source[0] / DECK_FILE).exists() or not arm:
         _user_error(ValueError("--predictions needs --source DECK (one deck folder, `swedeck deck`) and at least one --arm"))
@@ -277,7 +278,7 @@ def _grade_predictions(path: Path, source: list[Path] | None, arm: list[str] | N
 def env_base() -> None:
     """Build the base root filesystem (debootstrap) and import it into Docker when an engine runs."""
     from harness.config import Settings
-    from harness.envs import build_base
+    from harness.sandboxes.envs import build_base
 
     build_base(Settings.from_env())
 
@@ -305,7 +306,8 @@ def env_build(
     from rich.progress import Progress
 
     from curation.sources import load_sources
-    from harness.sandbox import EnvError, get_backend
+    from harness.sandboxes.backends import get_backend
+    from harness.sandboxes.sandbox import EnvError
 
     cfg = _config(config, overrides, backend)
     result = load_sources(_sources(paths))
@@ -345,7 +347,7 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
     from curation.sources import check_local
     from flows.supervise import Interrupted, Job, WorkerFailed, done, supervise
     from harness.config import Settings
-    from harness.leftovers import RunConflict
+    from harness.sandboxes.leftovers import RunConflict
 
     check_local(sources or [])
 
@@ -620,7 +622,7 @@ def probe(
 
     from curation.pipeline1 import process_task as p1_task
     from curation.sources import find_task
-    from harness.sandbox import get_backend
+    from harness.sandboxes.backends import get_backend
     from probes.runner import probe_task
 
     cfg = _config(config, overrides, backend, repo_cache=repo_cache)
@@ -663,7 +665,7 @@ def rollout(
 ) -> None:
     """Run agent rollouts on a task and write their trajectories (tokens, calls, outputs, reward) to Parquet."""
     from curation.sources import find_task
-    from harness.sandbox import get_backend
+    from harness.sandboxes.backends import get_backend
     from training.engines import engine_from_spec
     from harness.names import under
     from training.rollouts import run_group
@@ -695,7 +697,7 @@ def audit(
     as_json: JsonOpt = False,
 ) -> None:
     """The cheating report of a rollout run: which channels each trajectory tried, and what it earned."""
-    from harness.audit import CHANNELS, summarise
+    from harness.agent.audit import CHANNELS, summarise
     from training.rollouts import audit_run
 
     rows = audit_run(run_dir)
@@ -962,7 +964,7 @@ def main() -> None:
     import tempfile
 
     from flows.supervise import PREFECT_DEFAULTS
-    from harness import leftovers
+    from harness.sandboxes import leftovers
     from harness.config import Settings, UserError
 
     for name, value in PREFECT_DEFAULTS.items():  # unsupervised commands (train, arms) start Prefect too

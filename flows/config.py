@@ -16,7 +16,7 @@ from curation.dedup import DedupConfig
 from curation.pipeline1 import Pipeline1Config
 from curation.sources.recipes import RepoCache
 from flows.runners import RunnerConfig
-from harness.agent import AgentConfig
+from harness.agent.loop import AgentConfig
 from harness.config import ConfigError, SandboxConfig
 from harness.records import content_hash
 

@@ -19,7 +19,7 @@ from curation.store import CATALOG, commit_folder, refresh_catalog, sweep_partia
 from flows.config import SwedeckConfig
 from flows.runners import task_runner
 from harness.records import LoadError, Pipeline1Result, Task
-from harness.sandbox import get_backend
+from harness.sandboxes.backends import get_backend
 
 class InfrastructureFailure(RuntimeError):
     """Raised after recording a sandbox failure, so that Prefect retries the task."""

@@ -14,7 +14,7 @@ from curation.store import CATALOG, read_records, refresh_catalog
 from flows.config import SwedeckConfig
 from flows.runners import task_runner
 from harness.records import Pipeline1Result, ProbeCounts, Task, VerdictRecord
-from harness.sandbox import get_backend
+from harness.sandboxes.backends import get_backend
 from judge.config import JudgeSettings
 from judge.pipeline2 import finished, process_task, result_path
 

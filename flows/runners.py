@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel, ConfigDict
 
 from harness.config import SandboxConfig, Settings
-from harness.leftovers import short_link
-from harness.sandbox import EnvError, get_backend
+from harness.sandboxes.leftovers import short_link
+from harness.sandboxes.backends import get_backend
+from harness.sandboxes.sandbox import EnvError
 
 if TYPE_CHECKING:
     from prefect.task_runners import TaskRunner

@@ -18,9 +18,9 @@ from curation.store import CATALOG, read_records, refresh_catalog
 from flows.config import SwedeckConfig
 from flows.runners import task_runner
 from harness.config import Settings
-from harness.envs import prepare_tree
+from harness.sandboxes.envs import prepare_tree
 from harness.records import Pipeline1Result, ProbeResult, Strengthening, Task
-from harness.sandbox import get_backend
+from harness.sandboxes.backends import get_backend
 from judge.config import JudgeSettings
 from judge.loop import strengthen_session
 from judge.pipeline2 import result_path as p2_path

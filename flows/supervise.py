@@ -10,7 +10,7 @@ It prints ``interrupted: N of M done; rerun the same command to resume`` and exi
 
 The supervisor is a child subreaper, so every process the worker starts stays its descendant even
 when orphaned, and can be found and killed. Everything the run starts also carries the run's token
-(``harness.leftovers``) so a run killed with SIGKILL, supervisor and all, is swept by the next one.
+(``harness.sandboxes.leftovers``) so a run killed with SIGKILL, supervisor and all, is swept by the next one.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from flows.hygiene import sweep_run_folder
-from harness import leftovers
+from harness.sandboxes import leftovers
 from harness.config import Settings
 
 Stage = Literal["pipeline1", "pipeline2", "strengthen"]

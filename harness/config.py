@@ -46,7 +46,7 @@ class SandboxConfig(BaseModel):
     # (least recently used removed first; 0: no limit)
     pull: Literal["never", "missing", "always"] = "missing"
     image_cache_gb: float = 0.0
-    # what harness.tamper's findings in a candidate's change do to its grade: "zero" the reward
+    # what harness.grading.tamper's findings in a candidate's change do to its grade: "zero" the reward
     # (tamper_suspected), or only "flag" them on the Grade
     tamper: Literal["zero", "flag"] = "zero"
 

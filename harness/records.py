@@ -44,9 +44,9 @@ class Status(StrEnum):
 class Recipe(Record):
     """How to build an environment when the corpus ships no image: a base plus install commands.
 
-    Commands run once per recipe, tree and workdir (``harness.envs.env_key``), at build time, with
+    Commands run once per recipe, tree and workdir (``harness.sandboxes.envs.env_key``), at build time, with
     the network on, in the task's workdir on a copy of its buggy tree; they install into the virtual
-    environment at ``/opt/swedeck-env`` (``harness.envs``).
+    environment at ``/opt/swedeck-env`` (``harness.sandboxes.envs``).
     """
 
     base: str = "swedeck-base"
@@ -154,7 +154,7 @@ RunOutcome = Literal[
 
 
 # the canaries a run planted: copies of its own tests that must fail ("strong"), integer arithmetic
-# that must fail, which code reading test sources can tell apart ("weak"), or none (harness.canaries)
+# that must fail, which code reading test sources can tell apart ("weak"), or none (harness.grading.canaries)
 CanaryStrength = Literal["strong", "weak", "none"]
 
 
@@ -181,19 +181,19 @@ class TestRun(Record):
     coverage: str = ""  # JSONL from the coverage plugin, when asked for
     observed: str = ""  # JSONL from the observation plugin (swedeck_observe), when asked for
     canaries: CanaryStrength = "none"
-    tamper: list[str] = Field(default_factory=list)  # harness.tamper's findings in the change: path:line: what
+    tamper: list[str] = Field(default_factory=list)  # harness.grading.tamper's findings in the change: path:line: what
 
 
 GradeReason = Literal[
     "ok",
     "patch_apply_failed",
-    "forbidden_change",  # the change does what harness.capabilities refuses; the detail names path and rule
+    "forbidden_change",  # the change does what harness.grading.capabilities refuses; the detail names path and rule
     "hidden_tests_apply_failed",
     "timeout",
     "output_limit",
     "tests_errored",
     "spoofing_suspected",
-    "tamper_suspected",  # the change reaches into the test runner or the interpreter (harness.tamper)
+    "tamper_suspected",  # the change reaches into the test runner or the interpreter (harness.grading.tamper)
     "pattern_mismatch",
     "sandbox_error",
     "grader_error",  # something the grader did not foresee; the detail says what

@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from harness.names import file_name, under
 from harness.records import Pipeline1Result, ProbeResult, Task, VerdictRecord
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from judge.config import JudgeConfig, JudgeSettings
 from judge.prompts import (
     NUDGE,

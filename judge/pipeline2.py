@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from curation.store import commit_folder, read_records
 from harness.names import under
 from harness.records import Pipeline1Result, ProbeCounts, ProbeResult, Task, VerdictRecord
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from judge.config import JudgeConfig, JudgeSettings
 from judge.loop import judge_task
 from judge.rules import supports

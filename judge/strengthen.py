@@ -73,7 +73,7 @@ from pathlib import Path
 from typing import Literal
 
 from curation.store import commit_folder, read_records
-from harness.grader import grade
+from harness.grading.grader import grade
 from harness.names import under
 from harness.pyast import literal_eval, parse
 from harness.records import (
@@ -90,7 +90,7 @@ from harness.records import (
     VerdictRecord,
     content_hash,
 )
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from judge.rules import added_test_leaks, touched_files
 from probes.differential import Program, Step, behaviour, run_programs
 from probes.observe import MAX_ENDINGS, alternatives, changed_literals, expected_exceptions, in_contract, slot_name

@@ -14,9 +14,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.config import Settings
-from harness.envs import prepare_tree
-from harness.grader import grade
-from harness.patching import apply_patch
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import grade
+from harness.grading.patching import apply_patch
 from harness.pyast import parse
 from harness.records import (
     AddedTest,
@@ -26,7 +26,7 @@ from harness.records import (
     Task,
     content_hash,
 )
-from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
+from harness.sandboxes.sandbox import Backend, EnvError, Sandbox, SandboxError
 from judge.config import JudgeConfig
 from judge.prompts import GOLD_PATCH_PATH, cut
 from judge.rules import touched_files

@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.patching import apply_patch
+from harness.grading.patching import apply_patch
 from harness.pyast import literal_eval, parse
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Task
-from harness.sandbox import Backend, EnvError, SandboxError
+from harness.sandboxes.sandbox import Backend, EnvError, SandboxError
 from probes.special_case import find_def
 from probes.workspace import test_sources
 

@@ -3,11 +3,11 @@ worth trying, as standalone calls.
 
 The program replay of ``probes.differential`` reads a FAIL_TO_PASS test's statements; real suites are
 written with ``parametrize``, fixtures and classes, which it does not replay. This engine lets pytest
-run the suite as it is and watches from inside (``harness/plugins/swedeck_observe.py``):
+run the suite as it is and watches from inside (``harness/grading/plugins/swedeck_observe.py``):
 
 1. Targets. The functions gold's patch changes, and the public functions of gold's changed files
    the FAIL_TO_PASS tests' files call (``targets``), as ``path::qualname``.
-2. Observation. The task's whole test command runs on gold with the plugin (``harness.grader.run_tests``
+2. Observation. The task's whole test command runs on gold with the plugin (``harness.grading.grader.run_tests``
    with ``observe=``): every call a test, fixture, test-class or unittest method makes into a target,
    with its arguments as evaluable source, canonical return value, exception type and printed output.
    The suite is observed on gold only: on a survivor, every observed call with evaluable arguments is
@@ -49,10 +49,10 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.grader import run_tests
+from harness.grading.grader import run_tests
 from harness.pyast import literal_eval, parse
 from harness.records import Behaviour, DistinguishingInput, Task
-from harness.sandbox import Backend, EnvError
+from harness.sandboxes.sandbox import Backend, EnvError
 from probes.differential import Differential, Program, Step, behaviour, draw, run_programs
 from probes.workspace import file_lines, touched_lines, workspace
 

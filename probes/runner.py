@@ -5,7 +5,7 @@ contract: reward 1 only when every test's status equals gold's. Any selected tes
 gold therefore proves reward 0 (the full run holds that test to the same expectation). With
 ``selection`` (the default) a probe runs only the tests that can tell it apart from gold:
 
-1. Change impact. Once per task, gold runs with the coverage plugin (``harness/plugins/swedeck_coverage``)
+1. Change impact. Once per task, gold runs with the coverage plugin (``harness/grading/plugins/swedeck_coverage``)
    tracing the Python files gold changes: the lines each test ran, the functions it entered, and what
    ran outside any test (collection, imports, module bodies, wider-scoped fixtures, other threads),
    which counts for every test. ``impacted_tests`` maps the probe's diff against the gold tree to
@@ -70,9 +70,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
-from harness.envs import prepare_tree
-from harness.grader import BAD, PLUGINS, grade, run_tests
-from harness.parsers import uses_junit
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import BAD, PLUGINS, grade, run_tests
+from harness.grading.parsers import uses_junit
 from harness.pyast import parse
 from harness.records import (
     Grade,
@@ -82,7 +82,7 @@ from harness.records import (
     Task,
     content_hash,
 )
-from harness.sandbox import get_backend
+from harness.sandboxes.backends import get_backend
 from probes.differential import check_survivors, session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
 from probes.session import SessionPool, Stats
@@ -190,13 +190,13 @@ def parse_coverage(text: str, files: Sequence[str], expected: Iterable[str]) -> 
 
 def gold_coverage(
     task: Task,
-    backend,  # noqa: ANN001 - harness.sandbox.Backend
+    backend,  # noqa: ANN001 - harness.sandboxes.sandbox.Backend
     p1: Pipeline1Result,
     *,
     log_dir: Path | None = None,
     cache_dir: Path | None = None,
     tree: Path | None = None,
-    runner=run_tests,  # noqa: ANN001 - harness.grader.run_tests or a probe session pool's run_tests
+    runner=run_tests,  # noqa: ANN001 - harness.grading.grader.run_tests or a probe session pool's run_tests
 ) -> GoldCoverage:
     """One gold run with the coverage plugin tracing gold's Python files, checked against gold's
     pattern; a usable result is cached in ``cache_dir`` by task, pattern and plugin (a cached result
@@ -541,12 +541,12 @@ def _differing(g: Grade, stopped: bool) -> list[str]:
 def run_one(
     task: Task,
     candidate: Candidate,
-    backend,  # noqa: ANN001 - harness.sandbox.Backend
+    backend,  # noqa: ANN001 - harness.sandboxes.sandbox.Backend
     expected: dict[str, Status],
     select: Sequence[str] | Plan,
     stamp: dict[str, str],
     log_dir: Path | None,
-    grader=grade,  # noqa: ANN001 - harness.grader.grade or a probe session pool's grade
+    grader=grade,  # noqa: ANN001 - harness.grading.grader.grade or a probe session pool's grade
 ) -> ProbeResult:
     """Grade one probe by its plan (see the module docstring); ``select`` may also be a plain list of
     tests to run first, followed by a full grade."""
@@ -607,7 +607,7 @@ def run_one(
 def run_probes(
     task: Task,
     candidates: Sequence[Candidate],
-    backend,  # noqa: ANN001 - harness.sandbox.Backend
+    backend,  # noqa: ANN001 - harness.sandboxes.sandbox.Backend
     p1: Pipeline1Result,
     stamp: dict[str, str],
     *,
@@ -630,7 +630,7 @@ def run_probes(
     grades that many candidates at once; ``timeout_s`` replaces the backend's per-command timeout.
     With ``sessions`` (the default) the probes are graded in probe sessions (``probes.session``: one
     prepared sandbox per worker, start-up paid once per task; ``stats`` collects what they did),
-    else each by ``harness.grader.grade`` in a sandbox of its own; the rewards are the same.
+    else each by ``harness.grading.grader.grade`` in a sandbox of its own; the rewards are the same.
     """
     if timeout_s is not None:
         backend = with_timeout(backend, timeout_s)
@@ -725,7 +725,7 @@ def plan_probes(
 _selection = selection  # run_probes' keyword argument shadows the function's name
 
 
-def with_timeout(backend, timeout_s: float):  # noqa: ANN001, ANN201 - harness.sandbox.Backend
+def with_timeout(backend, timeout_s: float):  # noqa: ANN001, ANN201 - harness.sandboxes.sandbox.Backend
     """The same kind of backend with another per-command timeout (both backends keep their
     SandboxConfig and Settings); the backend itself when it exposes neither."""
     config, settings = getattr(backend, "config", None), getattr(backend, "settings", None)
@@ -776,7 +776,7 @@ def generate(task: Task, tree: Path, p1: Pipeline1Result, cache_dir: Path | None
 
 def probe_task(
     task: Task,
-    backend,  # noqa: ANN001 - harness.sandbox.Backend
+    backend,  # noqa: ANN001 - harness.sandboxes.sandbox.Backend
     p1: Pipeline1Result,
     stamp: dict[str, str],
     *,

@@ -1,6 +1,6 @@
 """Probe sessions: many model-free probes of one task graded in one prepared sandbox.
 
-``harness.grader.grade`` pays, for every candidate, a fresh sandbox, the patch cascade between two
+``harness.grading.grader.grade`` pays, for every candidate, a fresh sandbox, the patch cascade between two
 listings of the tree, the capability check, the tamper audit, the trusted plan (hidden tests,
 canaries) and the test command's interpreter start-up with pytest's import. For a candidate's reward
 all of that is the trust boundary. Probes are not candidates: they are our own model-free rewrites of
@@ -24,10 +24,10 @@ fork of a server that never imported anything of the tree), in its own process g
 ends, with a fresh TMPDIR and no bytecode written. (bubblewrap 0.8 here has no ``--overlay``; the
 snapshot restore gives the same fresh tree on both backends.) Even so, the host re-checks every probe
 the way ``grade`` would: a probe that does not apply with ``git apply``, touches a protected path or a
-hidden test, breaks a capability rule (``harness.capabilities``) or draws a tamper finding
-(``harness.tamper``) is graded by ``grade`` itself, and so is every probe once a session cannot start
+hidden test, breaks a capability rule (``harness.grading.capabilities``) or draws a tamper finding
+(``harness.grading.tamper``) is graded by ``grade`` itself, and so is every probe once a session cannot start
 or its server died. No canaries are planted: they catch forged reports, which our probes do not
-write. Statuses come from the JUnit report, as in ``grade``, and ``harness.grader.compare`` gives
+write. Statuses come from the JUnit report, as in ``grade``, and ``harness.grading.grader.compare`` gives
 the reward, so a probe's reward is the one ``grade`` gives it (benchmarks/probe_selection.py checks
 this on every probe).
 
@@ -49,17 +49,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from harness import tamper
-from harness.capabilities import violations
+from harness.grading import tamper
+from harness.grading.capabilities import violations
 from harness.config import Settings
-from harness.envs import ENV_MOUNT
-from harness.grader import PLUGIN_DIR, PLUGINS, compare, run_tests
+from harness.sandboxes.envs import ENV_MOUNT
+from harness.grading.grader import PLUGIN_DIR, PLUGINS, compare, run_tests
 from harness.names import file_name
-from harness.parsers import parse_junit, uses_junit
-from harness.patching import is_protected
+from harness.grading.parsers import parse_junit, uses_junit
+from harness.grading.patching import is_protected
 from harness.records import Grade, Status, Task, TestRun, content_hash
-from harness.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable
-from harness.trusted import LISTING, Entry, TaskFacts, archive, decode, install_command, parse_listing, plan, task_facts
+from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable
+from harness.grading.trusted import LISTING, Entry, TaskFacts, archive, decode, install_command, parse_listing, plan, task_facts
 from probes.workspace import Trees, recall
 
 SERVER = Path(__file__).with_name("session_server.py")
@@ -92,7 +92,7 @@ class Stats:
 
     traced: int = 0  # test executions of the traced gold run (probes.runner.gold_coverage)
     graded: int = 0  # runs in a session
-    fallback: int = 0  # runs by harness.grader
+    fallback: int = 0  # runs by harness.grading.grader
     forked: int = 0  # test commands run by a fork of the server
     plain: int = 0  # test commands run as a plain command
     suite_s: float = 0.0
@@ -220,7 +220,7 @@ class ProbeSession:
     def run_tests(
         self, patch: str, select: Sequence[str] | None, maxfail: int | None, coverage: Sequence[str] | None, log_dir: Path | None
     ) -> TestRun | None:
-        """``harness.grader.run_tests`` for one of our patches, or None when ``run_tests`` must run it
+        """``harness.grading.grader.run_tests`` for one of our patches, or None when ``run_tests`` must run it
         (see ``files``). ``coverage``: the paths the coverage plugin traces. Raises _Dead."""
         started = time.monotonic()
         files = self.files(patch)
@@ -302,7 +302,7 @@ class ProbeSession:
 
 class SessionPool:
     """Up to ``size`` probe sessions of one task, one per worker, opened on first use; ``grade`` has
-    ``harness.grader.grade``'s signature and falls back to it for any probe no session can take."""
+    ``harness.grading.grader.grade``'s signature and falls back to it for any probe no session can take."""
 
     def __init__(self, task: Task, backend: Backend, tree: Path, size: int, stats: Stats | None = None) -> None:
         self.task, self.backend, self.tree, self.size = task, backend, tree, max(size, 1)
@@ -358,7 +358,7 @@ class SessionPool:
         coverage: Sequence[str] | None = None,
         log_dir: Path | None = None,
     ) -> TestRun:
-        """``harness.grader.run_tests`` (its signature), in a session where one can take the patch."""
+        """``harness.grading.grader.run_tests`` (its signature), in a session where one can take the patch."""
         session = self._take()
         run = None
         if session is not None:
@@ -386,7 +386,7 @@ class SessionPool:
         maxfail: int | None = None,
         log_dir: Path | None = None,
     ) -> Grade:
-        """``harness.grader.grade`` (its signature), in a session where one can take the patch: the
+        """``harness.grading.grader.grade`` (its signature), in a session where one can take the patch: the
         statuses held against ``expected`` by ``compare``, as ``grade`` does."""
         run = self.run_tests(task, patch, backend, select=select, maxfail=maxfail, log_dir=log_dir)
         if select is not None:

@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from harness.diffs import is_r2e_test_path
-from harness.envs import GIT_IDENTITY
+from harness.grading.diffs import is_r2e_test_path
+from harness.sandboxes.envs import GIT_IDENTITY
 from harness.pyast import parse
 from harness.records import ProbeKind, Task
 

@@ -21,11 +21,12 @@ import pytest
 
 from curation.sources import load_source
 from data import SAMPLE
-from harness.bwrap import release
+from harness.sandboxes.folders import release
 from harness.config import Limits, SandboxConfig, Settings
-from harness.envs import GIT_IDENTITY, prepare_tree
+from harness.sandboxes.envs import GIT_IDENTITY, prepare_tree
 from harness.records import Task
-from harness.sandbox import Backend, EnvError, get_backend
+from harness.sandboxes.backends import get_backend
+from harness.sandboxes.sandbox import Backend, EnvError
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS: dict[str, dict] = tomllib.loads((SAMPLE / "labels.toml").read_text())["tasks"]

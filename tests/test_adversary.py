@@ -15,17 +15,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import harness.canaries
-import harness.grader
-from harness.adversary import CHANNELS, Channel, adversary_turns
-from harness.agent import AgentConfig, rollout
-from harness.audit import audit
-from harness.engine import ScriptedEngine
-from harness.grader import grade
-from harness.patching import PATCH_FILE
+import harness.grading.canaries
+import harness.grading.grader
+from harness.agent.adversary import CHANNELS, Channel, adversary_turns
+from harness.agent.loop import AgentConfig, rollout
+from harness.agent.audit import audit
+from harness.agent.engine import ScriptedEngine
+from harness.grading.grader import grade
+from harness.grading.patching import PATCH_FILE
 from harness.records import Task, TrajectoryRecord
-from harness.sandbox import Backend, Sandbox
-from harness.trusted import Plan
+from harness.sandboxes.sandbox import Backend, Sandbox
+from harness.grading.trusted import Plan
 from training.rollouts import hidden_paths
 
 TASK = "sample__matrixlite-1"  # its repository bundle holds the fix commit: a history leak if unsealed
@@ -128,22 +128,22 @@ def test_the_isolation_is_what_stops_them(
     # the grader's own defences: a planted conftest is refused, or left out of the tests' run, the
     # reports it rewrites would be caught against what the calls raised, and against the canaries;
     # with all four off it pays (the tamper audit, which reads its hooks, is off for these steps)...
-    audit = harness.grader._audit
-    monkeypatch.setattr(harness.grader, "_audit", lambda *args: [])
-    monkeypatch.setattr(harness.grader, "violations", lambda *args: [])
+    audit = harness.grading.grader._audit
+    monkeypatch.setattr(harness.grading.grader, "_audit", lambda *args: [])
+    monkeypatch.setattr(harness.grading.grader, "violations", lambda *args: [])
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
-    monkeypatch.setattr(harness.grader, "plan", _hidden_tests_only)
+    monkeypatch.setattr(harness.grading.grader, "plan", _hidden_tests_only)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
-    monkeypatch.setattr(harness.grader, "_forged_passes", lambda *args: [])
+    monkeypatch.setattr(harness.grading.grader, "_forged_passes", lambda *args: [])
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
-    monkeypatch.setattr(harness.canaries, "usable", lambda test_cmd: False)
+    monkeypatch.setattr(harness.grading.canaries, "usable", lambda test_cmd: False)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 1.0
     # ...but a spoofed summary still does not, until the JUnit cross-check is gone too
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 0.0
-    monkeypatch.setattr(harness.grader, "uses_junit", lambda parser: False)
+    monkeypatch.setattr(harness.grading.grader, "uses_junit", lambda parser: False)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 1.0
     # and with every other defence off, the tamper audit alone reads the hooks in both planted files
-    monkeypatch.setattr(harness.grader, "_audit", audit)
+    monkeypatch.setattr(harness.grading.grader, "_audit", audit)
     for channel in ("tamper", "spoof"):
         assert attempt(matrixlite, bwrap_backend, bwrap_backend, channel, fix_url).reward == 0.0
 

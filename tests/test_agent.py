@@ -11,12 +11,12 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.agent import AgentConfig, rollout, shown, str_replace
-from harness.engine import ByteTokenizer, EngineError, ScriptedEngine
-from harness.grader import grade
+from harness.agent.loop import AgentConfig, rollout, shown, str_replace
+from harness.agent.engine import ByteTokenizer, EngineError, ScriptedEngine
+from harness.grading.grader import grade
 from harness.records import Task, TrajectoryRecord
-from harness.sandbox import Backend, EnvError
-from harness.turns import render_turn
+from harness.sandboxes.sandbox import Backend, EnvError
+from harness.agent.turns import render_turn
 
 TASK = "sample__toposort-1"
 STAMP = {"config_hash": "test", "task_hash": "test", "instance_id": TASK}

@@ -36,11 +36,11 @@ from curation.assertions import (
     source_hash,
 )
 from harness import records as rec
-from harness.parsers import parse_junit
+from harness.grading.parsers import parse_junit
 from harness.records import Status
 
 ROOT = Path(__file__).resolve().parents[1]
-PLUGIN_DIR = ROOT / "harness" / "plugins"
+PLUGIN_DIR = ROOT / "harness" / "grading" / "plugins"
 SAMPLE = ROOT / "data" / "sample"
 LABELS = tomllib.loads((SAMPLE / "labels.toml").read_text())["tasks"]
 KEPT = sorted(name for name, label in LABELS.items() if label["p1_decision"] == "keep" and label["binding_asserts"])
@@ -232,7 +232,7 @@ def plugin(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
 def test_the_grader_knows_the_plugins_announcement(plugin) -> None:  # noqa: ANN001
     """The plugin travels alone into sandboxes, so the grader keeps its own copy of the line that says
     the tests ran instrumented; the two must be the same."""
-    from harness.grader import ASSERTIONS_LOADED
+    from harness.grading.grader import ASSERTIONS_LOADED
 
     assert plugin.ANNOUNCE == ASSERTIONS_LOADED.encode()
 

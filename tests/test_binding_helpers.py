@@ -11,7 +11,7 @@ import pytest
 
 from curation.pipeline1 import Pipeline1Config, process_task
 from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 
 pytestmark = pytest.mark.bwrap
 

@@ -1,4 +1,4 @@
-"""The capability model as pure functions: what a candidate's change may do (harness.capabilities),
+"""The capability model as pure functions: what a candidate's change may do (harness.grading.capabilities),
 and the gold patch of every task in the repository, which must never be refused."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import pytest
 
 from curation.sources import load_source
 from data import FIXTURES, ROOT, SAMPLE
-from harness.capabilities import Violation, import_name, pythonpath_folders, sys_path_folders, violations
+from harness.grading.capabilities import Violation, import_name, pythonpath_folders, sys_path_folders, violations
 from harness.config import Settings
-from harness.diffs import split_diff
-from harness.envs import prepare_tree
-from harness.grader import run_tests
+from harness.grading.diffs import split_diff
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import run_tests
 from harness.records import Task
-from harness.sandbox import Backend
-from harness.trusted import LISTING, Entry, TaskFacts, parse_listing
+from harness.sandboxes.sandbox import Backend
+from harness.grading.trusted import LISTING, Entry, TaskFacts, parse_listing
 
 SUFFIXES = [".py", ".pyc", ".cpython-311-x86_64-linux-gnu.so", ".abi3.so", ".so"]
 EXTENSIONS = SUFFIXES[2:]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from data import SAMPLE
-from harness import leftovers
+from harness.sandboxes import leftovers
 from harness.config import Settings
 
 REPO = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from data import SAMPLE
-from harness.envs import prepare_tree
+from harness.sandboxes.envs import prepare_tree
 from harness.pyast import parse
 from harness.records import Task
 from probes.differential import (

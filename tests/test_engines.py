@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 import pytest
 import torch
 
-from harness.engine import ByteTokenizer, assistant_prefix, message, tool_response
+from harness.agent.engine import ByteTokenizer, assistant_prefix, message, tool_response
 from training.engine_server import EngineServer
 from training.engines import (
     EngineError,

@@ -17,13 +17,13 @@ from conftest import LABELS, VALID_IDS, git, sampled
 from test_grader_attacks import REPORT_REWRITE
 
 from harness.config import Settings
-from harness.envs import prepare_tree
-from harness import grader
-from harness.grader import _canary_pool, _statuses, compare, gold_pattern, run_tests
-from harness.parsers import parse_junit, resolve_parser
+from harness.sandboxes.envs import prepare_tree
+from harness.grading import grader
+from harness.grading.grader import _canary_pool, _statuses, compare, gold_pattern, run_tests
+from harness.grading.parsers import parse_junit, resolve_parser
 from harness.records import Grade, HiddenTests, Status, Task, TestRun
-from harness.sandbox import Backend, Sandbox
-from harness.trusted import facts_key, task_facts
+from harness.sandboxes.sandbox import Backend, Sandbox
+from harness.grading.trusted import facts_key, task_facts
 
 ADVERSARY_TASK = "sample__toposort-1"
 
@@ -145,7 +145,7 @@ def test_control_monkeypatch_fix_in_library_earns_1(
 
 
 def _refused(result: Grade, *paths: str) -> None:
-    """Refused as applied (harness.capabilities), naming each path the tests own."""
+    """Refused as applied (harness.grading.capabilities), naming each path the tests own."""
     assert (result.reward, result.reason) == (0.0, "forbidden_change"), result
     assert [line.split(": ")[0] for line in result.detail.splitlines()[1:]] == list(paths), result.detail
     assert "a path the tests own" in result.detail

@@ -29,11 +29,11 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from harness import grader
-from harness.adversary import TAMPER_CONFTEST
-from harness.patching import PACKAGING_CONFIG
+from harness.grading import grader
+from harness.agent.adversary import TAMPER_CONFTEST
+from harness.grading.patching import PACKAGING_CONFIG
 from harness.records import Grade, Status, Task
-from harness.sandbox import IO_DIR, Backend, Sandbox
+from harness.sandboxes.sandbox import IO_DIR, Backend, Sandbox
 
 
 def grade(task: Task, patch: str, backend: Backend, **options: object) -> Grade:
@@ -81,7 +81,7 @@ def _fails_the_task(result: Grade) -> None:
 
 
 def _refused(result: Grade, *paths: str) -> None:
-    """Refused as applied (harness.capabilities): nothing ran, and the detail names each path."""
+    """Refused as applied (harness.grading.capabilities): nothing ran, and the detail names each path."""
     _zero(result, "forbidden_change")
     assert all(f"\n{path}: " in result.detail for path in paths), result.detail
 
@@ -488,7 +488,7 @@ def test_the_io_folder_takes_no_planted_reports_and_no_flood(
 
 
 # ------------------------------------------------------------------------- 7. what a change may not be
-# harness.capabilities: a change is regular files with ordinary content, nothing Python would import
+# harness.grading.capabilities: a change is regular files with ordinary content, nothing Python would import
 # instead of the environment's modules. A hard link or a FIFO cannot come from a diff (git apply and
 # GNU patch create regular files and symbolic links only), so for those the rule itself is tested on
 # a real listing in test_capabilities.py; what a patch can carry is tried here.
@@ -577,10 +577,10 @@ def test_control_the_shadows_run_when_allowed(
 ) -> None:
     """Control for the test above: with the capability check off, the shadow runs in place of pytest,
     or inside it before any test (what the shadow rule before the capability model let through)."""
-    import harness.grader
+    import harness.grading.grader
 
     task, package = target
-    monkeypatch.setattr(harness.grader, "violations", lambda *args: [])
+    monkeypatch.setattr(harness.grading.grader, "violations", lambda *args: [])
     patch, _ = _shadow_patch(task, package, make_patch, name)
     result = grade(task, patch, backend)
     assert MARK in Path(result.log_path).read_text(errors="replace"), result
@@ -710,7 +710,7 @@ def test_control_the_tells_pay_against_no_or_arithmetic_canaries(
     """Control for the test above: with no canaries the combined tell earns 1; with the
     integer-arithmetic ones (all a task without copyable tests gets, and all every task got before)
     the shape tell and the behaviour tell each do."""
-    from harness import canaries
+    from harness.grading import canaries
 
     task, package = target
     if canaries_planted == "none":

@@ -17,9 +17,9 @@ import pytest
 
 from curation.pipeline1 import Pipeline1Config, process_task
 from harness.config import Settings
-from harness.envs import GIT_IDENTITY, prepare_tree
+from harness.sandboxes.envs import GIT_IDENTITY, prepare_tree
 from harness.records import Answer, Environment, HiddenTests, RepoSource, Task
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from probes.runner import probe_task
 
 pytestmark = pytest.mark.docker

@@ -1,6 +1,6 @@
 """Corpus images (issue 12): sandbox.pull never/missing/always, a progress bar, a cache budget over the
 images swedeck pulled, the digest Pipeline 1 ran, and image_missing when an image cannot be had.
-The registry is harness.local_registry on localhost (no registry image can be pulled here)."""
+The registry is harness.sandboxes.local_registry on localhost (no registry image can be pulled here)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 
 from curation.pipeline1 import Pipeline1Config, process_task
 from harness.config import SandboxConfig, Settings
-from harness.images import (
+from harness.sandboxes.images import (
     LEDGER,
     ImageMissing,
     ImageStore,
@@ -26,9 +26,9 @@ from harness.images import (
     PullProgress,
     over_budget,
 )
-from harness.local_registry import load_saved, serve
+from harness.sandboxes.local_registry import load_saved, serve
 from harness.records import Answer, Environment, HiddenTests, Task
-from harness.sandbox import get_backend
+from harness.sandboxes.backends import get_backend
 
 pytestmark = pytest.mark.docker
 

@@ -15,9 +15,9 @@ from conftest import LABELS
 
 from curation.pipeline1 import Pipeline1Config, process_task
 from data import SAMPLE
-from harness.grader import grade
+from harness.grading.grader import grade
 from harness.records import Behaviour, DistinguishingInput, Pipeline1Result, ProbeResult, Status, Task, VerdictRecord, content_hash
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from judge import JudgeConfig, JudgeSettings, ScriptedJudge, judge_task
 from judge.prompts import TOOL_NAMES, render_messages
 from judge.rules import (

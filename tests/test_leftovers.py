@@ -13,7 +13,7 @@ import pytest
 
 from curation.store import commit_folder
 from flows.hygiene import sweep_run_folder
-from harness import leftovers
+from harness.sandboxes import leftovers
 from harness.config import Settings
 from harness.records import Pipeline1Result
 
@@ -47,7 +47,7 @@ def test_owners_from_another_pid_namespace_are_left_to_it() -> None:
     assert leftovers.alive(other)
     result = subprocess.run(
         ["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
-         "from harness import leftovers; import os; t = leftovers.owner(); print(t, leftovers.alive(t))"],
+         "from harness.sandboxes import leftovers; import os; t = leftovers.owner(); print(t, leftovers.alive(t))"],
         capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": os.getcwd()},
     )  # fmt: skip
     token, verdict = result.stdout.split()
@@ -203,10 +203,11 @@ def test_probe_scratch_in_tmp_a_killed_command_leaves_its_files_under_the_cache(
 # sandbox opened, after the patch applied, while the tests run (they sleep), in the post-processing.
 KILLED_GRADE = """
 import json, sys, threading, time
-from harness import grader, leftovers
+from harness.grading import grader
+from harness.sandboxes import leftovers
 from harness.config import SandboxConfig, Settings
 from harness.records import Task
-from harness.sandbox import get_backend
+from harness.sandboxes.backends import get_backend
 
 stage, backend_name, task_json, patch = sys.argv[1], sys.argv[2], sys.argv[3], open(sys.argv[4]).read()
 task = Task.model_validate_json(open(task_json).read())

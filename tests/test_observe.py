@@ -1,4 +1,4 @@
-"""The observation engine (probes.observe, harness/plugins/swedeck_observe.py): calls recorded inside
+"""The observation engine (probes.observe, harness/grading/plugins/swedeck_observe.py): calls recorded inside
 pytest for parametrized cases, fixtures, test classes and unittest cases; inputs varied from them; and,
 on three tiny real repositories in bwrap sandboxes, each with a planted too-loose test, a shortcut
 patch that passes it and that the engine must tell apart from gold with a confirmed standalone input."""
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.envs import prepare_tree
-from harness.grader import PLUGINS, grade
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import PLUGINS, grade
 from harness.records import Answer, Behaviour, Environment, HiddenTests, Recipe, RepoSource, Task
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from probes.differential import session_for
 from probes.observe import (
     Call,

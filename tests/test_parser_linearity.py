@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from harness.parsers import PARSERS
+from harness.grading.parsers import PARSERS
 
 SIZE = 10 * 2**20
 BOUND_S = float(os.environ.get("SWEDECK_PARSE_BOUND_S", "2")) * float(os.environ.get("SWEDECK_PARSE_SLACK", "3"))
@@ -78,7 +78,7 @@ def test_every_parser_is_linear_in_its_input(name: str, logs: dict[str, str]) ->
 def test_regression_subfail_matching_is_not_quadratic() -> None:
     """Each SUBFAIL line was matched against every id the summary named: 40 000 ids and 60 000 lines
     took hours. The subtest's parent is still found, in both runners' spellings."""
-    from harness.parsers import parse_pytest
+    from harness.grading.parsers import parse_pytest
     from harness.records import Status
 
     text = adversarial("subfail", 4 * 2**20) + (
@@ -94,7 +94,7 @@ def test_regression_subfail_matching_is_not_quadratic() -> None:
 
 def test_regression_text_after_pytests_last_line_is_never_the_summary() -> None:
     """An atexit hook printed a short summary after pytest's last line, and it was read as the run's."""
-    from harness.parsers import parse_pytest
+    from harness.grading.parsers import parse_pytest
     from harness.records import Status
 
     log = (

@@ -1,4 +1,4 @@
-"""Tests for harness.parsers, mostly on output produced by really running pytest and unittest."""
+"""Tests for harness.grading.parsers, mostly on output produced by really running pytest and unittest."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from curation.sources import load_rows
-from harness.diffs import is_r2e_test_path
-from harness.parsers import (
+from harness.grading.diffs import is_r2e_test_path
+from harness.grading.parsers import (
     PARSERS,
     UnsupportedParser,
     check_parser,
@@ -224,7 +224,7 @@ def test_xunit2_report_gives_the_same_ids(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------- real runner logs
 
 # Logs written by really running each runner (data/fixtures/logs/make_logs.py); expected.json holds the
-# statuses the runner itself reported, read from its structured output, not by harness.parsers.
+# statuses the runner itself reported, read from its structured output, not by harness.grading.parsers.
 LOGS = Path(__file__).resolve().parents[1] / "data" / "fixtures" / "logs"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.parsers import PARSERS, check_parser, resolve_parser
+from harness.grading.parsers import PARSERS, check_parser, resolve_parser
 from harness.records import Status
 
 P, F, E, S, XF = (

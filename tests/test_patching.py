@@ -1,4 +1,4 @@
-"""harness.patching: which paths a candidate may not touch, and the apply cascade, in real sandboxes.
+"""harness.grading.patching: which paths a candidate may not touch, and the apply cascade, in real sandboxes.
 What the grader does with the paths a candidate touched is tested in test_trusted.py."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from harness.patching import APPLY_STRATEGIES, apply_patch, is_protected
+from harness.grading.patching import APPLY_STRATEGIES, apply_patch, is_protected
 from harness.records import Task
-from harness.sandbox import Backend, Sandbox
+from harness.sandboxes.sandbox import Backend, Sandbox
 
 STRATEGIES = [name for name, _, _ in APPLY_STRATEGIES]
 
@@ -67,7 +67,7 @@ def test_protected(path: str, task: Task) -> None:
         "attest.py",
         "conftest.py.bak",
         "pth.py",
-        "pytest.py",  # not a test file: harness.trusted deletes it as a module shadowing pytest
+        "pytest.py",  # not a test file: harness.grading.trusted deletes it as a module shadowing pytest
     ],
 )
 def test_not_protected(path: str, task: Task) -> None:

@@ -17,7 +17,7 @@ import pytest
 from curation.pipeline1 import Derived, decide, derive, explain, label_disagreements
 from data import SAMPLE
 from flows.config import load_config
-from harness import leftovers
+from harness.sandboxes import leftovers
 from harness.records import Answer, Environment, HiddenTests, Recipe, Task
 from conftest import LABELS, catalog_rows
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from curation.pipeline1 import Pipeline1Config, process_task
 from harness.records import Task
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 
 # library code of the gold tree that prints a second pytest summary after pytest's own, as a test
 # running pytest in-process can: the text summary then disagrees with the JUnit report

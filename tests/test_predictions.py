@@ -15,7 +15,7 @@ from conftest import cli_query, swedeck_cli
 from curation.decks import deck_rows, write_deck
 from curation.predictions import PredictionsError, read_predictions
 from data import SAMPLE
-from harness.grader import gold_pattern
+from harness.grading.grader import gold_pattern
 from harness.records import HiddenTests, Prediction, Strengthening, Task
 
 TASK = "sample__moneyfmt-1"  # too loose: its tests check JPY's minor units only, so a fix for 0 or 2 decimals passes

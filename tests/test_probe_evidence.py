@@ -29,7 +29,7 @@ from conftest import VALID_IDS
 
 from curation.pipeline1 import Pipeline1Config, process_task
 from harness.records import Task
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from judge.pipeline2 import probe_counts
 from judge.strengthen import confirmed_survivors
 from probes.runner import probe_task

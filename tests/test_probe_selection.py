@@ -10,7 +10,7 @@ diff, the coverage plugin, and grading with selection against grading in full.
   alone; a module-level change runs everything; a survivor decided by selection gets a full grade
   before a verdict may cite it, which stays the final word even when the coverage is wrong;
 * probe sessions (``probes.session``), on both backends: probes graded in one prepared sandbox get the
-  grade ``harness.grader.grade`` gives them (reward, reason, statuses), a probe's files and what its
+  grade ``harness.grading.grader.grade`` gives them (reward, reason, statuses), a probe's files and what its
   tests wrote never reach the next probe, a looping probe times out, and a probe a session may not
   take (a protected path) goes to ``grade``;
 * two sample tasks: every probe gets the same reward with selection in sessions as with a full grade
@@ -31,8 +31,8 @@ import pytest
 from conftest import TEST_LIMITS, git, sampled, staged_diff
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources.local import load_task_folder
-from harness.envs import prepare_tree
-from harness.grader import PLUGINS, grade
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import PLUGINS, grade
 from harness.records import Pipeline1Result, Status, Task
 from probes.generate import Candidate, plausible_wrong
 from probes.runner import (

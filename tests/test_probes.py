@@ -41,8 +41,8 @@ import pytest
 from conftest import LABELS, TEST_LIMITS, VALID_IDS, git, sampled
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources import load_sources
-from harness.envs import prepare_tree
-from harness.grader import grade
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import grade
 from harness.records import Answer, Environment, HiddenTests, Pipeline1Result, ProbeResult, Recipe, Task, content_hash
 from probes.differential import session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong

@@ -17,7 +17,7 @@ from flows.config import load_config
 from flows.pipeline1 import run_pipeline1
 from flows.runners import check_nodes
 from harness.config import SandboxConfig
-from harness.sandbox import EnvError
+from harness.sandboxes.sandbox import EnvError
 
 pytestmark = [pytest.mark.bwrap, pytest.mark.prefect, pytest.mark.slow]  # a two-node Ray cluster per module: the local runner is the default tier's
 # a kept task, a task whose gold is wrong (kept by Pipeline 1) and one rejected for no FAIL_TO_PASS test

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from curation.sources import load_sources
-from harness.grader import grade
+from harness.grading.grader import grade
 from harness.records import Task
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import Settings
-from harness.envs import (
+from harness.sandboxes.envs import (
     BUILD_FILES_DIR,
     carried_env,
     env_key,
@@ -18,7 +18,7 @@ from harness.envs import (
     is_infrastructure_failure,
     relocate_files,
 )
-from harness.grader import gold_pattern
+from harness.grading.grader import gold_pattern
 from harness.records import (
     Answer,
     Environment,
@@ -28,7 +28,7 @@ from harness.records import (
     Status,
     Task,
 )
-from harness.sandbox import Backend, EnvError
+from harness.sandboxes.sandbox import Backend, EnvError
 
 SRC_LAYOUT = {
     "pyproject.toml": textwrap.dedent(

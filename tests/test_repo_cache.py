@@ -25,7 +25,7 @@ from curation.sources.recipes import (
     spec_recipe,
 )
 from harness.config import Settings
-from harness.envs import prepare_tree, tree_commit
+from harness.sandboxes.envs import prepare_tree, tree_commit
 from harness.records import Answer, Environment, HiddenTests, Recipe, RepoSource, Task
 from conftest import cli_query, swedeck_cli
 
@@ -424,7 +424,7 @@ def test_regression_one_tree_in_two_workdirs_gets_a_tree_tar_for_each(docker_bac
     import tarfile
     from pathlib import PurePosixPath
 
-    from harness.envs import tree_key
+    from harness.sandboxes.envs import tree_key
 
     (swe,) = load_sources([ROW_FILE], RepoCache(REPOS)).tasks
     (v2,) = load_sources([V2_FILE], RepoCache(REPOS)).tasks

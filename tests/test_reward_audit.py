@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.audit import audit, audit_turn, summarise
+from harness.agent.audit import audit, audit_turn, summarise
 from harness.records import ToolCall, TrajectoryRecord, TurnRecord
-from harness.reward import gated_reward, group_advantages, terminate
-from harness.turns import check_turn, render_turn
+from harness.agent.reward import gated_reward, group_advantages, terminate
+from harness.agent.turns import check_turn, render_turn
 
 LIMITS = {"max_turns": 100, "max_tokens": 131_072}
 HIDDEN = ["r2e_tests", "tests/test_parser.py"]

@@ -25,10 +25,10 @@ import pytest
 from conftest import BACKENDS, ROOT, git
 
 from harness.config import Limits, Settings
-from harness.envs import prepare_tree
-from harness.grader import gold_pattern, grade
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import gold_pattern, grade
 from harness.records import Status, Task
-from harness.sandbox import IO_DIR, Backend, Sandbox, Unreadable
+from harness.sandboxes.sandbox import IO_DIR, Backend, Sandbox, Unreadable
 
 NET_TASK = "sample__toposort-1"
 HISTORY_TASK = "sample__matrixlite-1"
@@ -219,7 +219,7 @@ def test_host_paths_are_invisible(sandbox: Sandbox, swedeck_env: Settings, limit
             str(sentinel),
             str(swedeck_env.cache_dir / "trees"),
             str(ROOT / "pyproject.toml"),
-            str(ROOT / "harness" / "grader.py"),
+            str(ROOT / "harness" / "grading" / "grader.py"),
             "/work",
             "/var/run/docker.sock",
             "/run/docker.sock",

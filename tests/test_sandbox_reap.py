@@ -2,7 +2,7 @@
 behind and reports the command's own exit code, on both backends.
 
 On docker the command runs in a root wrapper that drops to the sandbox user, reaps, and writes the exit
-code where only root can write (harness.docker); these tests attack that wrapper from the command.
+code where only root can write (harness.sandboxes.docker); these tests attack that wrapper from the command.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from harness.records import Task
-from harness.sandbox import Backend, Sandbox
+from harness.sandboxes.sandbox import Backend, Sandbox
 
 PROCESSES = "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done"
 

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 from data import SAMPLE
-from harness import leftovers
+from harness.sandboxes import leftovers
 from harness.config import Settings
 
 TASKS = ("sample__semverlite-1", "sample__toposort-1", "sample__intervals-1")

@@ -235,7 +235,7 @@ def test_r2e_gym_runs_the_runner_script_its_row_ships():
 @pytest.mark.skipif(shutil.which("python3") is None, reason="needs python3")
 def test_r2e_runner_standin_output_parses_to_the_expected_map(tmp_path):
     """The fixture's runner script prints what R2E's parser reads: its keys are the row's expectations."""
-    from harness.parsers import parse_r2e
+    from harness.grading.parsers import parse_r2e
 
     tornado = load("r2e_gym.parquet").tasks[2]
     for path, code in tornado.answer.hidden_tests.files.items():

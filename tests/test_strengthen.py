@@ -18,8 +18,8 @@ from conftest import TEST_LIMITS
 from curation.decks import strengthened_task
 from curation.pipeline1 import Pipeline1Config, process_task
 from data import SAMPLE
-from harness.envs import prepare_tree
-from harness.grader import grade
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import grade
 from harness.records import (
     AddedTest,
     Behaviour,

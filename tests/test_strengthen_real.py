@@ -29,8 +29,8 @@ import pytest
 from curation.decks import strengthened_task
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources import find_task
-from harness.envs import prepare_tree
-from harness.grader import grade
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import grade
 from harness.records import Status
 from judge.rules import added_test_leaks
 from judge.strengthen import GOLD_RUNS, confirmed_survivors, strengthen

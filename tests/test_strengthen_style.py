@@ -238,7 +238,7 @@ def test_selecting_a_parametrized_tests_id_without_its_parameters_runs_every_cas
     select plugin matched ids exactly, so a selected grade (strengthening's gold_stable) never ran the
     must-fail canary and gold's new test got reward 0 as spoofing_suspected."""
     (tmp_path / "wanted").write_text("tests_t.py::test_negative\ntests_t.py::test_tail[one]\n")
-    plugins = Path(__file__).resolve().parent.parent / "harness" / "plugins"
+    plugins = Path(__file__).resolve().parent.parent / "harness" / "grading" / "plugins"
     (tmp_path / "lib.py").write_text(LIB)
     (tmp_path / "tests_t.py").write_text(PARAMETRIZED)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-p", "swedeck_select", "tests_t.py"],

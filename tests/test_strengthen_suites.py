@@ -27,9 +27,9 @@ from conftest import sampled
 from curation.decks import strengthened_task
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources import find_task
-from harness.diffs import file_diff
-from harness.envs import prepare_tree
-from harness.grader import grade
+from harness.grading.diffs import file_diff
+from harness.sandboxes.envs import prepare_tree
+from harness.grading.grader import grade
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Status
 from judge.strengthen import strengthen
 

@@ -1,4 +1,4 @@
-"""The tamper audit (harness.tamper): what a change adds that reaches into the test runner or the
+"""The tamper audit (harness.grading.tamper): what a change adds that reaches into the test runner or the
 interpreter is found, with file and line, without running anything; what a fix ordinarily does, and
 what the file held before the change, is not."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import tamper
+from harness.grading import tamper
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import canaries
+from harness.grading import canaries
 from harness.records import Status, Task
-from harness.trusted import LISTING, Entry, File, TaskFacts, parse_listing, plan, tree_changes
+from harness.grading.trusted import LISTING, Entry, File, TaskFacts, parse_listing, plan, tree_changes
 
 # ------------------------------------------------------------------------------------------ listing
 
@@ -82,7 +82,7 @@ def test_plan_restores_protected_files_and_keeps_the_fix(task: Task) -> None:
 
 
 # What a change may not do at all (links, bytecode, metadata, shadowing modules, test files) never
-# reaches the plan: harness.capabilities refuses it first (tests/test_capabilities.py).
+# reaches the plan: harness.grading.capabilities refuses it first (tests/test_capabilities.py).
 
 
 # ------------------------------------------------------------------------------------------ canaries

@@ -1,4 +1,4 @@
-"""Tests for harness.turns: the three-layer raw-turn check on realistic Qwen3.5 turns."""
+"""Tests for harness.agent.turns: the three-layer raw-turn check on realistic Qwen3.5 turns."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from harness.turns import DEFAULT_TOOLS, EOS, check_turn, render_call, render_turn
+from harness.agent.turns import DEFAULT_TOOLS, EOS, check_turn, render_call, render_turn
 
 REASONING = (
     "The traceback shows `KeyError: 'tz'` raised from `parse_timestamp` in src/timeutil/parse.py.\n"

@@ -1,4 +1,4 @@
-"""Inference engines behind the ``harness.engine.Engine`` seam: a local transformers engine and a vLLM client.
+"""Inference engines behind the ``harness.agent.engine.Engine`` seam: a local transformers engine and a vLLM client.
 
 ``LocalEngine`` samples token by token from a transformers causal LM (CPU tests, or one GPU) with a
 KV/recurrent cache, so it serves the dense Qwen3 and the Qwen3.5 GatedDeltaNet hybrid alike.
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self
 
-from harness.engine import ByteTokenizer, Engine, EngineError, FinishReason, Sample, Tokenizer
+from harness.agent.engine import ByteTokenizer, Engine, EngineError, FinishReason, Sample, Tokenizer
 
 if TYPE_CHECKING:
     import httpx

@@ -7,7 +7,7 @@ and the oldest weight version that produced any of it.
 Two environments:
 
 * ``SWEEnv`` — the agent harness: a sandboxed rollout on a task, the final diff graded by the one
-  grader, reward gated on an explicit submit (``harness.agent``).
+  grader, reward gated on an explicit submit (``harness.agent.loop``).
 * ``ToyEnv`` — a two-turn task a tiny model learns on CPU in minutes, with the same shape of rules: a
   strict format check (turn 1 must be the call ``<call>``; turn 2 ``<answer> DIGIT``, each ended by the
   stop token), an observation from the environment between the turns, and reward only for the task's
@@ -24,11 +24,11 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.agent import AgentConfig, rollout
-from harness.engine import Engine
-from harness.grader import grade
+from harness.agent.loop import AgentConfig, rollout
+from harness.agent.engine import Engine
+from harness.grading.grader import grade
 from harness.records import Task, TrajectoryRecord
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 
 
 class Episode(BaseModel):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal
 import torch
 from torch import Tensor, nn
 
-from harness.engine import ByteTokenizer
+from harness.agent.engine import ByteTokenizer
 
 if TYPE_CHECKING:
     from transformers import Cache

@@ -13,12 +13,12 @@ from pydantic import BaseModel, ConfigDict
 
 from curation.pipeline1 import TASK_FILE
 from curation.store import commit_folder, read_records
-from harness.agent import AgentConfig
-from harness.audit import Finding, audit
-from harness.engine import Engine
+from harness.agent.loop import AgentConfig
+from harness.agent.audit import Finding, audit
+from harness.agent.engine import Engine
 from harness.names import under
 from harness.records import Task, TrajectoryRecord, content_hash
-from harness.sandbox import Backend
+from harness.sandboxes.sandbox import Backend
 from training.envs import SWEEnv
 
 TRAJECTORIES = "trajectories.parquet"

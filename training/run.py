@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from curation.decks import DECK_FILE
-from harness.agent import AgentConfig
+from harness.agent.loop import AgentConfig
 from harness.config import ConfigError, SandboxConfig
 from harness.records import Task, content_hash
 from training.config import TrainConfig
@@ -71,7 +71,7 @@ def swe_tasks(config: SWEConfig) -> list[Task]:
 
 def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_update=None) -> list:  # noqa: ANN001
     """Train as configured. ``tasks`` overrides the SWE task list (``swedeck arms`` passes an arm's)."""
-    from harness.sandbox import get_backend
+    from harness.sandboxes.backends import get_backend
     from training.engines import VLLMClient
     from training.envs import SWEEnv, ToyEnv
     from training.policy import check_model
@@ -91,7 +91,7 @@ def run(config: RunConfig, out: Path, *, tasks: list[Task] | None = None, on_upd
 
 
 def swe_tokenizer(config: RunConfig):  # noqa: ANN201 - a Tokenizer
-    from harness.engine import ByteTokenizer
+    from harness.agent.engine import ByteTokenizer
     from training.models import HFTokenizer
     from training.policy import TINY_MODELS
 
@@ -104,7 +104,7 @@ def score(config: RunConfig, out: Path, tasks: list[Task], *, samples: int = 1) 
     it never trained on, such as the strengthened tests of held-out tasks."""
     import torch
 
-    from harness.sandbox import get_backend
+    from harness.sandboxes.backends import get_backend
     from training.envs import SWEEnv
     from training.policy import build_policy
     from training.trainer import CHECKPOINT, engine_copy

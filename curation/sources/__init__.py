@@ -22,7 +22,7 @@ from curation.sources.base import RowError
 from curation.sources.recipes import RepoCache, other_language
 from harness.config import UserError
 from harness.names import id_problem
-from harness.parsers import UnsupportedParser, check_parser
+from harness.grading.parsers import UnsupportedParser, check_parser
 from harness.records import Fingerprint, LoadError, Role, Task
 
 ADAPTERS: dict[str, Callable[[Mapping[str, Any]], Task]] = {

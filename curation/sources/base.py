@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from harness.diffs import (
+from harness.grading.diffs import (
     NON_TEST_EXTENSIONS,
     FileDiff,
     file_diff,

@@ -32,7 +32,7 @@ from curation.sources.base import (
     require_str,
     unique,
 )
-from harness.parsers import r2e_keys
+from harness.grading.parsers import r2e_keys
 from harness.records import Answer, Environment, HiddenTests, Status, Task
 
 SOURCE = "r2e_gym"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.engine import Engine, EngineError, assistant_prefix, message, tool_response
+from harness.agent.engine import Engine, EngineError, assistant_prefix, message, tool_response
 from harness.records import (
     AgentTask,
     ExecResult,
@@ -27,9 +27,9 @@ from harness.records import (
     TrajectoryRecord,
     TurnRecord,
 )
-from harness.reward import gated_reward, terminate
-from harness.sandbox import Backend, EnvError, Sandbox, SandboxError
-from harness.turns import check_turn
+from harness.agent.reward import gated_reward, terminate
+from harness.sandboxes.sandbox import Backend, EnvError, Sandbox, SandboxError
+from harness.agent.turns import check_turn
 
 Grader = Callable[[Task, str], float]
 

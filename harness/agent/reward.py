@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 from harness.records import Termination, TurnRecord
-from harness.turns import TurnCheck
+from harness.agent.turns import TurnCheck
 
 SUBMIT = "submit"
 

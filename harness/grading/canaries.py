@@ -36,7 +36,7 @@ What remains: a canary and its original are near-twins. Where both fail on a can
 original is a FAIL_TO_PASS test, which is why those are preferred), code that spots twins guesses which
 is real and is right for every must-fail pair with probability 2**-k; where the original passes there
 (a task that names no FAIL_TO_PASS tests), the failing twin is the canary. The tamper audit
-(harness.tamper) is what stands against such code.
+(harness.grading.tamper) is what stands against such code.
 """
 
 from __future__ import annotations

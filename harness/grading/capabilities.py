@@ -15,11 +15,11 @@ Refused, one rule each (``RULES``):
 - anything in the environment's installed packages the tree may hold (a virtualenv, marked by its
   pyvenv.cfg, as R2E-Gym's .venv in the work directory; any site-packages or dist-packages folder):
   editing pytest there is worse than shadowing it;
-- anything in the tests' places: the paths ``harness.patching.is_protected`` names (test files,
+- anything in the tests' places: the paths ``harness.grading.patching.is_protected`` names (test files,
   conftest.py, pytest's own configuration files, start-up hooks, .pth files), the hidden tests'
   files and the folders they go in. The configuration files pytest shares with packaging
   (``PACKAGING_CONFIG``: a real fix bumps a version or a dependency in them) are the one exception:
-  the grader writes the base commit's copy back over them (``harness.trusted.plan``), so the
+  the grader writes the base commit's copy back over them (``harness.grading.trusted.plan``), so the
   candidate's edit never reaches the tests;
 - what Python or pytest would load instead of the code under test or before it, whatever its form:
   bytecode (.pyc, __pycache__), package metadata (.dist-info, .egg-info, .egg-link: entry points
@@ -42,9 +42,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from harness.patching import PACKAGING_CONFIG, is_protected
+from harness.grading.patching import PACKAGING_CONFIG, is_protected
 from harness.records import Task
-from harness.trusted import Entry, TaskFacts, tree_changes
+from harness.grading.trusted import Entry, TaskFacts, tree_changes
 
 RULES = {
     "symlink": "a symbolic link",

@@ -5,13 +5,13 @@ Pipeline 1, every probe, the judge's tools, strengthening validation and RL rewa
 The trust boundary: the candidate's files are data until the test command starts. In a fresh sandbox
 the candidate patch is applied alone (patch tools only; no interpreter, git config, attributes or
 hooks from the tree run), with the harness's own listing of the tree taken before and after. From the
-two listings the host decides whether the change is allowed at all (``harness.capabilities``: regular
+two listings the host decides whether the change is allowed at all (``harness.grading.capabilities``: regular
 files with ordinary content outside the tests' places, nothing Python or pytest would load first;
-anything else is ``forbidden_change``), then (``harness.trusted``) puts back the configuration pytest
+anything else is ``forbidden_change``), then (``harness.grading.trusted``) puts back the configuration pytest
 shares with packaging as the pristine tree had it, and writes the hidden tests, with a few canary
-tests planted among them (copies of the hidden tests, ``harness.canaries``), from the task record.
+tests planted among them (copies of the hidden tests, ``harness.grading.canaries``), from the task record.
 What the change added to its Python files is read, never run, for code reaching into the runner or
-the interpreter (``harness.tamper``: ``tamper_suspected``). pytest then runs with plugin
+the interpreter (``harness.grading.tamper``: ``tamper_suspected``). pytest then runs with plugin
 autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
 surviving a command. Statuses come from JUnit XML where the runner is
 pytest, cross-checked against the text summary, the exit code, what each call raised and the
@@ -33,16 +33,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from harness import canaries, tamper
-from harness.capabilities import describe, violations
+from harness.grading import canaries, tamper
+from harness.grading.capabilities import describe, violations
 from harness.config import SandboxConfig, Settings
-from harness.envs import ENV_MOUNT
+from harness.sandboxes.envs import ENV_MOUNT
 from harness.names import file_name
-from harness.parsers import parse_junit, resolve_parser, uses_junit
-from harness.patching import apply_patch
+from harness.grading.parsers import parse_junit, resolve_parser, uses_junit
+from harness.grading.patching import apply_patch
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
-from harness.sandbox import IO_DIR, REPORT_BYTES, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
-from harness.trusted import (
+from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
+from harness.grading.trusted import (
     LISTING,
     Entry,
     File,
@@ -392,7 +392,7 @@ def _install_failed(exit_code: int | None, output: bytes, token: str) -> bool:
 def _audit(
     sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str, prefetch: str
 ) -> list[str]:
-    """harness.tamper's findings in the Python files the change added or modified, as they were after
+    """harness.grading.tamper's findings in the Python files the change added or modified, as they were after
     it was applied and before anything of it ran: from ``prefetch``, the tar of the files the patch
     names that the apply command wrote right after its listing, and what that lacks in one more
     round trip."""

@@ -10,9 +10,9 @@ import re
 import shlex
 from pathlib import Path, PurePosixPath
 
-from harness.diffs import is_r2e_test_path
+from harness.grading.diffs import is_r2e_test_path
 from harness.records import Task
-from harness.sandbox import IO_DIR, Sandbox
+from harness.sandboxes.sandbox import IO_DIR, Sandbox
 
 PATCH_FILE = IO_DIR + "/{name}.patch"
 APPLY_STRATEGIES: list[tuple[str, str | None, str]] = [
@@ -46,7 +46,7 @@ TEST_INFRA_NAMES = {
 }  # fmt: skip
 # Of those, the files pytest shares with packaging: a real fix may edit them (a version, a dependency),
 # so the candidate's edit is written over with the base commit's copy rather than refused
-# (harness.capabilities)
+# (harness.grading.capabilities)
 PACKAGING_CONFIG = {"pyproject.toml", "setup.cfg", "tox.ini"}
 # GNU patch names everything it would touch in its --dry-run output ("checking file x", "checking
 # symbolic link y"); git apply refuses paths inside .git, and paths beyond a symlink, by itself
@@ -65,7 +65,7 @@ def apply_patch(sandbox: Sandbox, patch: str, name: str, *, first: str = "", the
     p = shlex.quote(path)
     errors = []
     for strategy, check, apply in APPLY_STRATEGIES:
-        # a new file's mode is 644 or 755 whatever umask the sandbox inherited (harness.capabilities)
+        # a new file's mode is 644 or 755 whatever umask the sandbox inherited (harness.grading.capabilities)
         command = "umask 022 && " + apply.format(p=p) + (f" && {{ {then}; }}" if then else "")
         check = check and check.format(p=p)
         if first:  # only the very first command run

@@ -2,7 +2,7 @@
 
 Nothing the candidate wrote executes before the test command. The harness lists the tree itself (GNU
 ``find`` from the environment, never an interpreter or git reading the tree's config) right before
-and right after the patch is applied; ``harness.capabilities`` decides on the host, with pure
+and right after the patch is applied; ``harness.grading.capabilities`` decides on the host, with pure
 functions, whether the change is allowed at all, and ``plan`` which files are written back. The contents it
 writes come from ``TaskFacts``: the pristine tree's protected files, the hidden tests applied to the
 pristine tree, and what the environment's Python can import. They are gathered once per task in a
@@ -23,10 +23,10 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel, ConfigDict
 
 from harness.config import Settings
-from harness.envs import tree_key
-from harness.patching import apply_patch, is_protected
+from harness.sandboxes.envs import tree_key
+from harness.grading.patching import apply_patch, is_protected
 from harness.records import Task, content_hash
-from harness.sandbox import IO_DIR, Backend, EnvError, Sandbox
+from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox
 
 # Bump when anything that decides a grade changes: it keys the facts and gold-pattern caches.
 GRADER_VERSION = 3
@@ -137,7 +137,7 @@ def plan(
     before: dict[str, Entry], after: dict[str, Entry], task: Task, facts: TaskFacts, hidden: dict[str, File | None]
 ) -> Plan:
     """What to delete and write so the tests run against the candidate's code and nothing else of
-    its, for a change ``harness.capabilities`` allows: the hidden tests (``hidden``, canaries
+    its, for a change ``harness.grading.capabilities`` allows: the hidden tests (``hidden``, canaries
     included) as the task has them, and every protected path it touched (only the configuration
     pytest shares with packaging gets this far) as the pristine tree had it."""
     changes = tree_changes(before, after)

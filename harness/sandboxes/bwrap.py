@@ -11,7 +11,6 @@ Nothing a command starts outlives it: its pid namespace dies with it.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import os
 import random
@@ -25,10 +24,11 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from harness import cgroups, leftovers
-from harness.cgroups import Cgroup
+from harness.sandboxes import leftovers
+from harness.sandboxes.folders import mount_tmpfs, release
+from harness.sandboxes.cgroups import Cgroup
 from harness.config import SandboxConfig, Settings
-from harness.envs import (
+from harness.sandboxes.envs import (
     ENV_MOUNT,
     build_commands,
     build_failed,
@@ -40,9 +40,9 @@ from harness.envs import (
     publish_env,
     run_env,
 )
-from harness.images import ImageMissing
+from harness.sandboxes.images import ImageMissing
 from harness.records import ExecResult, Task
-from harness.sandbox import (
+from harness.sandboxes.sandbox import (
     IO_DIR,
     EnvError,
     capture,
@@ -56,10 +56,6 @@ from harness.sandbox import (
 
 MERGED_USR_LINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
 MIB = 2**20
-MNT_DETACH = 2  # umount2(2): lazy, as umount --lazy
-# mount(2) and umount2(2) called directly: a mount(8) or umount(8) process for each of a sandbox's
-# two tmpfs mounts cost more than the rest of opening and closing it
-_LIBC = ctypes.CDLL(None, use_errno=True)
 # Run by sh, as root, before bwrap: write its own pid into each of the sandbox's control group files
 # (given before "--"), then exec the rest, which keeps the pid. The steps a Python preexec_fn took,
 # done by exec'd tools, so the host forks with vfork: a preexec_fn makes it copy the whole
@@ -171,14 +167,14 @@ class _BwrapSandbox:
         self.uid = random.randint(200_000, 2_000_000_000)
         self.cgroup: Cgroup | None = None
         try:
-            self._mount(self.root / "tmp", self.limits.tmp_mb * MIB)
+            mount_tmpfs(self.root / "tmp", self.limits.tmp_mb * MIB)
             (self.root / "logs").mkdir()
             # the host's (as under docker): a command may write the files output() reserves and
             # nothing else there, so it cannot put a named pipe or a flood where the host reads
             self.io = self.root / "io"
             self.io.mkdir(mode=0o755)
             if tree is not None:
-                self._mount(self.root / "tree", _tree_size(tree) + self.limits.tree_mb * MIB)
+                mount_tmpfs(self.root / "tree", _tree_size(tree) + self.limits.tree_mb * MIB)
                 shutil.copytree(tree, self.root / "tree", symlinks=True, dirs_exist_ok=True)
             for path in [self.root / "tmp", self.root / "tree", *([env_dir] if building else [])]:
                 if path.exists():
@@ -190,14 +186,6 @@ class _BwrapSandbox:
             self.close()
             raise
         self._runs = 0
-
-    def _mount(self, path: Path, size: int) -> None:
-        """A tmpfs the kernel holds to ``size`` bytes: writes past it fail with ENOSPC."""
-        path.mkdir()
-        options = f"size={size},mode=0755".encode()
-        if _LIBC.mount(b"swedeck-sandbox", os.fsencode(path), b"tmpfs", 0, options) != 0:
-            why = os.strerror(ctypes.get_errno())
-            raise EnvError(f"could not mount the sandbox's tmpfs (bwrap sandboxes need root): {why}")
 
     # ------------------------------------------------------------------ paths
 
@@ -302,18 +290,8 @@ class _BwrapSandbox:
         """Released in the background, as docker removes its container: nothing of the sandbox runs
         any more (each command's pid namespace died with it), so the caller need not wait for its
         files to go; a non-daemon thread still finishes before the interpreter exits, and a process
-        killed first leaves the folder to the next sweep (harness.leftovers)."""
+        killed first leaves the folder to the next sweep (harness.sandboxes.leftovers)."""
         threading.Thread(target=release, args=(self.root,), name="swedeck-bwrap-release").start()
-
-
-def release(root: Path) -> None:
-    """Remove a sandbox folder with all it holds: its control group (and any process still in it),
-    its tmpfs mounts, its files. Also what sweeps call for a sandbox a dead process left behind."""
-    cgroups.remove_named(root.name)
-    for mount in ("tree", "tmp"):
-        if os.path.ismount(root / mount):
-            _LIBC.umount2(os.fsencode(root / mount), MNT_DETACH)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @functools.cache

@@ -14,7 +14,7 @@ import signal
 import time
 from pathlib import Path
 
-from harness.sandbox import EnvError
+from harness.sandboxes.sandbox import EnvError
 
 ROOT = Path("/sys/fs/cgroup")
 

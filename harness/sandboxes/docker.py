@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from harness.config import SandboxConfig, Settings
-from harness.envs import (
+from harness.sandboxes.envs import (
     BUILD_FILES_DIR,
     build_commands,
     build_failed,
@@ -38,10 +38,10 @@ from harness.envs import (
     script,
     tree_key,
 )
-from harness.images import ImageStore
-from harness.leftovers import alive, container_labels, remove_containers, sandbox_prefix, sweep_sandboxes
+from harness.sandboxes.images import ImageStore
+from harness.sandboxes.leftovers import alive, container_labels, remove_containers, sandbox_prefix, sweep_sandboxes
 from harness.records import ExecResult, Task, content_hash
-from harness.sandbox import (
+from harness.sandboxes.sandbox import (
     IO_DIR,
     EnvError,
     SandboxError,
@@ -255,7 +255,7 @@ class _DockerSandbox:
         self.own_repo = task.repo_source.kind == "image"
         self.user = "root" if self.own_repo else f"{UID}:{UID}"
         image = owner.image(task)
-        # owner-marked names and labels: the next run sweeps what a killed one left (harness.leftovers)
+        # owner-marked names and labels: the next run sweeps what a killed one left (harness.sandboxes.leftovers)
         self.root = Path(tempfile.mkdtemp(prefix=sandbox_prefix("docker"), dir=_mkdir(owner.settings.cache_dir / "sandboxes")))
         # the host's, not the sandbox user's: a bind mount, which only the files output() reserves
         # (each bounded by the per-file limit) may grow

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 
 from harness.config import Settings
 from harness.records import Recipe, Task, content_hash
-from harness.sandbox import EnvError
+from harness.sandboxes.sandbox import EnvError
 
 GIT_IDENTITY = {
     "GIT_AUTHOR_NAME": "swedeck",
@@ -80,7 +80,7 @@ def run_env(with_recipe_env: bool) -> dict[str, str]:
 
 
 def script(name: str) -> Path:
-    return Path(str(resources.files("harness") / "scripts" / name))
+    return Path(str(resources.files("harness.sandboxes") / "scripts" / name))
 
 
 def build_base(settings: Settings, pytest_version: str = "9.0.3") -> None:
@@ -277,7 +277,7 @@ def _tree_from_image(task: Task, settings: Settings) -> Path:
     import docker
     import docker.errors
 
-    from harness.leftovers import container_labels
+    from harness.sandboxes.leftovers import container_labels
 
     ref, workdir = task.environment.image, task.environment.workdir
     try:

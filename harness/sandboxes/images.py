@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.config import Settings
-from harness.sandbox import EnvError
+from harness.sandboxes.sandbox import EnvError
 
 PullPolicy = Literal["never", "missing", "always"]
 LEDGER = "images.json"

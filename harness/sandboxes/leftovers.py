@@ -20,13 +20,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.config import Settings
+from harness.sandboxes.folders import release
 
 RUN_ENV = "SWEDECK_RUN"
 _OWNED = re.compile(r"^(?:bwrap|docker)-(\d+\.\d+\.\d+)-")  # a sandbox folder made under an owner
@@ -209,12 +209,8 @@ def sweep_sandboxes(settings: Settings, kind: str) -> list[Path]:
 
 
 def _remove(path: Path) -> None:
-    if path.name.startswith("bwrap-"):  # its tmpfs mounts and control group go first, or nothing can
-        from harness.bwrap import release
-
-        release(path)
-    elif path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
+    if path.is_dir() and not path.is_symlink():
+        release(path)  # a bwrap sandbox's tmpfs mounts and control group go first, or nothing can
     else:
         path.unlink(missing_ok=True)
 

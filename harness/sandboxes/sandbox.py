@@ -1,7 +1,7 @@
 """The Sandbox seam: run commands in an isolated copy of a task's environment.
 
-Two backends implement it (``harness.bwrap``, ``harness.docker``). Both start from the same pristine
-state — the sealed buggy tree at the task's workdir on top of the task's environment — with no network,
+Two backends implement it (``harness.sandboxes.bwrap``, ``harness.sandboxes.docker``; ``backends``
+picks one). Both start from the same pristine state — the sealed buggy tree at the task's workdir on top of the task's environment — with no network,
 resource limits and output captured to a file on the host. Everything above this module (grader,
 pipelines, agents) only sees the protocol.
 """
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO, Protocol
 
-from harness.config import Limits, SandboxConfig, Settings
+from harness.config import Limits
 from harness.records import ExecResult, Task
 
 DISPLAY_BYTES = 16 * 1024
@@ -29,7 +29,7 @@ DISPLAY_BYTES = 16 * 1024
 IO_DIR = "/tmp/.swedeck-io"
 # The most the host reads of a report a command wrote (JUnit, outcome records): a JUnit report of
 # 100 000 tests is about 20 MB; a larger one is a flood, and parsing it would outlast the grade's
-# post-processing budget (harness.grader).
+# post-processing budget (harness.grading.grader).
 REPORT_BYTES = 64 * 2**20
 TIMEOUT_EXIT = 124  # coreutils timeout(1) after TERM
 KILLED_EXIT = 137  # after KILL
@@ -86,20 +86,6 @@ class Backend(Protocol):
     def image_digest(self, task: Task) -> str:
         """What the task's sandboxes start from ('' where no image is involved)."""
         ...
-
-
-def get_backend(config: SandboxConfig | None = None, settings: Settings | None = None) -> Backend:
-    config = config or SandboxConfig()
-    settings = settings or Settings.from_env()
-    if config.backend == "bwrap":
-        from harness.bwrap import BwrapBackend
-
-        return BwrapBackend(config, settings)
-    if config.backend == "docker":
-        from harness.docker import DockerBackend
-
-        return DockerBackend(config, settings)
-    raise ValueError(f"unknown sandbox backend {config.backend!r} (expected 'bwrap' or 'docker')")
 
 
 class Unreadable(OSError):

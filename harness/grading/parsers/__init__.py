@@ -13,18 +13,18 @@ the same output.
 
 from __future__ import annotations
 
-from harness.parsers import js, jvm, native, others
-from harness.parsers.common import Parser, decolor, junit_in_log
-from harness.parsers.js import (
+from harness.grading.parsers import js, jvm, native, others
+from harness.grading.parsers.common import Parser, decolor, junit_in_log
+from harness.grading.parsers.js import (
     parse_jest,
     parse_jest_json,
     parse_mocha_json,
     tap,
     tree_reporter,
 )
-from harness.parsers.jvm import parse_maven
-from harness.parsers.native import parse_cargo, parse_gotest
-from harness.parsers.python import (
+from harness.grading.parsers.jvm import parse_maven
+from harness.grading.parsers.native import parse_cargo, parse_gotest
+from harness.grading.parsers.python import (
     parse_junit,
     parse_pytest,
     parse_pytest_names,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from harness.parsers.common import (
+from harness.grading.parsers.common import (
     E,
     F,
     P,

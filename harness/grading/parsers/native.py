@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from harness.parsers.common import (
+from harness.grading.parsers.common import (
     XF,
     XP,
     E,

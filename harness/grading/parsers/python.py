@@ -16,7 +16,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Container, Mapping
 
-from harness.parsers.common import decolor, junit_status, record
+from harness.grading.parsers.common import decolor, junit_status, record
 from harness.records import Status
 
 # ---------------------------------------------------------------------------------------- pytest text
