@@ -987,7 +987,3 @@ def main() -> None:
     finally:
         if owned:
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
