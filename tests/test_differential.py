@@ -16,20 +16,11 @@ from data import SAMPLE
 from harness.sandboxes.envs import prepare_tree
 from harness.pyast import parse
 from harness.records import Task
-from probes.differential import (
-    DRIVER,
-    Program,
-    alternatives_for,
-    constant,
-    equivariant,
-    first_difference,
-    free_names,
-    pool,
-    programs,
-    session_for,
-    steps_of,
-    variants,
-)
+from probes.differential import session_for
+from probes.differential.literals import alternatives_for, constant, pool, variants
+from probes.differential.session import equivariant, first_difference
+from probes.differential.statements import programs, steps_of
+from probes.replay import DRIVER, Program, free_names
 
 DATA = Path(__file__).parent / "data" / "differential"
 

@@ -15,34 +15,23 @@ from pathlib import Path
 import pytest
 
 from harness.sandboxes.envs import prepare_tree
-from harness.grading.grader import PLUGINS, grade
+from harness.grading.grader import grade
+from harness.grading.shipping import PLUGINS
 from harness.records import Answer, Behaviour, Environment, HiddenTests, Recipe, RepoSource, Task
 from harness.sandboxes.sandbox import Backend
 from probes.differential import session_for
-from probes.observe import (
-    Call,
+from probes.observe.calls import Call, documented_calls, prioritised, seeds_from_records
+from probes.observe.session import call_program, differs, expected_exceptions, in_contract, records
+from probes.observe.values import (
     alternatives,
-    call_program,
-    changed_literals,
     deeper_groups,
-    differs,
     digit_extremes,
-    separators_dropped,
-    documented_calls,
-    expected_exceptions,
-    import_root,
-    in_contract,
     longer_digit_runs,
-    missing_keys,
     other_penultimate,
-    prioritised,
-    rebuilt,
-    records,
-    renested,
-    retyped,
-    seeds_from_records,
-    variations,
+    separators_dropped,
 )
+from probes.observe.variants import missing_keys, rebuilt, renested, retyped, variations
+from probes.observe.watched import changed_literals, import_root
 
 # ================================================================================ the plugin, on the host
 
