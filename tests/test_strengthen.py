@@ -33,17 +33,11 @@ from judge.loop import strengthen_session
 from judge.prompts import STRENGTHEN_TOOLS, render_strengthen
 from judge.rules import added_test_leaks, touched_files
 from judge.scripted import STRENGTHEN
-from judge.strengthen import (
-    Candidate,
-    Context,
-    Workbench,
-    confirmed_survivors,
-    insert_test,
-    model_free_body,
-    model_free_candidate,
-    strengthen,
-    validate,
-)
+from judge.strengthen import Candidate, Workbench, confirmed_survivors, strengthen
+from judge.strengthen.candidates import model_free_candidate
+from judge.strengthen.cases import insert_test
+from judge.strengthen.validation import Context, validate
+from judge.strengthen.writing import model_free_body
 from judge.tools import FinishArgs, ProposeTestArgs, ReviewTestArgs, StrengthenTools
 from probes import workspace
 from probes.runner import probe_task

@@ -13,10 +13,8 @@ from types import SimpleNamespace
 
 from harness.pyast import literal_eval
 from harness.records import Behaviour, DistinguishingInput, ProbeResult
-from judge.strengthen import (
-    implementation_details,
-    model_free_body,
-    model_free_candidate,
+from judge.strengthen.candidates import model_free_candidate
+from judge.strengthen.neighbours import (
     neighbour_calls,
     other_types,
     pick_neighbours,
@@ -25,6 +23,7 @@ from judge.strengthen import (
     unstated,
     varied_slots,
 )
+from judge.strengthen.writing import implementation_details, model_free_body
 
 
 def tail_input(**changes: object) -> DistinguishingInput:
@@ -245,7 +244,7 @@ def test_regression_boltons_8c3fc28_a_cases_neighbour_is_kept_only_where_gold_fi
     """Neighbours of the tests' cases go beside the input when gold answers them stably and the buggy
     tree otherwise (the class of behaviour gold changes); where only a survivor differs, or buggy
     already agrees, they are left out. One replay serves every survivor whose input came from the test."""
-    from judge import strengthen as st
+    from judge.strengthen import neighbours as st
 
     plural = {"": lambda w: w + "s", "gold": lambda w: w + ("es" if w[-1:] in "sx" or w.endswith(("ch", "sh")) else "s"),
               "survivor": lambda w: w + ("es" if w[-1:] in "sx" else "s")}  # fmt: skip
@@ -306,7 +305,8 @@ def test_regression_parse_0477aa5_the_cases_are_varied_where_they_differ_from_ea
 def test_a_function_rejected_with_the_cases_neighbours_is_retried_with_the_inputs_own_only() -> None:
     """A neighbour of the tests' cases that fails a validation step (a rewrite of gold answers it
     otherwise) must not cost the input its own neighbours: the function is tried again with those."""
-    from judge.strengthen import Neighbourhood, _add_input
+    from judge.strengthen.neighbours import Neighbourhood
+    from judge.strengthen.stage import _add_input
 
     probe = ProbeResult(config_hash="t", task_hash="t", instance_id="t", probe_id="p1", kind="plausible_wrong", origin="model_free",
                         operator="mutate_logic", description="", patch="", reward=1.0, reason="ok", selected_reward=None,

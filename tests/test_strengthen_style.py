@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Strengthening
-from judge.strengthen import Candidate, add_case, anchor_for, model_free_candidate, place, split_test_id
+from judge.strengthen.candidates import model_free_candidate
+from judge.strengthen.cases import add_case, place
+from judge.strengthen.stage import anchor_for
+from judge.strengthen.writing import Candidate, split_test_id
 
 LIB = '''\
 def tail(n, iterable):
