@@ -71,7 +71,8 @@ from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
 from harness.sandboxes.envs import prepare_tree
-from harness.grading.grader import BAD, PLUGINS, grade, run_tests
+from harness.grading.grader import BAD, grade, run_tests
+from harness.grading.shipping import PLUGINS
 from harness.grading.parsers import uses_junit
 from harness.pyast import parse
 from harness.records import (

@@ -53,7 +53,8 @@ from harness.grading import tamper
 from harness.grading.capabilities import violations
 from harness.config import Settings
 from harness.sandboxes.envs import ENV_MOUNT
-from harness.grading.grader import PLUGIN_DIR, PLUGINS, compare, run_tests
+from harness.grading.grader import compare, run_tests
+from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.names import file_name
 from harness.grading.parsers import parse_junit, uses_junit
 from harness.grading.patching import is_protected
@@ -149,8 +150,7 @@ class ProbeSession:
         installed = box.run(install_command(todo.delete, infra), timeout=60)
         if installed.exit_code != 0:
             raise _Dead(f"the hidden tests did not install: {installed.output[-400:]}")
-        for plugin in ("swedeck_select", "swedeck_coverage"):
-            box.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
+        ship(box, ("swedeck_select", "swedeck_coverage"))
         box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
         ready = box.output(f"{self.folder}/ready.json")
         env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}

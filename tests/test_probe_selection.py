@@ -32,7 +32,8 @@ from conftest import TEST_LIMITS, git, sampled, staged_diff
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources.local import load_task_folder
 from harness.sandboxes.envs import prepare_tree
-from harness.grading.grader import PLUGINS, grade
+from harness.grading.grader import grade
+from harness.grading.shipping import PLUGINS
 from harness.records import Pipeline1Result, Status, Task
 from probes.generate import Candidate, plausible_wrong
 from probes.runner import (

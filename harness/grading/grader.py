@@ -40,6 +40,7 @@ from harness.sandboxes.envs import ENV_MOUNT
 from harness.names import file_name
 from harness.grading.parsers import parse_junit, resolve_parser, uses_junit
 from harness.grading.patching import apply_patch
+from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
 from harness.grading.trusted import (
@@ -61,10 +62,8 @@ from harness.grading.trusted import (
 )
 
 BAD = {Status.FAILED, Status.ERROR}
-PLUGINS = Path(__file__).parent / "plugins"
 # the line swedeck_assertions writes first from each process that loads it (its ANNOUNCE)
 ASSERTIONS_LOADED = '{"plugin": "swedeck_assertions"}\n'
-PLUGIN_DIR = f"{IO_DIR}/plugins"
 PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
 # the exit of a test command whose install of the hidden tests failed, so the tests never started
 INSTALL_FAILED = 86
@@ -239,8 +238,7 @@ def _run_in(
         sandbox.output(events)
     if coverage is not None:
         sandbox.output(cover_log)
-    for plugin in plugins:
-        sandbox.write_file(f"{PLUGIN_DIR}/{plugin}.py", (PLUGINS / f"{plugin}.py").read_bytes())
+    ship(sandbox, plugins)
     if select is not None:
         wanted = [*select, *canaries.node_ids(planted, {c.path: hidden[c.path].data for c in planted})]
         sandbox.write_file(f"{IO_DIR}/select-{token}", "".join(f"{test_id}\n" for test_id in wanted))
