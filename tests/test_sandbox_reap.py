@@ -2,7 +2,7 @@
 behind and reports the command's own exit code, on both backends.
 
 On docker the command runs in a root wrapper that drops to the sandbox user, reaps, and writes the exit
-code where only root can write (harness.sandboxes.docker); these tests attack that wrapper from the command.
+code where only root can write (harness.sandboxes.docker_sandbox); these tests attack that wrapper from the command.
 """
 
 from __future__ import annotations
