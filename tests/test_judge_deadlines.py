@@ -17,7 +17,7 @@ from curation.sources import load_source
 from data import SAMPLE
 from harness.records import Pipeline1Result, Task
 from judge import JudgeConfig, JudgeSettings, ScriptedJudge, judge_task
-from judge.loop import EndpointFailed, RequestFailed, Transcript, complete, post_json
+from judge.endpoint import EndpointFailed, RequestFailed, Transcript, complete, post_json
 
 MESSAGES = [{"role": "user", "content": "# Task unknown"}]
 QUICK = {"timeout_s": 1.0, "max_retries": 1, "backoff_s": 0.01}
