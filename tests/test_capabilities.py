@@ -20,6 +20,7 @@ from harness.config import Settings
 from harness.grading.diffs import split_diff
 from harness.sandboxes.envs import prepare_tree
 from harness.grading.grader import run_tests
+from harness.grading import shipping
 from harness.records import Task
 from harness.sandboxes.sandbox import Backend
 from harness.grading.trusted import LISTING, Entry, TaskFacts, parse_listing
@@ -144,6 +145,23 @@ def test_a_module_installed_in_the_trees_virtualenv_is_the_environments(task: Ta
     facts = _facts(modules=["json"])
     found = [(v.path, v.rule) for v in violations(before, before | {"pytest.py": NEW, "py": DIR}, task, facts)]
     assert found == [("py", "shadows_module"), ("pytest.py", "shadows_module")]
+
+
+def test_regression_a_module_named_like_the_graders_plugins_is_refused(
+    task: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``python -m pytest`` puts the work directory before the plugins' folder on sys.path, so a
+    ``swedeck_outcomes.py`` at the root was the module ``-p swedeck_outcomes`` loaded, and nothing
+    refused it (the environment's Python, which lists the modules to protect, never sees the
+    plugins). A plugin's helper modules, which it imports by name, are shipped and protected with it."""
+    assert _refused({"swedeck_outcomes.py": NEW, "swedeck_select": DIR, "swedeck_select/__init__.py": NEW}, task) == [
+        ("swedeck_outcomes.py", "shadows_module"), ("swedeck_select", "shadows_module")
+    ]
+    for name in ("swedeck_x.py", "swedeck_x_values.py", "other.py"):
+        (tmp_path / name).write_text("")
+    monkeypatch.setattr(shipping, "PLUGINS", tmp_path)
+    assert [path.name for path in shipping.plugin_files("swedeck_x")] == ["swedeck_x.py", "swedeck_x_values.py"]
+    assert _refused({"swedeck_x_values.py": NEW, "other.py": NEW}, task) == [("swedeck_x_values.py", "shadows_module")]
 
 
 def test_a_module_beside_a_test_inside_a_package_shadows_nothing(task: Task) -> None:

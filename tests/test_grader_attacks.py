@@ -543,8 +543,10 @@ SHADOWS = {
     "abi-tagged-module": ({"pytest.cpython-311-x86_64-linux-gnu.so": ELF}, {}, ["pytest.cpython-311-x86_64-linux-gnu.so"]),
     "abi3-package-init": ({"_pytest/__init__.abi3.so": ELF}, {}, ["_pytest", "_pytest/__init__.abi3.so"]),
     "abi3-in-the-package": ({"{pkg}/__init__.abi3.so": ELF}, {}, ["{pkg}/__init__.abi3.so"]),
+    # the grader's own plugin, which `-p swedeck_outcomes` found in the work directory under `python -m pytest`
+    "grader-plugin": ({"swedeck_outcomes.py": SHADOW_LAZY}, {}, ["swedeck_outcomes.py"]),
 }
-QUICK_SHADOWS = {"link-pytest-to-folder", "lazy-stdlib-link", "abi3-in-the-package"}
+QUICK_SHADOWS = {"link-pytest-to-folder", "lazy-stdlib-link", "abi3-in-the-package", "grader-plugin"}
 
 
 def _shadow_patch(task: Task, package: str, make_patch: Callable, name: str) -> tuple[str, list[str]]:
@@ -571,7 +573,7 @@ def test_nothing_is_imported_in_place_of_the_environments_modules(
     assert result.statuses == {} and result.log_path == ""
 
 
-@pytest.mark.parametrize("name", ["link-pytest-to-folder", "lazy-stdlib-file"])
+@pytest.mark.parametrize("name", ["link-pytest-to-folder", "lazy-stdlib-file", "grader-plugin"])
 def test_control_the_shadows_run_when_allowed(
     backend: Backend, target: tuple[Task, str], make_patch: Callable, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:

@@ -25,9 +25,11 @@ Refused, one rule each (``RULES``):
   bytecode (.pyc, __pycache__), package metadata (.dist-info, .egg-info, .egg-link: entry points
   announce plugins), native extension modules (any suffix the environment's Python accepts for one:
   code no reading of the change can check), and any entry named like a module the environment or
-  the standard library provides, directly in a folder that is on sys.path when the tests run
-  (a file with any import suffix, a package or namespace folder, a link), unless the base commit's
-  tree already had it there (the project's own code).
+  the standard library provides, or a module of the grader's own plugins (``harness.grading.shipping``:
+  a folder of the tree can come before theirs on sys.path, the work directory under ``python -m pytest``),
+  directly in a folder that is on sys.path when the tests run (a file with any import suffix, a
+  package or namespace folder, a link), unless the base commit's tree already had it there (the
+  project's own code).
 
 Gold never needs any of this: ``tests/test_capabilities.py`` runs the rule over the gold patch of
 every task in the repository, and Pipeline 1 calls a task whose gold is refused ``ungradeable``.
@@ -44,6 +46,7 @@ from pathlib import PurePosixPath
 
 from harness.grading.patching import PACKAGING_CONFIG, is_protected
 from harness.records import Task
+from harness.grading.shipping import plugin_modules
 from harness.grading.trusted import Entry, TaskFacts, tree_changes
 
 RULES = {
@@ -147,14 +150,15 @@ def _new_shadows(
 
 
 def environment_modules(tree: Mapping[str, Entry], facts: TaskFacts) -> set[str]:
-    """What the environment provides: what its Python imports from outside the tree, and what is
-    installed in a site-packages folder inside it (R2E-Gym's .venv, whose pytest is not "outside")."""
+    """What the environment provides: what its Python imports from outside the tree, what is
+    installed in a site-packages folder inside it (R2E-Gym's .venv, whose pytest is not "outside"),
+    and the grader's plugins with their helper modules."""
     installed = {
         import_name(PurePosixPath(path).name, entry.kind, facts.suffixes)
         for path, entry in tree.items()
         if PurePosixPath(path).parent.name in ("site-packages", "dist-packages")
     }
-    return set(facts.modules) | installed - {""}
+    return set(facts.modules) | plugin_modules() | installed - {""}
 
 
 def _shadows(
