@@ -17,13 +17,9 @@ Channels (reference ``datasets.md`` §5):
   ``edit_via_str_replace`` or a bash write (``>``/``>>``, ``tee``, ``cp``, ``mv``, ``touch``, ``ln``,
   ``install``, ``sed -i``/``perl -i``, ``dd of=``, Python ``open(..., "w")``/``write_text``).
 
-Parsing. Bash commands are split with a small quote-aware scanner in the manner of ``shlex`` (posix
-quoting and escapes), which, unlike ``shlex.split``, keeps operators apart from quoted text: it splits
-on unquoted ``;``, ``&&``, ``||``, ``|``, ``&``, newlines, parentheses and backticks, and takes ``>``/``<``
-redirections out of the word list. Heredoc bodies are cut out first. ``bash -c``/``sh -c``/``eval``
-strings are parsed recursively; ``sudo``, ``env``, ``timeout``, ``nohup``, ``xargs`` ... prefixes and
-``VAR=value`` assignments are skipped. The pattern argument of grep-like tools is ignored, so
-``grep -rn "requests.get" src/`` is neither a network attempt nor a hidden-path read.
+Parsing: ``harness.agent.shell`` splits each bash command into simple commands. The pattern argument
+of grep-like tools is ignored, so ``grep -rn "requests.get" src/`` is neither a network attempt nor a
+hidden-path read.
 
 Limits (documented, not solved): the audit sees the command text only; a script written in one turn
 and run in another (``python fetch.py``) is invisible; variables, aliases and ``$(...)`` inside double
@@ -39,11 +35,11 @@ import posixpath
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from harness.agent.shell import Segment, parse
 from harness.records import TrajectoryRecord, TurnRecord
 
 Channel = Literal["git_history", "network", "hidden_tests", "test_planting"]
@@ -59,196 +55,6 @@ class Finding(BaseModel):
     channel: Channel
     evidence: str
     rule: str
-
-
-# --------------------------------------------------------------------------------------------- parsing
-
-
-@dataclass
-class _Segment:
-    text: str
-    words: list[str] = field(default_factory=list)
-    writes: list[str] = field(default_factory=list)  # > and >> targets
-    reads: list[str] = field(default_factory=list)  # < sources
-    stdin: list[str] = field(default_factory=list)  # heredoc bodies and here-strings
-
-
-_HEREDOC_RE = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z_][\w.-]*)\2")
-
-
-def _strip_heredocs(cmd: str) -> tuple[str, list[str]]:
-    """Cut heredoc bodies out of ``cmd``; return the command and the bodies in marker order."""
-    bodies: list[str] = []
-    out: list[str] = []
-    pos = 0
-    pending: list[tuple[str, bool]] = []
-    i = 0
-    while i < len(cmd):
-        m = _HEREDOC_RE.match(cmd, i) if cmd.startswith("<<", i) and not cmd.startswith("<<<", i) else None
-        if m:
-            pending.append((m.group(3), m.group(1) == "-"))
-            i = m.end()
-            continue
-        if cmd[i] == "\n" and pending:
-            out.append(cmd[pos:i + 1])
-            j = i + 1
-            for delim, strip_tabs in pending:
-                lines: list[str] = []
-                while j < len(cmd):
-                    end = cmd.find("\n", j)
-                    end = len(cmd) if end == -1 else end
-                    line = cmd[j:end]
-                    j = end + 1
-                    if (line.lstrip("\t") if strip_tabs else line) == delim:
-                        break
-                    lines.append(line)
-                bodies.append("\n".join(lines))
-            pending = []
-            pos = i = min(j, len(cmd))
-            continue
-        i += 1
-    out.append(cmd[pos:])
-    bodies.extend("" for _ in pending)
-    return "".join(out), bodies
-
-
-def _scan(cmd: str, bodies: list[str]) -> list[_Segment]:
-    """Split a heredoc-free command into simple-command segments (see the module docstring)."""
-    segments: list[_Segment] = []
-    seg = _Segment("")
-    start = 0
-    word: str | None = None
-    redirect: str | None = None  # ">", "<", "dup", "heredoc", "herestring"
-    n = len(cmd)
-
-    def end_word() -> None:
-        nonlocal word, redirect
-        if word is None:
-            return
-        if redirect == ">":
-            seg.writes.append(word)
-        elif redirect == "<":
-            seg.reads.append(word)
-        elif redirect == "heredoc":
-            seg.stdin.append(bodies.pop(0) if bodies else "")
-        elif redirect == "herestring":
-            seg.stdin.append(word)
-        elif redirect is None:
-            seg.words.append(word)
-        word, redirect = None, None
-
-    def end_seg(at: int) -> None:
-        nonlocal seg, start
-        end_word()
-        seg.text = cmd[start:at].strip()
-        if seg.words or seg.writes or seg.reads:
-            segments.append(seg)
-        seg = _Segment("")
-        start = at + 1
-
-    i = 0
-    while i < n:
-        c = cmd[i]
-        if c == "\\" and i + 1 < n:
-            if cmd[i + 1] != "\n":
-                word = (word or "") + cmd[i + 1]
-            i += 2
-        elif c == "'":
-            j = cmd.find("'", i + 1)
-            j = n if j == -1 else j
-            word = (word or "") + cmd[i + 1:j]
-            i = j + 1
-        elif c == '"':
-            j, buf = i + 1, []
-            while j < n and cmd[j] != '"':
-                if cmd[j] == "\\" and j + 1 < n and cmd[j + 1] in '"\\$`\n':
-                    buf.append(cmd[j + 1])
-                    j += 2
-                else:
-                    buf.append(cmd[j])
-                    j += 1
-            word = (word or "") + "".join(buf)
-            i = j + 1
-        elif c in " \t\r":
-            end_word()
-            i += 1
-        elif c == "#" and word is None:
-            nl = cmd.find("\n", i)
-            i = n if nl == -1 else nl
-        elif c == ">" or (c == "&" and cmd.startswith("&>", i)):
-            if word is not None and word.isdigit():
-                word = None  # a file-descriptor number, as in 2>
-            end_word()
-            i += 2 if c == "&" else 1
-            if i < n and cmd[i] == ">":
-                i += 1
-            if i < n and cmd[i] in "&|":
-                redirect = "dup" if cmd[i] == "&" else ">"
-                i += 1
-            else:
-                redirect = ">"
-        elif c == "<":
-            end_word()
-            if cmd.startswith("<<<", i):
-                redirect, i = "herestring", i + 3
-            elif cmd.startswith("<<", i):
-                redirect, i = "heredoc", i + (3 if cmd.startswith("<<-", i) else 2)
-            elif cmd.startswith("<(", i):
-                end_seg(i)
-                i += 2
-                start = i
-            else:
-                redirect, i = "<", i + 1
-        elif c in ";|&\n()`":
-            if c == "(" and word is not None and word.endswith("$"):
-                word = word[:-1] or None
-            end_seg(i)
-            i += 1
-        else:
-            word = (word or "") + c
-            i += 1
-    end_seg(n)
-    return segments
-
-
-_PREFIXES = {"sudo", "env", "nohup", "time", "exec", "command", "builtin", "nice", "stdbuf", "xargs", "timeout", "then", "do", "else", "!", "{"}
-_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_SHELLS = {"bash", "sh", "zsh", "dash"}
-
-
-def _parse(cmd: str, depth: int = 0) -> list[_Segment]:
-    """Every simple command in ``cmd`` with prefixes removed; ``sh -c`` strings are parsed as well."""
-    text, bodies = _strip_heredocs(cmd)
-    result: list[_Segment] = []
-    for seg in _scan(text, bodies):
-        words = list(seg.words)
-        while words:
-            head = posixpath.basename(words[0])
-            if _ASSIGN_RE.match(words[0]):
-                words.pop(0)
-            elif head in _PREFIXES:
-                words.pop(0)
-                while words and (words[0].startswith("-") or _ASSIGN_RE.match(words[0])):
-                    words.pop(0)
-                if head == "timeout" and words and re.fullmatch(r"[\d.]+[smhd]?", words[0]):
-                    words.pop(0)
-            else:
-                break
-        seg.words = words
-        result.append(seg)
-        if not words or depth > 3:
-            continue
-        head = posixpath.basename(words[0])
-        if head in _SHELLS:
-            for k, w in enumerate(words[1:], 1):
-                if w.startswith("-") and "c" in w[1:] and k + 1 < len(words):
-                    result.extend(_parse(words[k + 1], depth + 1))
-                    break
-            for body in seg.stdin:
-                result.extend(_parse(body, depth + 1))
-        elif head == "eval":
-            result.extend(_parse(" ".join(words[1:]), depth + 1))
-    return result
 
 
 # --------------------------------------------------------------------------------------------- rules
@@ -335,7 +141,7 @@ def _planted(path: str) -> bool:
     return any(fnmatch.fnmatchcase(name, pat) for pat in _PLANTED_PATTERNS)
 
 
-def _python_code(seg: _Segment, prog: str, args: list[str]) -> list[str]:
+def _python_code(seg: Segment, prog: str, args: list[str]) -> list[str]:
     """Python source this segment runs inline: ``python -c CODE`` or a heredoc/here-string fed to python."""
     if not _PYTHON_RE.match(prog):
         return []
@@ -376,7 +182,7 @@ def _pip_network(args: list[str]) -> bool:
     return not reqs or not all(local(r) for r in reqs)
 
 
-def _network_rules(seg: _Segment, prog: str, args: list[str]) -> list[str]:
+def _network_rules(seg: Segment, prog: str, args: list[str]) -> list[str]:
     hits: list[str] = []
     if prog in _NET_TOOLS:
         hits.append(f"{prog} opens a network connection")
@@ -432,7 +238,7 @@ def _names_hidden(token: str, hidden: Sequence[str]) -> str | None:
     return None
 
 
-def _write_targets(seg: _Segment, prog: str, args: list[str]) -> list[str]:
+def _write_targets(seg: Segment, prog: str, args: list[str]) -> list[str]:
     targets = list(seg.writes)
     positional = [a for a in args if not a.startswith("-")]
     if prog == "tee" or prog == "touch":
@@ -449,7 +255,7 @@ def _write_targets(seg: _Segment, prog: str, args: list[str]) -> list[str]:
     return targets
 
 
-def _audit_segment(seg: _Segment, hidden: Sequence[str]) -> list[tuple[Channel, str]]:
+def _audit_segment(seg: Segment, hidden: Sequence[str]) -> list[tuple[Channel, str]]:
     if not seg.words:
         prog, args = "", []
     else:
@@ -481,7 +287,7 @@ def audit_turn(turn: TurnRecord, hidden_paths: Sequence[str] = ()) -> list[Findi
     hidden = [h.strip("/").removeprefix("./") for h in hidden_paths if h.strip("/")]
     found: list[Finding] = []
     if call.name == "execute_bash":
-        for seg in _parse(call.arguments.get("command", "")):
+        for seg in parse(call.arguments.get("command", "")):
             for channel, rule in _audit_segment(seg, hidden):
                 found.append(Finding(turn=turn.index, channel=channel, evidence=seg.text, rule=rule))
     elif call.name == "edit_via_str_replace":
