@@ -184,7 +184,8 @@ def reused(out: Path, n: int) -> dict | None:
     """The figures of a kept run's commits, its compaction undone, so the run can be measured again. A
     run whose journals another version of the store wrote is committed again: compaction would read
     all of it from its files."""
-    from curation.store import _MAGIC, CATALOG, COMPACTED, JOURNAL
+    from curation.store import CATALOG, COMPACTED, JOURNAL
+    from curation.store.journal import _MAGIC
 
     done = out / COMMITTED
     journals = sorted((out / JOURNAL).glob("*.journal")) if done.exists() else []

@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curation import store
+from curation.store import compaction, layout, views
+from curation.store import journal as store_journal
 from curation.store import (
     CATALOG,
     COMPACTED,
@@ -131,13 +132,13 @@ def folders(run: Path) -> int:
 def test_a_torn_journal_record_is_ignored_and_its_folder_read_from_its_files(run: Path, damage: str) -> None:
     # a writer killed mid-append leaves a short last record; a crash can leave one of the right length
     # but wrong bytes: either ends the journal's reading, and the folders it was for are read from their files
-    store.journal_flush()  # the fixture's six tasks: one record
+    store_journal.journal_flush()  # the fixture's six tasks: one record
     make_run(run, range(6, 8))
-    store.journal_flush()  # two more: the journal's last record
+    store_journal.journal_flush()  # two more: the journal's last record
     (journal,) = (run / JOURNAL).iterdir()
     data = journal.read_bytes()
     journal.write_bytes(data[:-10] if damage == "truncated" else data[:-10] + bytes(b ^ 0xFF for b in data[-10:]))
-    store._JOURNALS.clear()  # the resumed run is another writer, with its own journal
+    store_journal._JOURNALS.clear()  # the resumed run is another writer, with its own journal
     make_run(run, range(8, 10))
     done = compact(run)
     torn = sum((run / stage / scale.instance_id(i)).exists() for stage in ("p1", "p2") for i in (6, 7))
@@ -153,7 +154,7 @@ def test_regression_a_folder_replaced_while_compaction_lists_its_files_is_read_n
     shutil.rmtree(folder)
     os.rename(run / "p1" / ".copy", folder)  # a new inode no journal record names: read from its files
     expected = snapshot([run])
-    real = store.scan
+    real = layout.scan
 
     def scan_then_replace(stage_dir: Path) -> dict:
         found = real(stage_dir)
@@ -161,11 +162,13 @@ def test_regression_a_folder_replaced_while_compaction_lists_its_files_is_read_n
             os.rename(folder, run / "p1" / ".old")  # the instant between a replace's two renames
         return found
 
-    monkeypatch.setattr(store, "scan", scan_then_replace)
+    for module in (compaction, views):  # where compaction and a catalog look it up
+        monkeypatch.setattr(module, "scan", scan_then_replace)
     done = compact(run)
     assert done.from_files == 0
     open_catalog([run]).close()
-    monkeypatch.setattr(store, "scan", real)
+    for module in (compaction, views):
+        monkeypatch.setattr(module, "scan", real)
     shutil.copytree(run / "p1" / ".old", run / "p1" / ".new")
     shutil.rmtree(run / "p1" / ".old")
     os.rename(run / "p1" / ".new", folder)  # the replace completes
@@ -200,10 +203,10 @@ def test_consumed_journals_are_swept_and_a_new_one_is_read_from_its_start(run: P
 
 
 def test_a_table_journaled_with_another_schema_is_read_from_its_file(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = store.schema_print
-    monkeypatch.setattr(store, "schema_print", lambda model: "older" if model is VerdictRecord else real(model))
+    real = store_journal.schema_print
+    monkeypatch.setattr(store_journal, "schema_print", lambda model: "older" if model is VerdictRecord else real(model))
     make_run(run, range(6, 8))  # their verdicts journaled by a writer of another schema version
-    monkeypatch.setattr(store, "schema_print", real)
+    monkeypatch.setattr(store_journal, "schema_print", real)
     compact(run)
     assert snapshot([run]) == snapshot([make_run(run.parent / "whole", range(8))])
 
@@ -213,14 +216,14 @@ def test_a_table_journaled_with_another_schema_is_read_from_its_file(run: Path, 
 def test_journaled_parts_fill_row_groups_in_order_without_splitting_a_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int, spill: int, fold: int
 ) -> None:
-    monkeypatch.setattr(store, "JOURNAL_BATCH", batch)  # commits a writer gathers into one record
+    monkeypatch.setattr(store_journal, "JOURNAL_BATCH", batch)  # commits a writer gathers into one record
     run = make_run(tmp_path / "run", range(12))
     replace_result(run, 4, reason="timeout", decision="reject")  # its first version's rows in a record are passed over
     shutil.rmtree(run / "p1" / scale.instance_id(7))  # and these
     expected = snapshot([run])
-    monkeypatch.setattr(store, "ROW_GROUP_ROWS", 40)
-    monkeypatch.setattr(store, "SPILL_ROWS", spill)  # rows sorted out to the row groups at a time
-    monkeypatch.setattr(store, "FOLD", fold)  # ... or batches
+    monkeypatch.setattr(compaction, "ROW_GROUP_ROWS", 40)
+    monkeypatch.setattr(compaction, "SPILL_ROWS", spill)  # rows sorted out to the row groups at a time
+    monkeypatch.setattr(compaction, "FOLD", fold)  # ... or batches
     assert compact(run).from_files == 0
     assert snapshot([run]) == expected
     for view in ("assertions", "runs", "verdicts"):
@@ -242,9 +245,9 @@ def test_regression_wide_rows_fill_row_groups_by_bytes_not_rows_alone(tmp_path: 
     run = make_run(tmp_path / "run", range(12))
     expected = snapshot([run])
     task_bytes = pq.ParquetFile(next((run / "p1").glob("*/task.parquet"))).metadata.row_group(0).total_byte_size
-    monkeypatch.setattr(store, "ROW_GROUP_BYTES", 3 * task_bytes)
-    monkeypatch.setattr(store, "SPILL_ROWS", spill)
-    monkeypatch.setattr(store, "SPILL_BYTES", 2 * task_bytes)
+    monkeypatch.setattr(compaction, "ROW_GROUP_BYTES", 3 * task_bytes)
+    monkeypatch.setattr(compaction, "SPILL_ROWS", spill)
+    monkeypatch.setattr(compaction, "SPILL_BYTES", 2 * task_bytes)
     assert compact(run).from_files == 0
     assert snapshot([run]) == expected
     part = pq.ParquetFile(run / COMPACTED / load_manifest(run).parts["tasks"][0])
@@ -254,14 +257,14 @@ def test_regression_wide_rows_fill_row_groups_by_bytes_not_rows_alone(tmp_path: 
 
 
 def test_a_writer_appends_its_commits_a_record_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store, "JOURNAL_BATCH", 4)
+    monkeypatch.setattr(store_journal, "JOURNAL_BATCH", 4)
     run = make_run(tmp_path / "run", range(4))
 
     def records() -> list[int]:  # the folders of each record
-        return [len(meta["folders"]) for p in (run / JOURNAL).iterdir() for _, _, meta in store.read_journal(p, 0, p.stat().st_size)]
+        return [len(meta["folders"]) for p in (run / JOURNAL).iterdir() for _, _, meta in store_journal.read_journal(p, 0, p.stat().st_size)]
 
     assert records() == [4] * (folders(run) // 4), "every JOURNAL_BATCH commits"
-    monkeypatch.setattr(store, "JOURNAL_SECONDS", 0.0)
+    monkeypatch.setattr(store_journal, "JOURNAL_SECONDS", 0.0)
     make_run(run, range(4, 5))  # the gathered commits waited long enough: appended with this one
     assert sum(records()) == folders(run)
     assert compact(run).from_files == 0
@@ -305,7 +308,7 @@ def test_a_folder_of_many_instance_ids_is_sorted_into_its_part(run: Path) -> Non
 
 
 def test_parts_are_merged_once_there_are_too_many(run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("curation.store.MAX_PARTS", 2)
+    monkeypatch.setattr("curation.store.compaction.MAX_PARTS", 2)
     compact(run)
     for i in range(3):
         make_run(run, range(100 + i, 101 + i))
