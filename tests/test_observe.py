@@ -361,13 +361,13 @@ def test_an_argument_s_source_is_its_repr_with_the_defining_module_s_names_or_th
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(PLUGINS))
     import objmod  # type: ignore[import-not-found]
-    import swedeck_observe  # type: ignore[import-not-found]
+    import swedeck_observe_values  # type: ignore[import-not-found]
 
-    assert swedeck_observe.source_of(objmod.complement("ab")) == (repr(objmod.complement("ab")), ["from objmod import complement"])
+    assert swedeck_observe_values.source_of(objmod.complement("ab")) == (repr(objmod.complement("ab")), ["from objmod import complement"])
     home = ("objmod", vars(objmod))
-    assert swedeck_observe.source_of(objmod.UTC) is None
-    assert swedeck_observe.source_of(objmod.UTC, home) == ("UTC", ["from objmod import UTC"])
-    assert swedeck_observe.source_of(objmod.Zone(), home) is None  # an instance no name holds
+    assert swedeck_observe_values.source_of(objmod.UTC) is None
+    assert swedeck_observe_values.source_of(objmod.UTC, home) == ("UTC", ["from objmod import UTC"])
+    assert swedeck_observe_values.source_of(objmod.Zone(), home) is None  # an instance no name holds
 
 
 def test_a_bracketed_group_nests_one_level_deeper() -> None:
