@@ -27,7 +27,8 @@ def judge_endpoint(scripted: bool | None, out: Path) -> Iterator[object]:
         yield None
         return
     from curation.pipeline1 import kept_tasks
-    from judge.scripted import ScriptedJudge, has_script
+    from judge.scripted import ScriptedJudge
+    from judge.scripted_policies import has_script
 
     ids = [t.instance_id for t, _ in kept_tasks(out)]
     if missing := [i for i in ids if not has_script(i)]:

@@ -31,7 +31,8 @@ from judge.rules import (
     normalise,
     touched_files,
 )
-from judge.scripted import REFUSAL_TEXT, request_problem
+from judge.scripted import request_problem
+from judge.scripted_policies import REFUSAL_TEXT
 from judge.tools import ToolSession
 
 KEPT = sorted(name for name, label in LABELS.items() if label["p1_decision"] == "keep")

@@ -32,7 +32,7 @@ from judge import JudgeConfig, JudgeSettings, ScriptedJudge
 from judge.loop import strengthen_session
 from judge.prompts import STRENGTHEN_TOOLS, render_strengthen
 from judge.rules import added_test_leaks, touched_files
-from judge.scripted import STRENGTHEN
+from judge.scripted_policies import STRENGTHEN
 from judge.strengthen import Candidate, Workbench, confirmed_survivors, strengthen
 from judge.strengthen.candidates import model_free_candidate
 from judge.strengthen.cases import insert_test
