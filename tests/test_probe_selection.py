@@ -36,19 +36,11 @@ from harness.grading.grader import grade
 from harness.grading.shipping import PLUGINS
 from harness.records import Pipeline1Result, Status, Task
 from probes.generate import Candidate, plausible_wrong
-from probes.runner import (
-    ALL,
-    GoldCoverage,
-    changed_regions,
-    generate,
-    gold_coverage,
-    impacted_tests,
-    parse_coverage,
-    run_probes,
-    selection,
-    selection_pays,
-    with_timeout,
-)
+from probes.runner import generate, run_probes
+from probes.runner.coverage import GoldCoverage, gold_coverage, parse_coverage
+from probes.runner.grading import with_timeout
+from probes.runner.impact import ALL, changed_regions, impacted_tests
+from probes.runner.plans import selection, selection_pays
 from probes.session import SessionPool, Stats, pytest_argv
 
 # ================================================================================ the mapping, on text
@@ -411,14 +403,16 @@ def test_the_full_grade_is_the_final_word_before_a_survivor_is_cited(calc, swede
 def test_regression_a_second_run_folder_does_not_trace_gold_again(calc, swedeck_env, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     """The gold coverage is a fact of the task's content and gold pattern: it was cached in the run
     folder's logs, so every new run folder over a warm cache traced gold again (one full suite per task)."""
-    import probes.runner as runner
+    import probes.runner.coverage as coverage
+    import probes.runner.grading as grading
+    import probes.runner.task as runner
 
     task, p1, backend = calc
     hand = [_probe(task, swedeck_env, "plausible_wrong", "a + b", f"a + b + {n}") for n in (1, 2, 3)]
     monkeypatch.setattr(runner, "generate", lambda *_: hand)
-    monkeypatch.setattr(runner, "selection_pays", lambda *_: True)  # the calc suite is too cheap to trace
+    monkeypatch.setattr(grading, "selection_pays", lambda *_: True)  # the calc suite is too cheap to trace
     traced = []
-    monkeypatch.setattr(runner, "parse_coverage", lambda *args: traced.append(1) or parse_coverage(*args))
+    monkeypatch.setattr(coverage, "parse_coverage", lambda *args: traced.append(1) or parse_coverage(*args))
     for folder in ("run-a", "run-b"):
         graded = runner.probe_task(task, backend, p1, _stamp(task), log_dir=tmp_path / folder, differential=False)
         assert [r.reward for r in graded] == [0.0, 0.0, 0.0]
@@ -429,7 +423,7 @@ def test_regression_a_second_run_folder_does_not_generate_the_probes_again(calc,
     """Probe generation (libcst rewrites, mutants, a git diff each) was redone by every run folder over
     a warm cache; it is cached by content and generating code, with each probe's files, so a session
     takes a cached probe without a host clone."""
-    import probes.runner as runner
+    import probes.runner.task as runner
     import probes.workspace as workspace
 
     task, p1, _ = calc

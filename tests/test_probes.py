@@ -46,7 +46,10 @@ from harness.grading.grader import grade
 from harness.records import Answer, Environment, HiddenTests, Pipeline1Result, ProbeResult, Recipe, Task, content_hash
 from probes.differential import session_for
 from probes.generate import Candidate, correct_alternatives, plausible_wrong
-from probes.runner import generate, gold_coverage, probe_id, run_probes, selection
+from probes.runner import generate, run_probes
+from probes.runner.coverage import gold_coverage
+from probes.runner.grading import probe_id
+from probes.runner.plans import selection
 
 # ================================================================================ hand-made repositories
 
