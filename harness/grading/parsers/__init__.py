@@ -13,7 +13,7 @@ the same output.
 
 from __future__ import annotations
 
-from harness.grading.parsers import js, jvm, native, others
+from harness.grading.parsers import functional, js, jvm, native, others
 from harness.grading.parsers.common import Parser, decolor, junit_in_log
 from harness.grading.parsers.js import (
     parse_jest,
@@ -117,18 +117,18 @@ PARSERS: dict[str, Parser] = {
     "cucumber": others.parse_cucumber,
     "phpunit": others.parse_phpunit_testdox,
     "pest": others.parse_pest,
-    "exunit": others.parse_exunit,
-    "haskell": others.parse_haskell,
-    "hspec": others.parse_hspec_tree,
+    "exunit": functional.parse_exunit,
+    "haskell": functional.parse_haskell,
+    "hspec": functional.parse_hspec_tree,
     "julia": others.parse_julia,
     "testthat": others.parse_testthat,
     "r_check": others.parse_r_check,
     "dart_json": others.parse_dart_json,
     "dart": others.parse_dart_expanded,
-    "alcotest": others.parse_alcotest,
-    "bracket_word": others.parse_bracket_word,
-    "word_first": others.parse_word_first,
-    "dune": others.parse_dune,
+    "alcotest": functional.parse_alcotest,
+    "bracket_word": functional.parse_bracket_word,
+    "word_first": functional.parse_word_first,
+    "dune": functional.parse_dune,
     "plenary": others.parse_plenary,
 }
 
