@@ -20,20 +20,17 @@ from pathlib import Path
 import pytest
 from conftest import sampled
 
+from curation.assertion_sites import Site, assertion_sites, normalise, source_hash
 from curation.assertions import (
     SiteOutcome,
     Event,
-    Site,
     assertion_outcomes,
-    assertion_sites,
     binding_assertions,
     binding_keys,
     location,
-    normalise,
     parse_events,
     record_key,
     records_for_run,
-    source_hash,
 )
 from harness import records as rec
 from harness.grading.parsers import parse_junit
