@@ -14,6 +14,7 @@ from flows.cli.common import (
     _print_errors, _progress, _quiet_prefect, _sources, _stdout, _user_error, _with_evals,
 )
 from flows.cli.tasks import tasks_app
+from flows.cli.env import env_app
 
 app = typer.Typer(help="Curate SWE RL task corpora into trustworthy decks.", no_args_is_help=True)
 
@@ -32,7 +33,6 @@ def _options(
 ) -> None:
     """Curate SWE RL task corpora into trustworthy decks."""
 
-env_app = typer.Typer(help="Build environments ahead of time.", no_args_is_help=True)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(env_app, name="env")
 train_app = typer.Typer(invoke_without_command=True)  # its help is the callback's (train)
@@ -40,7 +40,7 @@ app.add_typer(train_app, name="train")
 
 
 def _arm_task(task_id: str, source: list[Path] | None, arm: str):  # noqa: ANN202 - a Task
-    from curation.decks import DECK_FILE, arm_tasks
+    from curation.deck_files import DECK_FILE, arm_tasks
 
     if not source or len(source) != 1 or not (source[0] / DECK_FILE).exists():
         _console().print("[red]--arm needs --source DECK: one deck folder (`swedeck deck`)[/]")
@@ -155,58 +155,6 @@ def _grade_predictions(path: Path, source: list[Path] | None, arm: list[str] | N
             _stdout().print(f"resolved on raw, not on {pair.removeprefix('raw_not_')}: {s['resolved']} of {s['graded_on_both']} predictions "
                             f"graded on both (accepted only by the raw tests)", highlight=False)  # fmt: skip
     _console().print(f"results {results} · summary {summary}", highlight=False)
-
-
-@env_app.command("base")
-def env_base() -> None:
-    """Build the base root filesystem (debootstrap) and import it into Docker when an engine runs."""
-    from harness.config import Settings
-    from harness.sandboxes.envs import build_base
-
-    build_base(Settings.from_env())
-
-
-@env_app.command("image")
-def env_image(
-    base: Annotated[str | None, typer.Option("--base", help="base image (default: the one `swedeck env base` builds)")] = None,
-    tag: Annotated[str, typer.Option("--tag", "-t", help="tag of the service image")] = "swedeck:latest",
-) -> None:
-    """Build the service image (the Dockerfile) on the base image; its pip gets this machine's index settings and CA."""
-    from flows.image import build_image
-    from harness.config import Settings
-
-    print(build_image(base or Settings.from_env().base_image, tag))
-
-
-@env_app.command("build")
-def env_build(
-    paths: Annotated[list[Path] | None, typer.Argument(help="sources")] = None,
-    backend: BackendOpt = None,
-    config: ConfigOpt = None,
-    overrides: SetOpt = None,
-) -> None:
-    """Materialise every task's environment and sealed tree now (cached by content hash)."""
-    from rich.progress import Progress
-
-    from curation.sources import load_sources
-    from harness.sandboxes.backends import get_backend
-    from harness.sandboxes.sandbox import EnvError
-
-    cfg = _config(config, overrides, backend)
-    result = load_sources(_sources(paths))
-    _print_errors(result.errors)
-    sandbox_backend = get_backend(cfg.sandbox)
-    failed = 0
-    with Progress(console=_console()) as progress:
-        job = progress.add_task("building environments", total=len(result.tasks))
-        for task in result.tasks:
-            try:
-                sandbox_backend.prepare(task)
-            except EnvError as err:
-                failed += 1
-                progress.console.print(f"[red]env error[/] {task.instance_id}: {err}")
-            progress.advance(job)
-    _console().print(f"{len(result.tasks) - failed} ready, {failed} failed")
 
 
 def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: list[Path] | None = None,
