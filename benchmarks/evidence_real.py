@@ -113,7 +113,7 @@ def p1_executions(run: Path, iid: str) -> int:
 
 def grade_patches(run: Path, ids: Sequence[str], labels: dict[str, dict], backend_name: str, workers: int) -> dict[tuple[str, str], float | None]:
     """Reward of each hand-written patch on the strengthened arm (None: the task is not in the deck)."""
-    from curation.decks import arm_tasks
+    from curation.deck_files import arm_tasks
     from harness.config import SandboxConfig
     from harness.grading.grader import grade
     from harness.sandboxes.backends import get_backend

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from curation.decks import DECK_FILE, arm_tasks, arms
+from curation.deck_files import DECK_FILE, arm_tasks, arms
 from curation.store import arrow_schema, read_records
 from harness.records import DeckRow
 

@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from curation import dedup
-from curation.store import build_catalog, commit_folder, read_records
+from curation.deck_dataset import export_dataset
+from curation.deck_files import DECK_FILE, DROPPED_FILE, task_file
+from curation.store import build_catalog, commit_folder
 from harness.names import file_name
 from harness.records import (
     DeckDrop,
@@ -30,8 +32,6 @@ from harness.records import (
     content_hash,
 )
 
-DECK_FILE = "deck.parquet"
-DROPPED_FILE = "dropped.parquet"
 KEEP = ("accept", "issue_rewritten")  # verdicts whose task goes into the curated arm
 
 
@@ -112,11 +112,6 @@ def strengthened_task(task: Task, record: Strengthening | None) -> Task:
     return task.model_copy(update={"answer": answer})
 
 
-def task_file(row: DeckRow) -> str:
-    """Where a row's task lives in the deck: the strengthened version apart from the original."""
-    return f"tasks/{'strengthened/' if row.tests == 'strengthened' else ''}{file_name(row.instance_id)}.json"
-
-
 def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthened: Mapping[str, Strengthening] | None = None,
                dropped: Iterable[DeckDrop] = ()) -> None:  # fmt: skip
     by_id = {t.instance_id: t for t in tasks}
@@ -128,21 +123,4 @@ def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthen
     files = {task_file(r): version(r).model_dump_json() for r in rows}
     commit_folder(out, [("deck", DeckRow, rows), ("dropped", DeckDrop, list(dropped))], files)
     build_catalog(out / "catalog.duckdb", {"deck": (str(out / DECK_FILE), DeckRow), "dropped": (str(out / DROPPED_FILE), DeckDrop)})
-    # imported here: it reads the deck back through this module, and ``datasets`` is slow to import
-    from curation.deck_dataset import export_dataset
-
     export_dataset(out)
-
-
-def arm_tasks(deck: Path, arm: str) -> list[Task]:
-    """The tasks of one arm, each with the issue text that arm gives the agent."""
-    rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == arm]
-    tasks = []
-    for row in rows:
-        task = Task.model_validate_json((deck / task_file(row)).read_text())
-        tasks.append(task.model_copy(update={"problem_statement": row.problem_statement}))
-    return tasks
-
-
-def arms(deck: Path) -> list[str]:
-    return sorted({r.arm for r in read_records(deck / DECK_FILE, DeckRow)})

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from curation.decks import DECK_FILE, arm_tasks, arms
+from curation.deck_files import DECK_FILE, arm_tasks, arms
 from curation.store import commit_folder, read_records, write_records
 from harness.config import UserError
 from harness.grading.grader import gold_pattern, grade

@@ -22,7 +22,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from curation.decks import DECK_FILE, arm_tasks, arms
+from curation.deck_files import DECK_FILE, arm_tasks, arms
 from curation.store import read_records
 from harness.names import under
 from harness.records import DeckRow

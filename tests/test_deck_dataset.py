@@ -7,7 +7,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from curation.decks import arm_tasks, deck_rows, write_deck
+from curation.deck_files import arm_tasks
+from curation.decks import deck_rows, write_deck
 from harness.records import Task
 from test_decks import IDS, p1, verdict
 

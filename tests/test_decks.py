@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from conftest import swedeck_cli
 
-from curation.decks import arm_tasks, arms, deck_rows, verified_task, write_deck
+from curation.deck_files import arm_tasks, arms
+from curation.decks import deck_rows, verified_task, write_deck
 from curation.store import connect, read_records
 from harness.records import DeckRow, Pipeline1Result, Strengthening, Task, VerdictRecord
 
