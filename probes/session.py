@@ -50,17 +50,17 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from harness.grading import tamper
-from harness.grading.capabilities import violations
+from harness.grading.capabilities import is_protected, violations
 from harness.config import Settings
 from harness.sandboxes.envs import ENV_MOUNT
 from harness.grading.grader import compare, run_tests
 from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.names import file_name
 from harness.grading.parsers import parse_junit, uses_junit
-from harness.grading.patching import is_protected
 from harness.records import Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable
-from harness.grading.trusted import LISTING, Entry, TaskFacts, archive, decode, install_command, parse_listing, plan, task_facts
+from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
+from harness.grading.trusted import archive, decode, install_command, plan, task_facts
 from probes.workspace import Trees, recall
 
 SERVER = Path(__file__).with_name("session_server.py")

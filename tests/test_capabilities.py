@@ -23,7 +23,7 @@ from harness.grading.grader import run_tests
 from harness.grading import shipping
 from harness.records import Task
 from harness.sandboxes.sandbox import Backend
-from harness.grading.trusted import LISTING, Entry, TaskFacts, parse_listing
+from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
 
 SUFFIXES = [".py", ".pyc", ".cpython-311-x86_64-linux-gnu.so", ".abi3.so", ".so"]
 EXTENSIONS = SUFFIXES[2:]

@@ -31,7 +31,7 @@ import pytest
 
 from harness.grading import grader
 from harness.agent.adversary import TAMPER_CONFTEST
-from harness.grading.patching import PACKAGING_CONFIG
+from harness.grading.capabilities import PACKAGING_CONFIG
 from harness.records import Grade, Status, Task
 from harness.sandboxes.sandbox import IO_DIR, Backend, Sandbox
 

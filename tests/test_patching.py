@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from harness.grading.patching import APPLY_STRATEGIES, apply_patch, is_protected
+from harness.grading.capabilities import is_protected
+from harness.grading.patching import APPLY_STRATEGIES, apply_patch
 from harness.records import Task
 from harness.sandboxes.sandbox import Backend, Sandbox
 

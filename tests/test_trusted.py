@@ -14,7 +14,8 @@ import pytest
 
 from harness.grading import canaries
 from harness.records import Status, Task
-from harness.grading.trusted import LISTING, Entry, File, TaskFacts, parse_listing, plan, tree_changes
+from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing, tree_changes
+from harness.grading.trusted import File, plan
 
 # ------------------------------------------------------------------------------------------ listing
 

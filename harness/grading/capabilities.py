@@ -15,7 +15,7 @@ Refused, one rule each (``RULES``):
 - anything in the environment's installed packages the tree may hold (a virtualenv, marked by its
   pyvenv.cfg, as R2E-Gym's .venv in the work directory; any site-packages or dist-packages folder):
   editing pytest there is worse than shadowing it;
-- anything in the tests' places: the paths ``harness.grading.patching.is_protected`` names (test files,
+- anything in the tests' places: the paths ``is_protected`` names (test files,
   conftest.py, pytest's own configuration files, start-up hooks, .pth files), the hidden tests'
   files and the folders they go in. The configuration files pytest shares with packaging
   (``PACKAGING_CONFIG``: a real fix bumps a version or a dependency in them) are the one exception:
@@ -44,10 +44,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from harness.grading.patching import PACKAGING_CONFIG, is_protected
-from harness.records import Task
+from harness.grading.diffs import is_r2e_test_path
 from harness.grading.shipping import plugin_modules
-from harness.grading.trusted import Entry, TaskFacts, tree_changes
+from harness.grading.tree import Entry, TaskFacts, tree_changes
+from harness.records import Task
 
 RULES = {
     "symlink": "a symbolic link",
@@ -62,6 +62,17 @@ RULES = {
     "shadows_module": "imported instead of a module the environment provides",
 }
 MODES = (0o644, 0o755)
+# Files that change how tests are collected or run, whoever adds or edits them: pytest's
+# configuration files (the whole file: pytest reads its section from any of them), conftest.py, and
+# what Python runs at start-up.
+TEST_INFRA_NAMES = {
+    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini",
+    "setup.cfg", "sitecustomize.py", "usercustomize.py",
+}  # fmt: skip
+# Of those, the files pytest shares with packaging: a real fix may edit them (a version, a dependency),
+# so the candidate's edit is written over with the base commit's copy (harness.grading.trusted.plan)
+# rather than refused
+PACKAGING_CONFIG = {"pyproject.toml", "setup.cfg", "tox.ini"}
 _METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg-link")
 _BYTECODE_SUFFIXES = (".pyc", ".pyo")
 _PYTHONPATH = re.compile(r"^PYTHONPATH=(.*)$")
@@ -101,6 +112,12 @@ def describe(found: Iterable[Violation], limit: int = 20) -> str:
     lines = [str(v) for v in found]
     more = f"\n... and {len(lines) - limit} more" if len(lines) > limit else ""
     return "the change may not do this:\n" + "\n".join(lines[:limit]) + more
+
+
+def is_protected(path: str, task: Task) -> bool:
+    """A path the task's tests own: a candidate may not add, edit or delete it."""
+    p = PurePosixPath(path)
+    return path in task.test_paths or is_r2e_test_path(path) or p.name in TEST_INFRA_NAMES or p.suffix == ".pth"
 
 
 def _rule(

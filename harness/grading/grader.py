@@ -43,23 +43,8 @@ from harness.grading.patching import apply_patch
 from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
-from harness.grading.trusted import (
-    LISTING,
-    Entry,
-    File,
-    TaskFacts,
-    archive,
-    decode,
-    facts_key,
-    install_command,
-    parse_listing,
-    plan,
-    read_many,
-    task_facts,
-    tree_changes,
-    untar,
-    write_names,
-)
+from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing, tree_changes
+from harness.grading.trusted import File, archive, decode, facts_key, install_command, plan, read_many, task_facts, untar, write_names
 
 BAD = {Status.FAILED, Status.ERROR}
 # the line swedeck_assertions writes first from each process that loads it (its ANNOUNCE)

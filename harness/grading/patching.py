@@ -1,4 +1,4 @@
-"""Putting patches into a sandbox's tree, and which paths belong to the tests.
+"""Putting patches into a sandbox's tree.
 
 Applying is a cascade of strategies, each first checked with ``--check``/``--dry-run`` so a failed
 attempt never leaves a half-applied tree and nothing needs resetting between attempts.
@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from harness.grading.diffs import is_r2e_test_path
-from harness.records import Task
 from harness.sandboxes.sandbox import IO_DIR, Sandbox
 
 PATCH_FILE = IO_DIR + "/{name}.patch"
@@ -37,17 +35,6 @@ APPLY_STRATEGIES: list[tuple[str, str | None, str]] = [
         "patch --batch --forward --fuzz=5 -p1 -i {p}",
     ),
 ]
-# Files that change how tests are collected or run, whoever adds or edits them: pytest's
-# configuration files (the whole file: pytest reads its section from any of them), conftest.py, and
-# what Python runs at start-up.
-TEST_INFRA_NAMES = {
-    "conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini",
-    "setup.cfg", "sitecustomize.py", "usercustomize.py",
-}  # fmt: skip
-# Of those, the files pytest shares with packaging: a real fix may edit them (a version, a dependency),
-# so the candidate's edit is written over with the base commit's copy rather than refused
-# (harness.grading.capabilities)
-PACKAGING_CONFIG = {"pyproject.toml", "setup.cfg", "tox.ini"}
 # GNU patch names everything it would touch in its --dry-run output ("checking file x", "checking
 # symbolic link y"); git apply refuses paths inside .git, and paths beyond a symlink, by itself
 _PATCH_CHECKED = re.compile(r"^checking (file|symbolic link) (.+)$", re.MULTILINE)
@@ -106,9 +93,3 @@ def _unsafe_targets(log_path: str) -> list[str]:
         for kind, name in found
         if kind == "symbolic link" or _GIT_DIR.search(name.strip().strip("'\""))
     ]
-
-
-def is_protected(path: str, task: Task) -> bool:
-    """A path the task's tests own: a candidate may not add, edit or delete it."""
-    p = PurePosixPath(path)
-    return path in task.test_paths or is_r2e_test_path(path) or p.name in TEST_INFRA_NAMES or p.suffix == ".pth"

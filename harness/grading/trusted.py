@@ -4,7 +4,7 @@ Nothing the candidate wrote executes before the test command. The harness lists 
 ``find`` from the environment, never an interpreter or git reading the tree's config) right before
 and right after the patch is applied; ``harness.grading.capabilities`` decides on the host, with pure
 functions, whether the change is allowed at all, and ``plan`` which files are written back. The contents it
-writes come from ``TaskFacts``: the pristine tree's protected files, the hidden tests applied to the
+writes come from ``TaskFacts`` (``harness.grading.tree``): the pristine tree's protected files, the hidden tests applied to the
 pristine tree, and what the environment's Python can import. They are gathered once per task in a
 sandbox the candidate never touched, and cached.
 """
@@ -17,21 +17,19 @@ import json
 import shlex
 import tarfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
-
-from pydantic import BaseModel, ConfigDict
 
 from harness.config import Settings
 from harness.sandboxes.envs import tree_key
-from harness.grading.patching import apply_patch, is_protected
+from harness.grading.capabilities import is_protected
+from harness.grading.patching import apply_patch
+from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing, tree_changes
 from harness.records import Task, content_hash
 from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox
 
 # Bump when anything that decides a grade changes: it keys the facts and gold-pattern caches.
 GRADER_VERSION = 3
-# One record per entry, NUL-terminated so any file name survives: type, mode, size, mtime, link count, path.
-LISTING = "find . -path ./.git -prune -o -printf '%y %m %s %T@ %n %P\\0'"
 # Run by the environment's Python in a pristine sandbox (so it may be any version from 3.6 on): the
 # sys.path entries inside the tree, the top-level names importable from outside it, the pytest
 # plugins installed by entry point, the file suffixes its import system accepts.
@@ -56,64 +54,6 @@ except Exception:
 print(json.dumps({"tree_path": ["" if p == "." else p for p in inside], "modules": sorted(names), "plugins": plugins,
                   "suffixes": importlib.machinery.all_suffixes(), "extension_suffixes": importlib.machinery.EXTENSION_SUFFIXES}))
 """
-
-
-@dataclass(frozen=True)
-class Entry:
-    kind: str  # find's %y: f file, d directory, l symlink, ...
-    mode: int
-    size: int
-    mtime: str
-    links: int = 1  # names of this inode (find's %n)
-
-
-def parse_listing(raw: bytes) -> dict[str, Entry]:
-    entries = {}
-    for record in raw.split(b"\0"):
-        fields = record.decode("utf-8", "surrogateescape").split(" ", 5)
-        if len(fields) == 6 and fields[5]:
-            kind, mode, size, mtime, links, path = fields
-            entries[path] = Entry(kind, int(mode, 8), int(size), mtime, int(links))
-    return entries
-
-
-@dataclass
-class Changes:
-    added: set[str] = field(default_factory=set)
-    modified: set[str] = field(default_factory=set)  # entries whose type, mode, size or mtime changed
-    deleted: set[str] = field(default_factory=set)
-
-    @property
-    def touched(self) -> set[str]:
-        return self.added | self.modified | self.deleted
-
-
-def tree_changes(before: dict[str, Entry], after: dict[str, Entry]) -> Changes:
-    """Patch tools give every file they write a fresh mtime and cannot set an old one, so an entry
-    whose stat is unchanged has unchanged content."""
-    changes = Changes(added=set(after) - set(before), deleted=set(before) - set(after))
-    for path in set(before) & set(after):
-        old, new = before[path], after[path]
-        if old.kind != new.kind or (new.kind != "d" and old != new):
-            changes.modified.add(path)
-    return changes
-
-
-class TaskFacts(BaseModel):
-    """What the grader knows of a task without trusting the candidate, gathered in a pristine sandbox.
-    Contents are base64 with the file's mode (test data may be binary, scripts executable); a ``None``
-    in ``hidden`` is a file the hidden tests delete."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    protected: dict[str, tuple[int, str]]  # protected files of the pristine tree
-    hidden: dict[str, tuple[int, str] | None]  # the hidden tests' files, as applied to the pristine tree
-    hidden_error: str = ""  # why the hidden tests do not apply to the pristine tree
-    tree_path: list[str]  # sys.path entries inside the tree, relative to the workdir ("" is the workdir)
-    modules: list[str]  # top-level modules the environment can import from outside the tree
-    plugins: list[str]  # pytest plugins the environment installs by entry point
-    suffixes: list[str]  # file suffixes the environment's import system loads (importlib.machinery.all_suffixes())
-    extension_suffixes: list[str]  # those of native extension modules
 
 
 @dataclass
