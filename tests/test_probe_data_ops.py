@@ -18,7 +18,9 @@ from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources.local import load_task_folder
 from harness.records import ProbeResult
 from judge.pipeline2 import probe_counts
-from probes.data_ops import DATA_OPERATORS, added_chars, data_mutants, regex_edits
+from probes.data_ops import DATA_OPERATORS, data_mutants
+from probes.data_ops.added import added_chars
+from probes.data_ops.regexes import regex_edits
 from probes.generate import plausible_wrong
 from probes.pycst import python_files
 from probes.runner import probe_task
