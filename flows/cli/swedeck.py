@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,11 +10,13 @@ import typer
 
 from flows.cli.common import (
     BackendOpt, ConfigOpt, EvalOpt, JsonOpt, RepoCacheOpt, RunnerOpt, SetOpt, SourceOpt, _config, _console, _find,
-    _print_errors, _progress, _quiet_prefect, _sources, _stdout, _user_error, _with_evals,
+    _progress, _quiet_prefect, _sources, _stdout, _user_error, _with_evals,
 )
-from flows.cli.tasks import tasks_app
+from flows.cli.decks import _dedup_line
+from flows.cli.decks import app as decks_app
 from flows.cli.env import env_app
-from flows.cli.train import train_app, _preflight
+from flows.cli.tasks import tasks_app
+from flows.cli.train import train_app
 
 app = typer.Typer(help="Curate SWE RL task corpora into trustworthy decks.", no_args_is_help=True)
 
@@ -34,6 +35,7 @@ def _options(
 ) -> None:
     """Curate SWE RL task corpora into trustworthy decks."""
 
+app.add_typer(decks_app)
 app.add_typer(tasks_app, name="tasks")
 app.add_typer(env_app, name="env")
 app.add_typer(train_app, name="train")
@@ -261,13 +263,6 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     if "dedup" in summary:
         console.print(_dedup_line(summary["dedup"]))
     console.print(f"catalog: {summary['catalog']}  (try: swedeck query \"select * from p1_results\" --db {summary['catalog']})")
-
-
-def _dedup_line(d: dict) -> str:
-    merged = ", ".join(f"{rule} {n}" for rule, n in d["merged_pairs"].items()) or "none"
-    reported = ", ".join(f"{rule} {n}" for rule, n in d["reported_pairs"].items()) or "none"
-    return (f"fixes: {d['fixes']} in {d['tasks']} tasks (pairs merged: {merged}; near-duplicates reported: {reported}); "
-            f"contaminated: {d['contaminated_tasks']} exact, {d['eval_repo_tasks']} of an eval repository")  # fmt: skip
 
 
 @app.command()
@@ -537,164 +532,6 @@ def audit(
     flagged = [r for r in rows if r.findings]
     rewarded = [r for r in flagged if r.reward > 0]
     _console().print(f"{len(flagged)} of {len(rows)} trajectories used a cheating channel; {len(rewarded)} of them earned reward")
-
-
-@app.command()
-def deck(
-    run_dir: Annotated[Path, typer.Argument(help="a `swedeck curate` run folder")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="deck folder")] = Path("decks/sample"),
-    deck_id: Annotated[str | None, typer.Option("--id", help="deck id (default: the folder name)")] = None,
-    config: ConfigOpt = None,
-    overrides: SetOpt = None,
-) -> None:
-    """Build a deck from a curate run: the raw arm (every task Pipeline 1 kept), the curated arm (tasks
-    Pipeline 2 accepted, with rewritten issues) and the strengthened arm (the raw arm's tasks, with the
-    strengthened hidden tests where strengthening added tests). One task per upstream fix (the run's
-    clusters), contaminated ones dropped by dedup.policy; dropped.parquet says what was left out."""
-    from curation.decks import deck_rows, dedupe, verified_task, write_deck
-    from curation.pipeline1 import kept_tasks
-    from judge.pipeline2 import verdicts
-    from judge.strengthen import records
-
-    judged = verdicts(run_dir)
-    kept, selection = dedupe(run_dir, kept_tasks(run_dir), judged, _config(config, overrides, None).dedup)
-    strengthened = records(run_dir)
-    rows = deck_rows(kept, judged, deck_id=deck_id or out.name, source_run=str(run_dir), strengthened=strengthened, selection=selection)
-    write_deck(out, rows, [verified_task(task, p1) for task, p1 in kept], strengthened, selection.dropped if selection else ())
-    counts = {arm: sum(r.arm == arm for r in rows) for arm in sorted({r.arm for r in rows})}
-    repaired = sum(r.arm == "strengthened" and r.tests == "strengthened" for r in rows)
-    _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items())
-                     + f" ({repaired} with strengthened tests) · catalog {out / 'catalog.duckdb'}")  # fmt: skip
-    for drop in selection.dropped if selection else ():
-        _console().print(f"  dropped {drop.member} ({drop.reason}): {drop.detail}", highlight=False)
-
-
-@app.command()
-def dedup(
-    runs: Annotated[list[Path], typer.Argument(help="run folders (`swedeck p1` or `swedeck curate`)")],
-    evals: EvalOpt = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="where dedup/ and its catalog go (default: the run, when one)")] = None,
-    config: ConfigOpt = None,
-    overrides: SetOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Clusters of the same fix across existing runs and their contamination by evaluation sets,
-    without re-running anything: the catalog's duplicates, clusters, contamination and overlap views."""
-    from curation import dedup as dd
-    from curation.sources import SourceError
-
-    if len(runs) > 1 and (out is None or out.resolve() in {r.resolve() for r in runs}):  # a run's dedup/ is its own
-        _console().print("[red]several runs: say where their joint result goes with --out, a folder that is none of them[/]")
-        raise typer.Exit(2)
-    missing = [r for r in runs if not (r / "p1").is_dir() and not (r / dd.DEDUP_DIR).is_dir()]
-    if missing:
-        _console().print(f"[red]not a run folder: {', '.join(map(str, missing))}[/]")
-        raise typer.Exit(2)
-    cfg = _with_evals(_config(config, overrides, None), evals)
-    try:
-        clustering, records, errors = dd.dedup_runs(runs, out or runs[0], cfg.dedup)
-    except SourceError as err:
-        _user_error(err)
-    _print_errors(errors)
-    found = dd.summary(clustering, records) | {"overlap": [[a, b, n] for (a, b), n in dd.overlap(clustering.members, records).items()]}
-    if as_json:
-        print(json.dumps(found, indent=2))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
-    console.print(_dedup_line(found), highlight=False)
-    table = Table("source", "other source", "fixes shared", title="overlap")
-    for a, b, n in found["overlap"]:
-        table.add_row(a, b, str(n))
-    console.print(table)
-    console.print(f"catalog: {(out or runs[0]) / 'catalog.duckdb'}  (views: clusters, duplicates, contamination, overlap)")
-
-
-@app.command()
-def arms(
-    deck_dir: Annotated[Path, typer.Argument(help="a deck folder (`swedeck deck`)")],
-    config: ConfigOpt = None,
-    overrides: SetOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="one run folder per arm under it")] = Path("runs/arms"),
-    arm: Annotated[list[str] | None, typer.Option("--arm", help="only these arms (default: all)")] = None,
-    held_out: Annotated[int, typer.Option("--held-out", help="tasks every arm trains without, then is scored on")] = 1,
-) -> None:
-    """Train every arm of a deck with identical settings and seeds (the run config's env must be swe),
-    then score each arm's final policy on held-out tasks: as the arm grades them and by the
-    strengthened tests (a gap between the two is reward hacking)."""
-    from flows.config import load_model
-    from training.run import RunConfig, check_arms
-
-    cfg = load_model(RunConfig, config, overrides)
-    check_arms(cfg, deck_dir)
-    _preflight(cfg)
-    from flows.training import arms_flow
-
-    with _progress(cfg.train.updates, "arms") as bar:
-        job = bar.add_task("arms", total=cfg.train.updates, info="")
-        results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm, held_out=held_out,
-                            on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
-
-    def num(value: float | None) -> str:
-        return "n/a" if value is None else f"{value:.2f}"
-
-    for name, summary in results.items():
-        _console().print(f"{name}: {len(summary['updates'])} updates, last training reward {num(summary['reward'])} · plot {summary['plot']}")
-        if summary["held_out"]:
-            _console().print(f"  held out {', '.join(summary['held_out'])}: own reward {num(summary['own_score'])}, "
-                             f"strengthened score {num(summary['strengthened_score'])}")  # fmt: skip
-
-
-@app.command()
-def query(
-    sql: Annotated[str, typer.Argument(help="SQL over the catalog's views")],
-    db: Annotated[list[Path] | None, typer.Option("--db", help="a catalog file, or run and deck folders (repeat --db) read as they are now")] = None,
-    as_json: JsonOpt = False,
-    as_csv: Annotated[bool, typer.Option("--csv", help="CSV output")] = False,
-) -> None:
-    """Answer SQL over a catalog. Views: tasks, runs, assertions, p1_results, load_errors, probes, probe_counts,
-    verdicts, fingerprints, clusters, duplicates, contamination (each with the column run), deck, dropped;
-    named: verdict_shares, reject_reasons, probe_survival, overlap."""
-    import duckdb
-
-    from curation.decks import DECK_FILE
-    from curation.store import connect, open_catalog
-
-    paths = db or [Path("runs/curate/catalog.duckdb")]
-    for path in paths:
-        if not (path.is_file() or (path / "p1").is_dir() or (path / "load_errors").is_dir() or (path / DECK_FILE).exists()):
-            _console().print(f"[red]no catalog, run or deck at {path}[/]; run `swedeck curate` or pass --db")
-            raise typer.Exit(2)
-    if len(paths) == 1 and paths[0].is_file():
-        con = connect(paths[0])  # a deck's catalog names its files relative to its folder
-    else:  # several runs (and decks) in one in-memory catalog, without copying them
-        folders = [p.parent if p.is_file() else p for p in paths]
-        decks = [f / DECK_FILE for f in folders if (f / DECK_FILE).exists()]
-        con = open_catalog([f for f in folders if not (f / DECK_FILE).exists()], decks)
-    try:
-        cursor = con.execute(sql)
-    except duckdb.Error as err:
-        _console().print(f"[red]{err}[/]")
-        raise typer.Exit(2) from None
-    columns = [d[0] for d in cursor.description]
-    rows = cursor.fetchall()
-    if as_json:
-        print(json.dumps([dict(zip(columns, r)) for r in rows], indent=2, default=str))
-    elif as_csv:
-        import csv
-
-        writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
-        writer.writerows(rows)
-    else:
-        from rich.table import Table
-
-        table = Table(*columns)
-        for r in rows:
-            table.add_row(*("" if v is None else str(v) for v in r))
-        _stdout().print(table)
 
 
 def main() -> None:
