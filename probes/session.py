@@ -53,13 +53,14 @@ from harness.grading import tamper
 from harness.grading.capabilities import is_protected, violations
 from harness.config import Settings
 from harness.sandboxes.envs import ENV_MOUNT
-from harness.grading.grader import compare, run_tests
+from harness.grading.grader import run_tests
 from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.names import file_name
 from harness.grading.parsers import parse_junit, uses_junit
 from harness.records import Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable
 from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
+from harness.grading.verdict import compare
 from harness.grading.trusted import archive, decode, install_command, plan, task_facts
 from probes.workspace import Trees, recall
 

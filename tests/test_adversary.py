@@ -128,13 +128,13 @@ def test_the_isolation_is_what_stops_them(
     # the grader's own defences: a planted conftest is refused, or left out of the tests' run, the
     # reports it rewrites would be caught against what the calls raised, and against the canaries;
     # with all four off it pays (the tamper audit, which reads its hooks, is off for these steps)...
-    audit = harness.grading.grader._audit
-    monkeypatch.setattr(harness.grading.grader, "_audit", lambda *args: [])
+    audit = harness.grading.grader.tamper_findings
+    monkeypatch.setattr(harness.grading.grader, "tamper_findings", lambda *args: [])
     monkeypatch.setattr(harness.grading.grader, "violations", lambda *args: [])
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grading.grader, "plan", _hidden_tests_only)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
-    monkeypatch.setattr(harness.grading.grader, "_forged_passes", lambda *args: [])
+    monkeypatch.setattr(harness.grading.grader, "forged_passes", lambda *args: [])
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grading.canaries, "usable", lambda test_cmd: False)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 1.0
@@ -143,7 +143,7 @@ def test_the_isolation_is_what_stops_them(
     monkeypatch.setattr(harness.grading.grader, "uses_junit", lambda parser: False)
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "spoof", fix_url).reward == 1.0
     # and with every other defence off, the tamper audit alone reads the hooks in both planted files
-    monkeypatch.setattr(harness.grading.grader, "_audit", audit)
+    monkeypatch.setattr(harness.grading.grader, "tamper_findings", audit)
     for channel in ("tamper", "spoof"):
         assert attempt(matrixlite, bwrap_backend, bwrap_backend, channel, fix_url).reward == 0.0
 

@@ -229,7 +229,7 @@ def plugin(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
 def test_the_grader_knows_the_plugins_announcement(plugin) -> None:  # noqa: ANN001
     """The plugin travels alone into sandboxes, so the grader keeps its own copy of the line that says
     the tests ran instrumented; the two must be the same."""
-    from harness.grading.grader import ASSERTIONS_LOADED
+    from harness.grading.reports import ASSERTIONS_LOADED
 
     assert plugin.ANNOUNCE == ASSERTIONS_LOADED.encode()
 

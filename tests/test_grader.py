@@ -19,7 +19,9 @@ from test_grader_attacks import REPORT_REWRITE
 from harness.config import Settings
 from harness.sandboxes.envs import prepare_tree
 from harness.grading import grader
-from harness.grading.grader import _canary_pool, _statuses, compare, gold_pattern, run_tests
+from harness.grading.grader import _canary_pool, gold_pattern, run_tests
+from harness.grading.reports import command_statuses
+from harness.grading.verdict import compare
 from harness.grading.parsers import parse_junit, resolve_parser
 from harness.records import Grade, HiddenTests, Status, Task, TestRun
 from harness.sandboxes.sandbox import Backend, Sandbox
@@ -608,7 +610,7 @@ def test_honest_real_pytest_runs_show_no_spoof_evidence(case: str) -> None:
     folder = LOGS / "pytest" / case
     junit = parse_junit((folder / "report.xml").read_text())
     text = resolve_parser("pytest")((folder / "log.txt").read_text())
-    statuses, evidence = _statuses(text, junit, _honest_exit_code(junit, False), 0, True)
+    statuses, evidence = command_statuses(text, junit, _honest_exit_code(junit, False), 0, True)
     assert evidence == [] and statuses == junit
     run = TestRun(instance_id="t", backend="bwrap", outcome="ok", statuses=statuses)
     assert compare(run, junit, _task_stub()).reward == 1.0
@@ -620,7 +622,7 @@ def test_honest_real_unittest_runs_show_no_spoof_evidence(runner: str, case: str
     exit code 1 as well as a failure does."""
     folder = LOGS / runner / case
     parsed = resolve_parser("parse_log_django" if runner == "django" else "unittest")((folder / "log.txt").read_text())
-    _, evidence = _statuses(parsed, None, _honest_exit_code(parsed, True), 0, False)
+    _, evidence = command_statuses(parsed, None, _honest_exit_code(parsed, True), 0, False)
     assert evidence == []
 
 

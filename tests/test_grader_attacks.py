@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from harness.grading import grader
+from harness.grading import grader, reports
 from harness.agent.adversary import TAMPER_CONFTEST
 from harness.grading.capabilities import PACKAGING_CONFIG
 from harness.records import Grade, Status, Task
@@ -886,7 +886,7 @@ def test_a_spent_post_processing_budget_is_a_grader_error(
     for the parser), the grade ends as grader_error saying so, never as a stalled worker."""
     task, package = target
     patch = make_patch(task, {package: _append(QUADRATIC_LOG.format(inline=True))})
-    monkeypatch.setattr(grader, "POSTPROCESS_S", 0.001)
+    monkeypatch.setattr(reports, "POSTPROCESS_S", 0.001)
     result = grade(task, patch, backend)
     assert (result.reward, result.reason) == (0.0, "grader_error"), (result.reason, result.detail)
     assert "post-processing took over" in result.detail

@@ -15,8 +15,9 @@ the interpreter (``harness.grading.tamper``: ``tamper_suspected``). pytest then 
 autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
 surviving a command. Statuses come from JUnit XML where the runner is
 pytest, cross-checked against the text summary, the exit code, what each call raised and the
-canaries. Reward 1 only when the statuses equal the expected pattern exactly and nothing suggests the
-output was forged; anything that goes wrong is a reason with reward 0, never an exception.
+canaries (``harness.grading.reports``). Reward 1 only when the statuses equal the expected pattern
+exactly and nothing suggests the output was forged (``harness.grading.verdict``); anything that goes
+wrong is a reason with reward 0, never an exception.
 """
 
 from __future__ import annotations
@@ -25,59 +26,38 @@ import base64
 import json
 import random
 import secrets
-import tarfile
 import time
 import traceback
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
 
 from harness.grading import canaries, tamper
 from harness.grading.capabilities import describe, violations
 from harness.config import SandboxConfig, Settings
 from harness.sandboxes.envs import ENV_MOUNT
 from harness.names import file_name
-from harness.grading.parsers import parse_junit, resolve_parser, uses_junit
+from harness.grading.parsers import resolve_parser, uses_junit
+from harness.grading.reports import Budget, command_statuses, forged_passes, read_instrumentation, read_junit, read_raised
 from harness.grading.patching import apply_patch
 from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
-from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
-from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing, tree_changes
-from harness.grading.trusted import File, archive, decode, facts_key, install_command, plan, read_many, task_facts, untar, write_names
+from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
+from harness.grading.tree import LISTING, TaskFacts, parse_listing
+from harness.grading.verdict import TamperMode, compare
+from harness.grading.trusted import (
+    File,
+    archive,
+    decode,
+    facts_key,
+    install_command,
+    install_failed,
+    installing,
+    plan,
+    tamper_findings,
+    task_facts,
+    write_names,
+)
 
-BAD = {Status.FAILED, Status.ERROR}
-# the line swedeck_assertions writes first from each process that loads it (its ANNOUNCE)
-ASSERTIONS_LOADED = '{"plugin": "swedeck_assertions"}\n'
-PYTEST_EXIT_PASSED, PYTEST_EXIT_FAILED = 0, 1
-# the exit of a test command whose install of the hidden tests failed, so the tests never started
-INSTALL_FAILED = 86
-# Host time for one grade's post-processing (each command's output and reports parsed, the outcome
-# records, the canaries). Every step is linear in what it reads, and what it reads is bounded
-# (Limits.output_bytes, REPORT_BYTES): an honest grade spends seconds. Past this the grade ends as a
-# grader_error, never as a worker stalled on one candidate's output.
-POSTPROCESS_S = 120.0
-
-
-class BudgetSpent(RuntimeError):
-    """The post-processing of a grade took longer than POSTPROCESS_S."""
-
-
-class _Budget:
-    """What is left of POSTPROCESS_S, checked after each step (steps are linear in bounded inputs,
-    so none runs long past it)."""
-
-    def __init__(self) -> None:
-        self.left = POSTPROCESS_S
-
-    @contextmanager
-    def step(self, what: str) -> Iterator[None]:
-        started = time.monotonic()
-        yield
-        self.left -= time.monotonic() - started
-        if self.left < 0:
-            raise BudgetSpent(f"the grade's post-processing took over {POSTPROCESS_S:g} s (spent at {what})")
-TamperMode = Literal["zero", "flag"]
 
 
 class _Stages:
@@ -189,7 +169,7 @@ def _run_in(
     if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
         return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
     hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
-    run.tamper = _audit(sandbox, patch, before, after, token, prefetch)
+    run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
     clock.mark("audit")
     planted: list[canaries.Canary] = []
     if pool is not None:
@@ -230,7 +210,7 @@ def _run_in(
     if coverage is not None:
         sandbox.write_file(f"{IO_DIR}/cover-files-{token}", "".join(f"{path}\n" for path in coverage))
     must_fail = sum(c.must_fail for c in planted)
-    budget = _Budget()
+    budget = Budget()
     with open(run.log_path, "wb") as log:
         for i, command in enumerate(task.test_cmd):
             env: dict[str, str] = {}
@@ -262,10 +242,10 @@ def _run_in(
                 env["SWEDECK_OBSERVE_ROOT"] = sandbox.workdir
             clock.mark("setup")
             # reaped: nothing the tests started may still write a report we are about to read
-            result = sandbox.run(_installing(install, command, token) if i == 0 else command, env=env, reap=True)
+            result = sandbox.run(installing(install, command, token) if i == 0 else command, env=env, reap=True)
             clock.mark("command")
             output = Path(result.log_path).read_bytes()
-            if i == 0 and _install_failed(result.exit_code, output, token):
+            if i == 0 and install_failed(result.exit_code, output, token):
                 return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": tail(output)})
             run.exit_codes.append(result.exit_code)
             log.write(output)
@@ -276,12 +256,12 @@ def _run_in(
                 break
             with budget.step(f"command {i}'s output and reports"):
                 try:
-                    report, raised = _junit(sandbox, junit), _raised(sandbox, outcomes)
+                    report, raised = read_junit(sandbox, junit), read_raised(sandbox, outcomes)
                 except Unreadable as err:  # a named pipe, a flood: nothing pytest writes
                     report, raised = None, {}
                     run.spoof_evidence.append(f"command {i}: a report is refused: {err}")
-                statuses, evidence = _statuses(parser(output.decode(errors="replace")), report, result.exit_code, i, bool(junit))
-                evidence += _forged_passes(statuses, raised, i)
+                statuses, evidence = command_statuses(parser(output.decode(errors="replace")), report, result.exit_code, i, bool(junit))
+                evidence += forged_passes(statuses, raised, i)
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
             clock.mark("parse")
@@ -292,7 +272,7 @@ def _run_in(
     clock.mark("parse")
     durations["tests"] = round(time.monotonic() - t1, 4)
     if instrument:
-        run.instrumented, run.assert_events, run.test_sources = _instrumentation(sandbox, task, events)
+        run.instrumented, run.assert_events, run.test_sources = read_instrumentation(sandbox, task, events)
     if coverage is not None:
         try:
             run.coverage = sandbox.read_file(cover_log).decode(errors="replace")
@@ -354,190 +334,6 @@ def canary_strength(task: Task, backend: Backend) -> CanaryStrength:
         pool = []
     texts = {path: decode(stored).data for path, stored in facts.hidden.items() if stored is not None}
     return canaries.strength(canaries.plant(texts, random.Random(0), pool, task.answer.fail_to_pass)[1])
-
-
-def _installing(install: str, command: str, token: str) -> str:
-    """The install of the hidden tests and the first test command, as one sandbox command (one round
-    trip less than two): the tests start only once the install is done, as before, and not at all
-    when it failed. The test command could print the same line and exit the same way, but only to
-    have its own grade end with reward 0."""
-    return f"{{ {install}; }} || {{ echo {_install_marker(token)}; exit {INSTALL_FAILED}; }}\n{command}"
-
-
-def _install_marker(token: str) -> str:
-    return f"swedeck-install-failed-{token}"
-
-
-def _install_failed(exit_code: int | None, output: bytes, token: str) -> bool:
-    return exit_code == INSTALL_FAILED and _install_marker(token).encode() in output
-
-
-def _audit(
-    sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str, prefetch: str
-) -> list[str]:
-    """harness.grading.tamper's findings in the Python files the change added or modified, as they were after
-    it was applied and before anything of it ran: from ``prefetch``, the tar of the files the patch
-    names that the apply command wrote right after its listing, and what that lacks in one more
-    round trip."""
-    changes = tree_changes(before, after)
-    paths = tamper.python_paths({p for p in changes.added | changes.modified if after[p].kind == "f"})
-    readable = [p for p in paths if after[p].size <= tamper.MAX_FILE_BYTES]
-    try:
-        fetched = untar(sandbox.read_file(prefetch)) if prefetch and readable else {}
-    except (OSError, tarfile.TarError):  # cut short by the file size limit: read the rest below
-        fetched = {}
-    read = {p: fetched[p] for p in readable if p in fetched and len(fetched[p]) == after[p].size}
-    rest = [p for p in readable if p not in read]
-    try:
-        read |= read_many(sandbox, rest, f"audit-{token}-rest")
-    except EnvError as err:  # the change's own files would not tar: as suspect as unread
-        return [f"{', '.join(rest)}: could not be read for the audit: {err}"]
-    files: dict[str, bytes | None] = {p: read.get(p) for p in paths}
-    return [str(finding) for finding in tamper.audit(files, patch)]
-
-
-def _instrumentation(sandbox: Sandbox, task: Task, events_path: str) -> tuple[bool, str, dict[str, str]]:
-    """Whether the plugin loaded, its events, and the source of every Python test file they or the
-    task name."""
-    try:
-        events = sandbox.read_file(events_path).decode(errors="replace")
-    except FileNotFoundError:
-        return False, "", {}
-    if ASSERTIONS_LOADED not in events.splitlines(keepends=True):
-        return False, "", {}
-    files = {p for p in task.test_paths if p.endswith(".py")}
-    for line in events.splitlines():
-        try:
-            files.add(json.loads(line)["file"])
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue  # the last line of a run killed mid-write
-    sources = {}
-    for path in sorted(files):
-        try:
-            sources[path] = sandbox.read_file(path).decode(errors="replace")
-        except (FileNotFoundError, ValueError):
-            continue  # outside the tree (a site-packages helper) or deleted by the tests themselves
-    return True, events, sources
-
-
-def _junit(sandbox: Sandbox, path: str) -> dict[str, Status] | None:
-    if not path:
-        return None
-    try:
-        return parse_junit(sandbox.read_file(path, limit=REPORT_BYTES).decode(errors="replace"))
-    except (FileNotFoundError, IsADirectoryError, ValueError):  # never written, replaced by a link, not XML
-        return None
-
-
-def _raised(sandbox: Sandbox, path: str) -> dict[str, str | None] | None:
-    """swedeck_outcomes' record: what each test's call raised (the last attempt of a rerun stands);
-    None when the grader reads no JUnit report, so nothing was recorded."""
-    if not path:
-        return None
-    try:
-        lines = sandbox.read_file(path, limit=REPORT_BYTES).decode(errors="replace").splitlines()
-    except (FileNotFoundError, IsADirectoryError, ValueError):  # never written, or replaced by a link
-        return {}
-    raised = {}
-    for line in lines:
-        try:
-            record = json.loads(line)
-            raised[record["test"]] = record["raised"]
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue  # the last line of a run killed mid-write
-    return raised
-
-
-def _forged_passes(statuses: dict[str, Status], raised: dict[str, str | None] | None, i: int) -> list[str]:
-    """Tests reported passed although their call raised, or with no call recorded at all: pytest
-    reports a call that raised as failed, skipped or xfailed, never passed, and records every call it
-    makes, so the report (or the record) was tampered with in the process."""
-    if raised is None:
-        return []
-    passed = [test_id for test_id, status in statuses.items() if status is Status.PASSED]
-    return [
-        f"command {i}: {test_id} raised {raised[test_id]} but is reported passed"
-        if test_id in raised
-        else f"command {i}: {test_id} is reported passed but no call of it was recorded"
-        for test_id in passed
-        if raised.get(test_id) is not None or test_id not in raised
-    ]
-
-
-def _statuses(
-    text: dict[str, Status], junit: dict[str, Status] | None, exit_code: int | None, i: int, wants_junit: bool
-) -> tuple[dict[str, Status], list[str]]:
-    """The statuses to trust for one command, and any sign that its output was forged."""
-    evidence = []
-    if wants_junit:
-        if junit is None:
-            if text:
-                evidence.append(f"command {i}: summary lines printed but pytest wrote no JUnit report")
-            return {}, evidence
-        for test_id, status in text.items():
-            seen = junit.get(test_id)
-            if seen is None:
-                evidence.append(f"command {i}: {test_id} is in the text summary but not in the JUnit report")
-            elif seen != status and not (status is Status.XPASS and seen is Status.PASSED):
-                evidence.append(f"command {i}: {test_id} is {status} in the text summary but {seen} in JUnit")
-        statuses = junit
-    else:
-        statuses = text
-    has_bad = any(s in BAD for s in statuses.values())
-    # unittest-style runners exit 1 on an unexpected success too
-    explains_exit = has_bad or (not wants_junit and Status.XPASS in statuses.values())
-    if exit_code == PYTEST_EXIT_PASSED and has_bad:
-        evidence.append(f"command {i}: exit code 0 although tests failed")
-    if exit_code not in (None, PYTEST_EXIT_PASSED) and statuses and not explains_exit:
-        evidence.append(f"command {i}: exit code {exit_code} although every parsed test passed")
-    return statuses, evidence
-
-
-def _detail(reason: str, run: TestRun) -> str:
-    """What zeroed the grade, so a grade read alone (a predictions file's results) says why."""
-    evidence = {"spoofing_suspected": run.spoof_evidence, "tamper_suspected": run.tamper}.get(reason, [])
-    return run.detail or "; ".join(evidence)
-
-
-def compare(run: TestRun, expected: dict[str, Status], task: Task, tamper: TamperMode = "zero") -> Grade:
-    """Reward 1 iff the run reproduced ``expected`` exactly and looks genuine; with ``tamper`` "zero",
-    also only when the tamper audit found nothing in the change (with "flag" its findings are only
-    recorded)."""
-    differing = {
-        test_id: [expected.get(test_id), run.statuses.get(test_id)]
-        for test_id in sorted(set(expected) | set(run.statuses))
-        if expected.get(test_id) != run.statuses.get(test_id)
-    }
-    if run.outcome != "ok":
-        reason = run.outcome
-    elif run.tamper and tamper == "zero":
-        reason = "tamper_suspected"
-    elif not run.statuses:
-        reason = "spoofing_suspected" if run.spoof_evidence else "tests_errored"
-    elif run.spoof_evidence:
-        reason = "spoofing_suspected"
-    elif differing:
-        reason = "pattern_mismatch"
-    else:
-        reason = "ok"
-    return Grade(
-        instance_id=task.instance_id,
-        backend=run.backend,
-        reward=1.0 if reason == "ok" else 0.0,
-        reason=reason,
-        statuses=run.statuses,
-        expected=expected,
-        differing=differing,
-        apply_strategy=run.apply_strategy,
-        neutralized=run.neutralized,
-        exit_code=run.exit_codes[-1] if run.exit_codes else None,
-        spoof_evidence=run.spoof_evidence,
-        durations=run.durations,
-        log_path=run.log_path,
-        detail=_detail(reason, run),
-        canaries=run.canaries,
-        tamper=run.tamper,
-    )
 
 
 def gold_pattern(task: Task, backend: Backend, settings: Settings | None = None) -> dict[str, Status]:

@@ -22,6 +22,7 @@ from pathlib import PurePosixPath
 
 from harness.config import Settings
 from harness.sandboxes.envs import tree_key
+from harness.grading import tamper
 from harness.grading.capabilities import is_protected
 from harness.grading.patching import apply_patch
 from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing, tree_changes
@@ -30,6 +31,8 @@ from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox
 
 # Bump when anything that decides a grade changes: it keys the facts and gold-pattern caches.
 GRADER_VERSION = 3
+# the exit of a test command whose install of the hidden tests failed, so the tests never started
+INSTALL_FAILED = 86
 # Run by the environment's Python in a pristine sandbox (so it may be any version from 3.6 on): the
 # sys.path entries inside the tree, the top-level names importable from outside it, the pytest
 # plugins installed by entry point, the file suffixes its import system accepts.
@@ -108,6 +111,22 @@ def install_command(delete: list[str], archive_path: str | None) -> str:
     if archive_path:
         steps.append(f"tar -x --no-same-owner --no-overwrite-dir -f {shlex.quote(archive_path)}")
     return " && ".join(steps) or "true"
+
+
+def installing(install: str, command: str, token: str) -> str:
+    """The install of the hidden tests and the first test command, as one sandbox command (one round
+    trip less than two): the tests start only once the install is done, as before, and not at all
+    when it failed. The test command could print the same line and exit the same way, but only to
+    have its own grade end with reward 0."""
+    return f"{{ {install}; }} || {{ echo {_install_marker(token)}; exit {INSTALL_FAILED}; }}\n{command}"
+
+
+def _install_marker(token: str) -> str:
+    return f"swedeck-install-failed-{token}"
+
+
+def install_failed(exit_code: int | None, output: bytes, token: str) -> bool:
+    return exit_code == INSTALL_FAILED and _install_marker(token).encode() in output
 
 
 def archive(files: dict[str, File]) -> bytes:
@@ -227,3 +246,27 @@ def untar(blob: bytes) -> dict[str, bytes]:
             if extracted is not None:
                 blobs[member.name] = extracted.read()
     return blobs
+
+
+def tamper_findings(
+    sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str, prefetch: str
+) -> list[str]:
+    """harness.grading.tamper's findings in the Python files the change added or modified, as they were after
+    it was applied and before anything of it ran: from ``prefetch``, the tar of the files the patch
+    names that the apply command wrote right after its listing, and what that lacks in one more
+    round trip."""
+    changes = tree_changes(before, after)
+    paths = tamper.python_paths({p for p in changes.added | changes.modified if after[p].kind == "f"})
+    readable = [p for p in paths if after[p].size <= tamper.MAX_FILE_BYTES]
+    try:
+        fetched = untar(sandbox.read_file(prefetch)) if prefetch and readable else {}
+    except (OSError, tarfile.TarError):  # cut short by the file size limit: read the rest below
+        fetched = {}
+    read = {p: fetched[p] for p in readable if p in fetched and len(fetched[p]) == after[p].size}
+    rest = [p for p in readable if p not in read]
+    try:
+        read |= read_many(sandbox, rest, f"audit-{token}-rest")
+    except EnvError as err:  # the change's own files would not tar: as suspect as unread
+        return [f"{', '.join(rest)}: could not be read for the audit: {err}"]
+    files: dict[str, bytes | None] = {p: read.get(p) for p in paths}
+    return [str(finding) for finding in tamper.audit(files, patch)]

@@ -60,7 +60,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
-from harness.grading.grader import BAD, grade, run_tests
+from harness.grading.grader import grade, run_tests
+from harness.grading.reports import BAD
 from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, content_hash
 from harness.sandboxes.backends import get_backend
 from harness.sandboxes.envs import prepare_tree
