@@ -19,10 +19,9 @@ from collections.abc import Callable, Iterator
 import pytest
 import torch
 
-from harness.agent.engine import ByteTokenizer, assistant_prefix, message, tool_response
+from harness.agent.engine import ByteTokenizer, EngineError, assistant_prefix, message, tool_response
 from training.engine_server import EngineServer
 from training.engines import (
-    EngineError,
     EngineTimeout,
     EngineUnavailable,
     LocalEngine,
