@@ -1,4 +1,4 @@
-"""``swedeck deck``, ``dedup``, ``arms`` and ``query``: build a deck, cluster runs' fixes, train a deck's arms, and answer SQL over a catalog."""
+"""``swedeck deck``, ``dedup``, ``arms``, ``query``: build a deck, cluster runs' fixes, train a deck's arms, SQL over a catalog."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``swedeck p1``, ``curate``, ``report``, ``serve``, ``strengthen``, ``judge`` and ``probe``: the pipelines, run supervised, and their summaries."""
+"""``swedeck p1``, ``curate``, ``report``, ``serve``, ``strengthen``, ``judge``, ``probe``: the pipelines and their summaries."""
 
 from __future__ import annotations
 
