@@ -92,7 +92,7 @@ class Stats:
     """What sessions did, for benchmarks: ``suite_s`` sums pytest's own time (collection and tests,
     the JUnit report's testsuite time) over every test command a session ran."""
 
-    traced: int = 0  # test executions of the traced gold run (probes.runner.gold_coverage)
+    traced: int = 0  # test executions of the traced gold run (probes.runner.coverage.gold_coverage)
     graded: int = 0  # runs in a session
     fallback: int = 0  # runs by harness.grading.grader
     forked: int = 0  # test commands run by a fork of the server
