@@ -215,10 +215,14 @@ def test_assertion_sites_survive_syntax_errors() -> None:
 
 @pytest.fixture
 def plugin(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
-    """A copy of the assertion plugin loaded as its own module, with no log to write."""
+    """A copy of the assertion plugin loaded as its own module, with no log to write (its helper
+    modules imported afresh from its folder)."""
     import importlib.util
 
     monkeypatch.delenv("SWEDECK_ASSERT_LOG", raising=False)
+    monkeypatch.syspath_prepend(str(PLUGIN_DIR))
+    for name in [m for m in sys.modules if m.startswith("swedeck_assertions")]:
+        monkeypatch.delitem(sys.modules, name)
     spec = importlib.util.spec_from_file_location("_plugin_copy", PLUGIN_DIR / "swedeck_assertions.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -689,7 +693,9 @@ def test_plugin_index_is_linear_in_a_large_test_file_more_itertools_test_more(pl
     path = tmp_path / "test_big.py"
     path.write_text("import unittest\n\nclass T(unittest.TestCase):\n" + body, encoding="utf-8")
     started = time.monotonic()
-    entries = plugin._index(str(path))
+    import swedeck_assertions_sites  # type: ignore[import-not-found]  # the plugin's source index, imported with it
+
+    entries = swedeck_assertions_sites._index(str(path))
     elapsed = time.monotonic() - started
     text = path.read_text(encoding="utf-8")
     nodes = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Assert) or getattr(n, "func", None) is not None and getattr(n.func, "attr", "") == "assertEqual"]

@@ -8,6 +8,7 @@ patch would.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -585,6 +586,19 @@ def test_run_tests_without_expectation(backend: Backend, task: Task) -> None:
     stages = {"open", "apply", "capabilities", "audit", "canaries", "plan", "setup", "command", "parse", "close"}
     assert set(run.durations) == stages | {"tests"}
     assert run.durations["tests"] <= sum(run.durations[s] for s in ("setup", "command", "parse")) + 0.01
+
+
+def test_an_instrumented_run_ships_the_assertion_plugin_with_its_helper_modules(backend: Backend, sample_tasks: dict[str, Task]) -> None:
+    """The assertion plugin is swedeck_assertions.py and its swedeck_assertions_*.py modules, shipped
+    together (harness.grading.shipping): in the sandbox it loads, and unittest's assertion methods (its
+    wrappers module) record passes and failures at the test's own lines."""
+    task = sample_tasks["sample__iniparse-1"]
+    run = run_tests(task, "", backend, instrument=True)
+    events = [json.loads(line) for line in run.assert_events.splitlines()]
+    assert run.outcome == "ok" and run.instrumented, run.detail
+    calls = [e for e in events if e.get("source", "").startswith("self.assert")]
+    assert {e["outcome"] for e in calls} == {"passed", "failed"}
+    assert all(e["file"].startswith("tests/") for e in calls)
 
 
 # ------------------------------------------------------------------------------------------ honest real runs
