@@ -886,6 +886,8 @@ def test_a_spent_post_processing_budget_is_a_grader_error(
     for the parser), the grade ends as grader_error saying so, never as a stalled worker."""
     task, package = target
     patch = make_patch(task, {package: _append(QUADRATIC_LOG.format(inline=True))})
+    grader.gold_pattern(task, backend)  # gold's own run and the canary trial are not what is measured
+    grader.canary_strength(task, backend)
     monkeypatch.setattr(reports, "POSTPROCESS_S", 0.001)
     result = grade(task, patch, backend)
     assert (result.reward, result.reason) == (0.0, "grader_error"), (result.reason, result.detail)
