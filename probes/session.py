@@ -27,7 +27,7 @@ the way ``grade`` would: a probe that does not apply with ``git apply``, touches
 hidden test, breaks a capability rule (``harness.grading.capabilities``) or draws a tamper finding
 (``harness.grading.tamper``) is graded by ``grade`` itself, and so is every probe once a session cannot start
 or its server died. No canaries are planted: they catch forged reports, which our probes do not
-write. Statuses come from the JUnit report, as in ``grade``, and ``harness.grading.grader.compare`` gives
+write. Statuses come from the JUnit report, as in ``grade``, and ``harness.grading.verdict.compare`` gives
 the reward, so a probe's reward is the one ``grade`` gives it (benchmarks/probe_selection.py checks
 this on every probe).
 
