@@ -12,7 +12,7 @@ from harness.records import DistinguishingInput
 from judge.strengthen.cases import _char, _same_callee
 from judge.strengthen.validation import Context
 from judge.strengthen.writing import _NOT_LITERAL, _dotted, _literal_source, implementation_details, model_free_body, split_test_id
-from probes.differential import Program, Step, behaviour, run_programs
+from probes.replay import Program, Step, behaviour, run_programs
 from probes.observe import alternatives, expected_exceptions, in_contract, slot_name
 from probes.special_case import find_def
 

@@ -36,15 +36,10 @@ tell two trees apart but cannot become an assertion (``DistinguishingInput.liter
 from __future__ import annotations
 
 from probes.differential.session import DifferentialSession, check_survivors, session_for, with_differential
-from probes.replay import Program, Step, behaviour, run_programs
 
 __all__ = [
     "DifferentialSession",
-    "Program",
-    "Step",
-    "behaviour",
     "check_survivors",
-    "run_programs",
     "session_for",
     "with_differential",
 ]
