@@ -4,6 +4,7 @@ packages, no module imports itself back through others, and no module is long en
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,3 +141,9 @@ def test_every_module_says_what_it_owns() -> None:
         if not path.name == "__init__.py" and ast.get_docstring(ast.parse(path.read_text())) is None
     ]
     assert silent == []
+
+
+def test_the_readme_map_names_files_that_exist() -> None:
+    """The package table and the sections below it point at files: after a move they must follow."""
+    named = re.findall(r"`((?:harness|curation|probes|judge|training|flows|data)/[\w./-]*\w/?)`", (ROOT / "README.md").read_text())
+    assert named and [path for path in named if not (ROOT / path).exists()] == []
