@@ -5,7 +5,7 @@ contract: reward 1 only when every test's status equals gold's. Any selected tes
 gold therefore proves reward 0 (the full run holds that test to the same expectation). With
 ``selection`` (the default) a probe runs only the tests that can tell it apart from gold:
 
-1. Change impact. Once per task, gold runs with the coverage plugin (``harness/grading/plugins/swedeck_coverage``)
+1. Change impact. Once per task, gold runs with the coverage plugin (``harness/grading/plugins/swedeck_coverage.py``)
    tracing the Python files gold changes: the lines each test ran, the functions it entered, and what
    ran outside any test (collection, imports, module bodies, wider-scoped fixtures, other threads),
    which counts for every test. ``impacted_tests`` maps the probe's diff against the gold tree to
