@@ -545,8 +545,14 @@ SHADOWS = {
     "abi3-in-the-package": ({"{pkg}/__init__.abi3.so": ELF}, {}, ["{pkg}/__init__.abi3.so"]),
     # the grader's own plugin, which `-p swedeck_outcomes` found in the work directory under `python -m pytest`
     "grader-plugin": ({"swedeck_outcomes.py": SHADOW_LAZY}, {}, ["swedeck_outcomes.py"]),
+    # a split plugin's helper modules, which it imports by absolute name, in each form
+    "grader-plugin-helper": ({"swedeck_assertions_log.py": SHADOW_LAZY}, {}, ["swedeck_assertions_log.py"]),
+    "grader-plugin-helper-package": ({"swedeck_observe_values/__init__.py": SHADOW_LAZY}, {}, ["swedeck_observe_values"]),
+    "grader-plugin-helper-link": (
+        {"evil/p.py": SHADOW_LAZY}, {"swedeck_assertions_sites.py": "evil/p.py"}, ["swedeck_assertions_sites.py"]
+    ),
 }
-QUICK_SHADOWS = {"link-pytest-to-folder", "lazy-stdlib-link", "abi3-in-the-package", "grader-plugin"}
+QUICK_SHADOWS = {"link-pytest-to-folder", "lazy-stdlib-link", "abi3-in-the-package", "grader-plugin", "grader-plugin-helper-link"}
 
 
 def _shadow_patch(task: Task, package: str, make_patch: Callable, name: str) -> tuple[str, list[str]]:
