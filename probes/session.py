@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import base64
 import json
-import queue
 import re
 import secrets
 import shlex
@@ -67,7 +66,10 @@ from probes.workspace import Trees, recall
 SERVER = Path(__file__).with_name("session_server.py")
 SESSION_S = 6 * 3600.0  # the server's own command: it lives as long as the task's probing
 READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import (its warm-up on top)
-POLL_S = 0.003
+POLL_S = 0.001
+# Jobs a session holds at once: while its server runs one probe's tests, the host writes the next job
+# and reads the last answer. The server still grades them one after the other, each on the snapshot.
+DEPTH = 2
 _SHELL = re.compile(r"[^\w\s@%+=:,./'\"-]")  # anything but words, blanks and quotes: the shell may interpret it
 _SUITE_TIME = re.compile(rb"<testsuite\b[^>]*?\btime=\"([0-9.]+)\"")
 _CASE_TIME = re.compile(rb"<testcase\b[^>]*?\btime=\"([0-9.]+)\"")
@@ -101,7 +103,7 @@ class Stats:
     tests_s: float = 0.0  # the test cases' own time (setup, call, teardown) in those reports
     command_s: float = 0.0  # the test commands' own time, fork to exit, as the server measured it
     host_s: float = 0.0  # the host's part: the probe's files and checks, the job, reading the results
-    restore_s: float = 0.0  # putting the tree back after each probe
+    restore_s: float = 0.0  # putting the tree back after each probe (after its answer, while the host reads it)
     start_s: float = 0.0  # opening sessions: sandbox, hidden tests, the server's imports, warm-up, snapshot
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -116,16 +118,17 @@ class _Dead(RuntimeError):
 
 
 class ProbeSession:
-    """One sandbox with the probe server running in it; ``grade`` for one probe at a time."""
+    """One sandbox with the probe server running in it; up to DEPTH probes at a time, which the server
+    grades one after the other."""
 
-    def __init__(self, task: Task, backend: Backend, tree: Path, facts: TaskFacts, stats: Stats) -> None:
+    def __init__(self, task: Task, backend: Backend, facts: TaskFacts, stats: Stats) -> None:
         self.task, self.backend, self.facts, self.stats = task, backend, facts, stats
-        self.tree = tree
-        self.trees: Trees | None = None  # a host clone, made only for a patch not remembered (probes.workspace)
         config = getattr(backend, "config", None)
         self.timeout_s, self.output_bytes = config.limits.timeout_s, config.limits.output_bytes
         self.folder = f"{IO_DIR}/probe-session-{secrets.token_hex(8)}"
         self.jobs = 0
+        self.numbering = threading.Lock()  # job numbers, in the order the server serves them
+        self.busy = 0  # jobs handed out and not yet answered (SessionPool)
         self.box: Sandbox | None = None
         self.thread: threading.Thread | None = None
         self.ended = ""  # the server's output, once it ended
@@ -138,7 +141,22 @@ class ProbeSession:
             raise
 
     def _start(self) -> None:
+        """The server boots (the interpreter, pytest's import and warm-up) while the host lists the
+        tree and installs the hidden tests; it touches the tree only once told (``tree.go``)."""
         self.box = box = self.backend.open(self.task)
+        env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
+        warm_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
+        argv = [a for a in map(pytest_argv, self.task.test_cmd) if a is not None]
+        box.write_file(f"{self.folder}/warm.json", json.dumps({"argv": argv, "env": warm_env, "timeout": self.timeout_s}))
+        box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
+        ready = box.output(f"{self.folder}/ready.json")
+        command = f"python {self.folder}/server.py {self.folder}"
+
+        def serve() -> None:
+            self.ended = box.run(command, timeout=SESSION_S, env=env).output[-2000:]
+
+        self.thread = threading.Thread(target=serve, name="swedeck-probe-server", daemon=True)
+        self.thread.start()
         listed = box.output(f"{self.folder}/listing")
         done = box.run(f"{LISTING} > {listed}", timeout=120)
         if done.exit_code != 0:
@@ -152,66 +170,19 @@ class ProbeSession:
         if installed.exit_code != 0:
             raise _Dead(f"the hidden tests did not install: {installed.output[-400:]}")
         ship(box, ("swedeck_select", "swedeck_coverage"))
-        box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
-        ready = box.output(f"{self.folder}/ready.json")
-        env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
-        warm_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
-        argv = [a for a in map(pytest_argv, self.task.test_cmd) if a is not None]
-        box.write_file(f"{self.folder}/warm.json", json.dumps({"argv": argv, "env": warm_env, "timeout": self.timeout_s}))
-        command = f"python {self.folder}/server.py {self.folder}"
-
-        def serve() -> None:
-            self.ended = box.run(command, timeout=SESSION_S, env=env).output[-2000:]
-
-        self.thread = threading.Thread(target=serve, name="swedeck-probe-server", daemon=True)
-        self.thread.start()
+        box.write_file(f"{self.folder}/tree.go", "")
         self._wait(ready, READY_S + len(argv) * self.timeout_s)  # the warm-up collects each command once
 
     def _wait(self, path: str, limit_s: float) -> bytes:
         """The complete file a server writes in one call (it ends in a newline)."""
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:
-            data = self.box.read_file(path)
-            if data.endswith(b"\n"):
+            if self.box.size(path) and (data := self.box.read_file(path)).endswith(b"\n"):
                 return data
             if not self.thread.is_alive():
                 raise _Dead(f"the probe server ended: {self.ended}")
             time.sleep(POLL_S)
         raise _Dead(f"the probe server did not answer within {limit_s:.0f} s")
-
-    def files(self, patch: str) -> dict[str, tuple[int, bytes] | None] | None:
-        """The probe's files (path -> (mode, content), None: deleted) when it is one a session may grade
-        as ``grade`` would: applies with git, touches nothing protected, no capability rule or tamper
-        finding; else None."""
-        known, contents = recall(self.tree, patch)
-        if not known:
-            self.trees = self.trees or Trees(self.task, self.tree).__enter__()
-            contents = self.trees.contents(patch)
-        if not contents:
-            return None
-        after = dict(self.listing)
-        out: dict[str, tuple[int, bytes] | None] = {}
-        for path, text in contents.items():
-            if is_protected(path, self.task) or path in self.facts.hidden:
-                return None
-            if text is None:
-                after.pop(path, None)
-                out[path] = None
-                continue
-            blob = text.encode("utf-8", errors="surrogateescape")
-            old = self.listing.get(path)
-            mode = old.mode if old is not None and old.kind == "f" else 0o644
-            after[path] = Entry("f", mode, len(blob), "probe")
-            for folder in PurePosixPath(path).parents:
-                if str(folder) != ".":
-                    after.setdefault(str(folder), Entry("d", 0o755, 4096, "probe"))
-            out[path] = (mode, blob)
-        if violations(self.listing, after, self.task, self.facts):
-            return None
-        python = tamper.python_paths({p for p, f in out.items() if f is not None})
-        if tamper.audit({p: out[p][1] for p in python}, patch):
-            return None
-        return out
 
     def _addopts(self, maxfail: int | None) -> str:
         """What grade's PYTEST_ADDOPTS holds after the JUnit options (no outcomes record: no forged pass
@@ -219,15 +190,14 @@ class ProbeSession:
         return "".join(f" -p {name}" for name in self.facts.plugins) + (f" --maxfail={maxfail}" if maxfail is not None else "")
 
     def run_tests(
-        self, patch: str, select: Sequence[str] | None, maxfail: int | None, coverage: Sequence[str] | None, log_dir: Path | None
-    ) -> TestRun | None:
-        """``harness.grading.grader.run_tests`` for one of our patches, or None when ``run_tests`` must run it
-        (see ``files``). ``coverage``: the paths the coverage plugin traces. Raises _Dead."""
+        self, patch: str, files: Files, select: Sequence[str] | None, maxfail: int | None, coverage: Sequence[str] | None,
+        log_dir: Path | None,
+    ) -> TestRun:
+        """``harness.grading.grader.run_tests`` for one of our patches, whose ``files`` passed the checks
+        (``Checks.files``). ``coverage``: the paths the coverage plugin traces. Raises _Dead."""
         started = time.monotonic()
-        files = self.files(patch)
-        if files is None:
-            return None
-        n, self.jobs = self.jobs, self.jobs + 1
+        with self.numbering:
+            n, self.jobs = self.jobs, self.jobs + 1
         box, folder = self.box, self.folder
         addopts = self._addopts(maxfail)
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
@@ -254,12 +224,14 @@ class ProbeSession:
         }  # fmt: skip
         box.write_file(f"{folder}/job-{n}.json", json.dumps(job))
         box.write_file(f"{folder}/job-{n}.go", "")
-        ran = json.loads(self._wait(result, len(commands) * (self.timeout_s + 30) + 30))
-        run = self._run_of(patch, commands, ran, log_dir, time.monotonic() - started)
+        sent = time.monotonic()
+        # the jobs ahead of this one in the server's queue (DEPTH) are waited for too
+        ran = json.loads(self._wait(result, DEPTH * len(commands) * (self.timeout_s + 30) + 30))
+        answered = time.monotonic()
+        run = self._run_of(patch, commands, ran, log_dir, answered - started)
         if coverage is not None:
             run.coverage = box.read_file(env["SWEDECK_COVER_LOG"], limit=REPORT_BYTES).decode(errors="replace")
-        server = sum(outcome["seconds"] for outcome in ran) + ran[-1].get("restore", 0.0)
-        self.stats.add(host_s=time.monotonic() - started - server, restore_s=ran[-1].get("restore", 0.0))
+        self.stats.add(host_s=sent - started + time.monotonic() - answered, restore_s=ran[-1].get("restore", 0.0))
         return run
 
     def _run_of(self, patch: str, commands: list[dict], ran: list[dict], log_dir: Path | None, seconds: float) -> TestRun:
@@ -297,20 +269,113 @@ class ProbeSession:
                 pass  # the sandbox goes anyway
         if self.box is not None:
             self.box.close()
+
+
+Files = dict[str, tuple[int, bytes] | None]  # path -> (mode, content); None: deleted
+
+
+class Checks:
+    """The host's checks of our probes, which decide whether a session may grade one (``files``), run
+    ahead of the grading in a thread of their own (``ahead``): while a session's sandbox runs one
+    probe's tests, the host checks the next ones, instead of the sandbox waiting on the host and the
+    host on the sandbox."""
+
+    def __init__(self, task: Task, tree: Path, facts: TaskFacts, listing: dict[str, Entry]) -> None:
+        self.task, self.tree, self.facts, self.listing = task, tree, facts, listing
+        self.trees: Trees | None = None  # a host clone, made only for a patch not remembered (probes.workspace)
+        self.lock = threading.Lock()  # the clone applies one patch at a time
+        self.done: dict[str, Files | None] = {}
+        self.ready = threading.Condition()
+        self.queued: set[str] = set()
+        self.stop = False
+        self.threads: list[threading.Thread] = []
+
+    def ahead(self, patches: Sequence[str]) -> None:
+        """Check these patches in order, in the background."""
+        todo = [p for p in dict.fromkeys(patches) if p not in self.done]
+        with self.ready:
+            self.queued |= set(todo)
+
+        def work() -> None:
+            for patch in todo:
+                if self.stop:
+                    return
+                try:
+                    found = self.files(patch)
+                except Exception:  # noqa: BLE001 - left to the grading thread, which checks it again and records the error
+                    continue
+                with self.ready:
+                    self.done[patch] = found
+                    self.ready.notify_all()
+
+        self.threads.append(threading.Thread(target=work, name="swedeck-probe-checks", daemon=True))
+        self.threads[-1].start()
+
+    def get(self, patch: str) -> Files | None:
+        """``files`` of ``patch``, from the background checks when it is one of theirs."""
+        with self.ready:
+            while patch in self.queued and patch not in self.done and any(t.is_alive() for t in self.threads):
+                self.ready.wait(0.5)
+            if patch in self.done:
+                return self.done[patch]
+        return self.files(patch)
+
+    def files(self, patch: str) -> Files | None:
+        """The probe's files (path -> (mode, content), None: deleted) when it is one a session may grade
+        as ``grade`` would: applies with git, touches nothing protected, no capability rule or tamper
+        finding; else None."""
+        known, contents = recall(self.tree, patch)
+        if not known:
+            with self.lock:
+                self.trees = self.trees or Trees(self.task, self.tree).__enter__()
+                contents = self.trees.contents(patch)
+        if not contents:
+            return None
+        after = dict(self.listing)
+        out: Files = {}
+        for path, text in contents.items():
+            if is_protected(path, self.task) or path in self.facts.hidden:
+                return None
+            if text is None:
+                after.pop(path, None)
+                out[path] = None
+                continue
+            blob = text.encode("utf-8", errors="surrogateescape")
+            old = self.listing.get(path)
+            mode = old.mode if old is not None and old.kind == "f" else 0o644
+            after[path] = Entry("f", mode, len(blob), "probe")
+            for folder in PurePosixPath(path).parents:
+                if str(folder) != ".":
+                    after.setdefault(str(folder), Entry("d", 0o755, 4096, "probe"))
+            out[path] = (mode, blob)
+        if violations(self.listing, after, self.task, self.facts):
+            return None
+        python = tamper.python_paths({p for p, f in out.items() if f is not None})
+        if tamper.audit({p: out[p][1] for p in python}, patch):
+            return None
+        return out
+
+    def close(self) -> None:
+        self.stop = True
+        for thread in self.threads:
+            thread.join()
         if self.trees is not None:
             self.trees.__exit__(None, None, None)
 
 
 class SessionPool:
-    """Up to ``size`` probe sessions of one task, one per worker, opened on first use; ``grade`` has
-    ``harness.grading.grader.grade``'s signature and falls back to it for any probe no session can take."""
+    """The probe sessions of one task for ``workers`` graders at once: one session per DEPTH workers,
+    each opened on first use; ``grade`` has ``harness.grading.grader.grade``'s signature and falls back
+    to it for any probe no session can take."""
 
-    def __init__(self, task: Task, backend: Backend, tree: Path, size: int, stats: Stats | None = None) -> None:
-        self.task, self.backend, self.tree, self.size = task, backend, tree, max(size, 1)
+    def __init__(self, task: Task, backend: Backend, tree: Path, workers: int, stats: Stats | None = None) -> None:
+        self.task, self.backend, self.tree = task, backend, tree
+        self.size = -(-max(workers, 1) // DEPTH)
         self.stats = stats or Stats()
-        self.free: queue.SimpleQueue[ProbeSession] = queue.SimpleQueue()
-        self.opened: list[ProbeSession] = []
-        self.lock = threading.Lock()
+        self.opened: list[ProbeSession | None] = []  # None: a place held while a session opens
+        self.checks: Checks | None = None  # made with the first session, from its listing of the tree
+        self.expected: list[str] = []
+        self.changed = threading.Condition()
         self.broken = not uses_junit(task.log_parser)  # statuses come from JUnit, as in grade
         try:
             self.facts = task_facts(task, backend)
@@ -320,33 +385,50 @@ class SessionPool:
             self.broken = self.broken or bool(self.facts.hidden_error)
 
     def _take(self) -> ProbeSession | None:
-        """A free session, a new one while fewer than ``size`` are open, else the next one freed;
-        None once sessions cannot be used."""
-        with self.lock:
-            if self.broken:
-                return None
-            try:
-                return self.free.get_nowait()
-            except queue.Empty:
-                opening = len(self.opened) < self.size
-                if opening:
-                    self.opened.append(None)  # type: ignore[arg-type] - a place held while it opens
-        if not opening:
-            session = self.free.get()
-            if self.broken:
-                self.free.put(session)
-                return None
-            return session
+        """The least busy open session with room for a job, a new one while fewer than ``size`` are
+        open, else the next one with room; None once sessions cannot be used."""
+        with self.changed:
+            while True:
+                if self.broken:
+                    return None
+                room = [s for s in self.opened if s is not None and s.busy < DEPTH]
+                if room:
+                    session = min(room, key=lambda s: s.busy)
+                    session.busy += 1
+                    return session
+                if len(self.opened) < self.size:
+                    self.opened.append(None)
+                    break
+                self.changed.wait()
         try:
-            session = ProbeSession(self.task, self.backend, self.tree, self.facts, self.stats)
+            session = ProbeSession(self.task, self.backend, self.facts, self.stats)
         except Exception:  # noqa: BLE001 - no session: grade takes every probe, and says what fails
-            with self.lock:
+            with self.changed:
                 self.broken = True
-                self.opened.remove(None)  # type: ignore[arg-type]
+                self.opened.remove(None)
+                self.changed.notify_all()
             return None
-        with self.lock:
-            self.opened[self.opened.index(None)] = session  # type: ignore[arg-type]
+        with self.changed:
+            self.opened[self.opened.index(None)] = session
+            session.busy = 1
+            if self.checks is None:  # every session lists the same prepared tree
+                self.checks = Checks(self.task, self.tree, self.facts, session.listing)
+                self.checks.ahead(self.expected)
+            self.changed.notify_all()
         return session
+
+    def _give_back(self, session: ProbeSession, broken: bool) -> None:
+        with self.changed:
+            session.busy -= 1
+            self.broken = self.broken or broken
+            self.changed.notify_all()
+
+    def expect(self, patches: Sequence[str]) -> None:
+        """The patches about to be graded, in order: their checks run ahead (``Checks``)."""
+        with self.changed:
+            self.expected = list(patches)
+            if self.checks is not None:
+                self.checks.ahead(self.expected)
 
     def run_tests(
         self,
@@ -361,15 +443,18 @@ class SessionPool:
     ) -> TestRun:
         """``harness.grading.grader.run_tests`` (its signature), in a session where one can take the patch."""
         session = self._take()
-        run = None
+        run, broken = None, False
         if session is not None:
             try:
-                run = session.run_tests(patch, select, maxfail, coverage, log_dir)
+                started = time.monotonic()
+                files = self.checks.get(patch)
+                self.stats.add(host_s=time.monotonic() - started)
+                if files is not None:
+                    run = session.run_tests(patch, files, select, maxfail, coverage, log_dir)
             except (_Dead, OSError):
-                with self.lock:
-                    self.broken = True
+                broken = True
             finally:
-                self.free.put(session)
+                self._give_back(session, broken)
         if run is not None:
             self.stats.add(graded=1)
             return run
@@ -396,6 +481,8 @@ class SessionPool:
         return compare(run, expected, task, getattr(config, "tamper", "zero"))
 
     def close(self) -> None:
+        if self.checks is not None:
+            self.checks.close()
         for session in self.opened:
             if session is not None:
                 session.close()

@@ -1,24 +1,30 @@
 """The probe server: runs inside one task's sandbox and grades many probes there (probes/session.py).
 
 Standalone (the sandbox's Python, standard library only until pytest is imported). Started with the
-session folder in the IO folder as its argument. At start it snapshots the prepared work tree (the
-buggy tree with the hidden tests installed) into a copy under /tmp and imports pytest, then serves
-jobs ``job-N.json`` in order, each announced by ``job-N.go`` (written after the job, so a job is never
-read half-written). A job writes the probe's files into the tree and runs the test commands one after
+session folder in the IO folder as its argument, before the host has installed the hidden tests: it
+imports pytest meanwhile, and touches the tree only once the host says it is ready (``tree.go``).
+Then it snapshots the prepared work tree (the buggy tree with the hidden tests installed) into a copy
+under /tmp, and serves jobs ``job-N.json`` in order, each announced by ``job-N.go`` (written after the
+job, so a job is never read half-written). A job writes the probe's files into the tree and runs the test commands one after
 another, each in a child process:
 
 * fork mode: a fork of this process, which has imported pytest and its default plugins but nothing of
   the tree, calls ``pytest.main`` with the command's arguments, as ``python -m pytest`` would (the work
-  directory first on sys.path); the interpreter's start and pytest's import are paid once per task;
+  directory first on sys.path); the interpreter's start and pytest's import are paid once per task.
+  The server has also run one pytest session of its own on a test file of its own outside the tree
+  (``warm_pytest``: what pytest imports, compiles and caches lazily is then done once), and built each
+  command's pytest configuration object ahead (``ahead``: the plugin manager with pytest's plugins
+  registered, read from nothing but the command's arguments), which every fork takes as its own copy;
 * plain mode (a command that is not plain pytest, or a server that has started a thread, after which
   a fork is unsafe): the child executes the command with bash.
 
 Each child gets its own process group (killed at the deadline, at the output limit, and once it has
 exited) and a fresh TMPDIR. After the job every process the server did not start is killed (a daemon
-that left the group too), /tmp loses whatever the job added (HOME is /tmp), and the tree is put back to
-the snapshot: every entry whose kind, mode, size or mtime differs from the snapshot's, or that the
-snapshot lacks, is removed, and what the snapshot has is copied back. Bytecode is never written
-(PYTHONDONTWRITEBYTECODE, sys.dont_write_bytecode), so no stale .pyc of one probe can serve the next.
+that left the group too) and the answer is written; then, while the host reads it, /tmp loses whatever
+the job added (HOME is /tmp), and the tree is put back to the snapshot: every entry whose kind, mode,
+size or mtime differs from the snapshot's, or that the snapshot lacks, is removed, and what the
+snapshot has is copied back. A job never writes bytecode (PYTHONDONTWRITEBYTECODE,
+sys.dont_write_bytecode), so no stale .pyc of one probe can serve the next.
 The result ``result-N.json`` (a file the host reserved) is written in one call, ending in a newline.
 """
 
@@ -26,24 +32,31 @@ import base64
 import gc
 import json
 import os
+import select
 import shutil
 import signal
 import sys
 import threading
 import time
 
-POLL_S = 0.002
+POLL_S = 0.001
 
 
 def snapshot(root):
-    """path -> (is_dir, mode, size, mtime_ns) of every entry under root (links not followed)."""
+    """path -> (is_dir, mode, size, mtime_ns) of every entry under root (links not followed): one
+    lstat per entry, the kinds from the folder listing itself."""
     out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            path = os.path.join(dirpath, name)
-            st = os.lstat(path)
-            is_dir = os.path.isdir(path) and not os.path.islink(path)
-            out[os.path.relpath(path, root)] = (is_dir, st.st_mode, 0 if is_dir else st.st_size, 0 if is_dir else st.st_mtime_ns)
+    folders = [""]
+    while folders:
+        rel = folders.pop()
+        with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+            for entry in entries:
+                path = os.path.join(rel, entry.name) if rel else entry.name
+                st = entry.stat(follow_symlinks=False)
+                is_dir = entry.is_dir(follow_symlinks=False)
+                out[path] = (is_dir, st.st_mode, 0 if is_dir else st.st_size, 0 if is_dir else st.st_mtime_ns)
+                if is_dir:
+                    folders.append(path)
     return out
 
 
@@ -75,8 +88,10 @@ def restore(root, base, listing):
         raise RuntimeError("the work tree could not be put back to its snapshot")
 
 
-def write_files(root, files):
-    """The probe's files: path -> [mode, base64 content], or None to delete it."""
+def write_files(root, files, listing):
+    """The probe's files: path -> [mode, base64 content], or None to delete it. A written file never
+    keeps the second of the snapshot's mtime: bytecode compiled by the warm-up is checked by whole
+    seconds and size, so the snapshot's compiled copy must never pass for a probe's file."""
     for rel, file in files.items():
         target = os.path.join(root, rel)
         remove(target)
@@ -86,10 +101,14 @@ def write_files(root, files):
         with open(target, "wb") as f:
             f.write(base64.b64decode(file[1]))
         os.chmod(target, file[0])
+        old = listing.get(rel)
+        if old is not None and os.stat(target).st_mtime_ns // 10**9 == old[3] // 10**9:
+            os.utime(target, ns=(old[3] + 2 * 10**9, old[3] + 2 * 10**9))
 
 
-def child(command, root, env, log, tmpdir, bytecode=False):
-    """In the forked child: never returns."""
+def child(command, root, env, log, tmpdir, bytecode=False, config=None):
+    """In the forked child: never returns. ``config``: the configuration object built ahead for
+    exactly this command's arguments (``ahead``), which pytest.main's first ``get_config`` returns."""
     try:
         os.setpgid(0, 0)
         fd = os.open(log, os.O_WRONLY | os.O_APPEND)
@@ -110,6 +129,17 @@ def child(command, root, env, log, tmpdir, bytecode=False):
         sys.path[0] = root  # as `python -m pytest` has it
         import pytest
 
+        if config is not None:
+            import _pytest.config
+
+            build, made = _pytest.config.get_config, [config]
+
+            def get_config(args=None, plugins=None):
+                if made and not plugins and list(args or ()) == command["argv"]:
+                    return made.pop()
+                return build(args, plugins)
+
+            _pytest.config.get_config = get_config
         code = pytest.main(command["argv"])
         sys.stdout.flush()
         sys.stderr.flush()
@@ -166,9 +196,8 @@ def kill_group(pid):
         pass
 
 
-def run_command(command, root, env, log, timeout, cap, tmpdir, fork, bytecode=False):
-    """(exit code or None, timed_out, output_limited, seconds)."""
-    started = time.monotonic()
+def start_command(command, root, env, log, tmpdir, fork, bytecode=False, config=None):
+    """The child's pid."""
     # as Python's gc documentation advises for a server that forks without exec: the server's own
     # objects are moved out of the collector's sight, so a child's collections (pytest runs several)
     # neither walk them nor copy every page they touch
@@ -178,28 +207,51 @@ def run_command(command, root, env, log, timeout, cap, tmpdir, fork, bytecode=Fa
         gc.enable()
         if not fork:
             command = {"argv": None, "shell": command["shell"]}
-        child(command, root, env, log, tmpdir, bytecode)
+        child(command, root, env, log, tmpdir, bytecode, config)
+    return pid
+
+
+def wait_command(pid, log, timeout, cap, started):
+    """(exit code or None, timed_out, output_limited, seconds) once the child ``pid`` has ended, killed
+    at the deadline or at the output limit. Woken by the child's end (a pidfd), not by polling, where
+    the kernel has pidfds."""
+    try:
+        wakeup = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        wakeup = None
     timed_out = limited = False
-    status = None
-    while status is None:
-        done, raw = os.waitpid(pid, os.WNOHANG)
-        if done:
-            status = raw
-            break
-        if os.path.getsize(log) > cap:
-            limited = True
-        elif time.monotonic() - started > timeout:
-            timed_out = True
-        if limited or timed_out:
-            kill_group(pid)
-            _, status = os.waitpid(pid, 0)
-            break
-        time.sleep(0.005)
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if os.path.getsize(log) > cap:
+                limited = True
+            elif time.monotonic() - started > timeout:
+                timed_out = True
+            if limited or timed_out:
+                kill_group(pid)
+                _, status = os.waitpid(pid, 0)
+                break
+            if wakeup is None:
+                time.sleep(0.005)
+            else:  # the output limit is still checked every 50 ms
+                select.select([wakeup], [], [], 0.05)
+    finally:
+        if wakeup is not None:
+            os.close(wakeup)
     kill_group(pid)  # whatever the tests started
     code = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8
     if os.path.getsize(log) > cap:
         limited = True
     return (None if (limited or timed_out) else code), timed_out, limited, time.monotonic() - started
+
+
+def run_command(command, root, env, log, timeout, cap, tmpdir, fork, config=None):
+    """(exit code or None, timed_out, output_limited, seconds)."""
+    started = time.monotonic()
+    pid = start_command(command, root, env, log, tmpdir, fork, config=config)
+    return wait_command(pid, log, timeout, cap, started)
 
 
 def preload():
@@ -220,18 +272,105 @@ def preload():
         return False
 
 
-def warm_up(root, warm, tmpdir):
+WARM_TEST = """import pytest
+
+
+@pytest.fixture
+def value():
+    return 1
+
+
+@pytest.mark.parametrize("x", [1, 2])
+def test_param(x, value):
+    assert x >= value
+
+
+def test_raises():
+    with pytest.raises(ValueError):
+        int("x")
+
+
+class TestKind:
+    def test_method(self):
+        assert [1] == [1]
+"""
+
+
+def warm_pytest():
+    """One pytest session in this process on a test file of our own in a scratch folder outside the
+    tree (its own ini file, so the tree's settings and conftests are never read), with pytest's own
+    plugins only (the environment's may read the environment or the work directory when imported, and
+    must do so in the child): what pytest imports, compiles and caches lazily is then done once, for
+    every fork.
+    What the session leaves in the process is undone: its test module, sys.path, and the output."""
+    scratch = os.path.join("/tmp", ".swedeck-probe-warm")
+    remove(scratch)
+    os.mkdir(scratch, 0o700)
+    with open(os.path.join(scratch, "pytest.ini"), "w") as f:
+        f.write("[pytest]\n")
+    with open(os.path.join(scratch, "swedeck_probe_warm.py"), "w") as f:
+        f.write(WARM_TEST)
+    path, modules = list(sys.path), set(sys.modules)
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        import pytest
+
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        args = ["-rA", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-c", os.path.join(scratch, "pytest.ini")]
+        args += ["--junitxml", os.path.join(scratch, "junit.xml"), "--rootdir", scratch]
+        pytest.main([*args, os.path.join(scratch, "swedeck_probe_warm.py")])
+    except BaseException:  # noqa: BLE001 - a server that cannot warm up still serves
+        pass
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+        del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        os.environ.pop("PYTEST_CURRENT_TEST", None)
+        sys.path[:] = path
+        for name in set(sys.modules) - modules:
+            if name.startswith("swedeck_probe_warm"):
+                del sys.modules[name]
+        remove(scratch)
+
+
+def ahead(argvs):
+    """argv -> pytest's configuration object for it, built before any fork (``_pytest.config.get_config``:
+    a plugin manager with pytest's own plugins registered, nothing read but the arguments; the options,
+    ini files and conftests are read by the child). Each fork takes its own copy, so one object serves
+    every job. Empty where this pytest has no such function."""
+    try:
+        import _pytest.config
+
+        return {tuple(argv): _pytest.config.get_config(list(argv)) for argv in argvs}
+    except Exception:  # noqa: BLE001 - every child then builds its own
+        return {}
+
+
+def warm_up(root, warm):
     """Collect each pytest command once, bytecode on, before the snapshot: the tests' rewritten modules
-    and the tree's modules are then compiled once per task, not once per probe. Safe because every
-    probe's file gets a new mtime, so the compiled copy of its buggy version (validated by source
-    mtime and size) is never used for it, and the snapshot restores the buggy file with its mtime."""
-    for argv in warm["argv"]:
+    and the tree's modules are then compiled once per task, not once per probe. Safe because a probe's
+    file never has the snapshot's mtime (``write_files``), so the compiled copy of its buggy version
+    (validated by source mtime and size) is never used for it, and the snapshot restores the buggy
+    file with its mtime. The collections run while this process warms pytest up (``warm_pytest``).
+    Returns the children to wait for."""
+    started = []
+    for i, argv in enumerate(warm["argv"]):
+        tmpdir = os.path.join("/tmp", ".swedeck-probe-warm-%d" % i)
         remove(tmpdir)
         os.mkdir(tmpdir, 0o700)
-        log = os.path.join(tmpdir, "..", ".swedeck-probe-warm.log")
+        log = tmpdir + ".log"
         open(log, "w").close()
-        run_command({"argv": [*argv, "--collect-only", "-q"], "shell": ""}, root, warm["env"], log, warm["timeout"], 2**30, tmpdir, True, bytecode=True)
-    remove(tmpdir)
+        command = {"argv": [*argv, "--collect-only", "-q"], "shell": ""}
+        pid = start_command(command, root, warm["env"], log, tmpdir, True, bytecode=True)
+        started.append((pid, log, tmpdir, time.monotonic()))
+    return started
 
 
 def main():
@@ -241,8 +380,18 @@ def main():
     forkable = preload()
     with open(os.path.join(folder, "warm.json")) as f:
         warm = json.load(f)
+    # the host lists the tree and installs the hidden tests while this process boots
+    while not os.path.exists(os.path.join(folder, "tree.go")):
+        time.sleep(POLL_S)
+    configs = {}
     if forkable and warm["argv"]:
-        warm_up(root, warm, os.path.join("/tmp", ".swedeck-probe-tmp"))
+        collecting = warm_up(root, warm)
+        warm_pytest()
+        configs = ahead(warm["argv"])
+        for pid, log, tmpdir, started in collecting:
+            wait_command(pid, log, warm["timeout"], 2**30, started)
+            remove(tmpdir)
+            remove(log)
     base = os.path.join("/tmp", ".swedeck-probe-base")
     remove(base)
     shutil.copytree(root, base, symlinks=True)
@@ -251,7 +400,7 @@ def main():
     ready = {"forkable": forkable}
     with open(os.path.join(folder, "ready.json"), "w") as f:
         f.write(json.dumps(ready) + "\n")
-    n = 0
+    n, restored = 0, 0.0
     while True:
         go = os.path.join(folder, "job-%d.go" % n)
         while not os.path.exists(go):
@@ -260,27 +409,30 @@ def main():
             job = json.load(f)
         if job.get("stop"):
             return 0
-        write_files(root, job["files"])
+        write_files(root, job["files"], listing)
         results = []
         tmpdir = os.path.join("/tmp", ".swedeck-probe-tmp")
         for command in job["commands"]:
             remove(tmpdir)
             os.mkdir(tmpdir, 0o700)
             fork = forkable and command["argv"] is not None and threading.active_count() == 1
+            config = configs.get(tuple(command["argv"] or ())) if fork else None
             code, timed_out, limited, seconds = run_command(
-                command, root, command["env"], command["log"], job["timeout"], job["output_bytes"], tmpdir, fork
+                command, root, command["env"], command["log"], job["timeout"], job["output_bytes"], tmpdir, fork, config
             )
             results.append({"exit": code, "timed_out": timed_out, "limited": limited, "seconds": seconds, "forked": fork})
             if timed_out or limited:
                 break
         remove(tmpdir)
-        put_back = time.monotonic()
-        reap()
-        clear_tmp(kept)
-        restore(root, base, listing)
-        results[-1]["restore"] = time.monotonic() - put_back
+        reap()  # before the answer: nothing the tests started may still write a report the host reads
+        results[-1]["restore"] = restored  # the previous job's
         with open(os.path.join(folder, "result-%d.json" % n), "w") as f:
             f.write(json.dumps(results) + "\n")
+        # after the answer, while the host reads it: the next job waits for this anyway
+        put_back = time.monotonic()
+        clear_tmp(kept)
+        restore(root, base, listing)
+        restored = time.monotonic() - put_back
         n += 1
 
 

@@ -12,6 +12,7 @@ Nothing a command starts outlives it: its pid namespace dies with it.
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import random
 import select
@@ -25,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from harness.sandboxes import leftovers
-from harness.sandboxes.folders import mount_tmpfs, release
+from harness.sandboxes.folders import HOST_FOLDER_BYTES, mount_tmpfs, release
 from harness.sandboxes.cgroups import Cgroup
 from harness.config import SandboxConfig, Settings
 from harness.sandboxes.envs import (
@@ -48,6 +49,7 @@ from harness.sandboxes.sandbox import (
     capture,
     exec_result,
     host_path,
+    io_size,
     io_only,
     read_regular,
     shell_command,
@@ -168,11 +170,11 @@ class _BwrapSandbox:
         self.cgroup: Cgroup | None = None
         try:
             mount_tmpfs(self.root / "tmp", self.limits.tmp_mb * MIB)
-            (self.root / "logs").mkdir()
+            mount_tmpfs(self.root / "logs", HOST_FOLDER_BYTES)
             # the host's (as under docker): a command may write the files output() reserves and
             # nothing else there, so it cannot put a named pipe or a flood where the host reads
             self.io = self.root / "io"
-            self.io.mkdir(mode=0o755)
+            mount_tmpfs(self.io, HOST_FOLDER_BYTES)
             if tree is not None:
                 mount_tmpfs(self.root / "tree", _tree_size(tree) + self.limits.tree_mb * MIB)
                 shutil.copytree(tree, self.root / "tree", symlinks=True, dirs_exist_ok=True)
@@ -185,7 +187,7 @@ class _BwrapSandbox:
         except BaseException:
             self.close()
             raise
-        self._runs = 0
+        self._runs = itertools.count(1)  # next() is atomic: commands may run from several threads
 
     # ------------------------------------------------------------------ paths
 
@@ -218,6 +220,9 @@ class _BwrapSandbox:
         self.write_file(io_only(path), b"")
         os.chown(self.host_path(path), self.uid, self.uid)
         return path
+
+    def size(self, path: str) -> int:
+        return io_size(self.io, path)
 
     # ------------------------------------------------------------------ run
 
@@ -255,8 +260,7 @@ class _BwrapSandbox:
         timeout = timeout or self.limits.timeout_s
         full_env = run_env(self.env_dir is not None and not self.building)
         full_env.update(env or {})
-        self._runs += 1
-        log_path = self.root / "logs" / f"{self._runs:03d}.log"
+        log_path = self.root / "logs" / f"{next(self._runs):03d}.log"
         started = time.monotonic()
         proc = subprocess.Popen(
             [*self._entry(), *self._argv(command, timeout, full_env)],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import secrets
 import shlex
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 
 from harness.config import SandboxConfig, Settings
 from harness.sandboxes.envs import needs_env_build, run_env, script
+from harness.sandboxes.folders import HOST_FOLDER_BYTES, mount_tmpfs, release
 from harness.sandboxes.leftovers import container_labels, sandbox_prefix
 from harness.records import ExecResult, Task
 from harness.sandboxes.sandbox import (
@@ -26,6 +28,7 @@ from harness.sandboxes.sandbox import (
     capture,
     exec_result,
     host_path,
+    io_size,
     io_only,
     read_regular,
     shell_command,
@@ -85,8 +88,7 @@ class DockerSandbox:
         self.root = Path(tempfile.mkdtemp(prefix=sandbox_prefix("docker"), dir=_mkdir(owner.settings.cache_dir / "sandboxes")))
         # the host's, not the sandbox user's: a bind mount, which only the files output() reserves
         # (each bounded by the per-file limit) may grow
-        self.io = _mkdir(self.root / "io")
-        self.io.chmod(0o755)
+        self.io = self.root / "io"
         self.owner = 0 if self.own_repo else UID
         env = run_env(task.environment.image is None and needs_env_build(task.environment.recipe))
         # Every writable place is a tmpfs of bounded size, its pages charged to the container's memory.
@@ -98,24 +100,29 @@ class DockerSandbox:
         if tar is not None:
             size = _tree_bytes(tar) + limits.tree_mb * 2**20
             tmpfs[self.workdir] = f"size={size},uid={UID},gid={UID},mode=0755,exec"
-        self.container = self.client.containers.run(
-            image,
-            ["sleep", "infinity"],
-            detach=True,
-            network_mode=None if network else "none",
-            mem_limit=f"{limits.memory_mb}m",
-            memswap_limit=f"{limits.memory_mb}m",
-            shm_size=f"{limits.shm_mb}m",
-            pids_limit=limits.processes,
-            environment=env,
-            working_dir="/",
-            init=True,
-            read_only=tar is not None,
-            tmpfs=tmpfs,
-            volumes={str(self.io): {"bind": IO_DIR, "mode": "rw"}},
-            labels=container_labels(owner.settings),
-        )
-        self._runs = 0
+        mount_tmpfs(self.io, HOST_FOLDER_BYTES + (tar.stat().st_size if tar is not None else 0))  # the tree's tar is staged there
+        try:
+            self.container = self.client.containers.run(
+                image,
+                ["sleep", "infinity"],
+                detach=True,
+                network_mode=None if network else "none",
+                mem_limit=f"{limits.memory_mb}m",
+                memswap_limit=f"{limits.memory_mb}m",
+                shm_size=f"{limits.shm_mb}m",
+                pids_limit=limits.processes,
+                environment=env,
+                working_dir="/",
+                init=True,
+                read_only=tar is not None,
+                tmpfs=tmpfs,
+                volumes={str(self.io): {"bind": IO_DIR, "mode": "rw"}},
+                labels=container_labels(owner.settings),
+            )
+        except BaseException:
+            release(self.root)
+            raise
+        self._runs = itertools.count(1)  # next() is atomic: commands may run from several threads
         self._reaping = threading.Lock()
         self._setpriv = ""  # its path in the image, found as the tree is unpacked (see run)
         self._keeper = ""  # the pid of the process that keeps the container up (REAP_LOOP)
@@ -130,12 +137,9 @@ class DockerSandbox:
 
     def _unpack_tree(self, tar: Path) -> None:
         """The workdir is a tmpfs, which the engine's archive copy cannot see into: the tree's tar is
-        linked into the IO folder and unpacked from inside."""
+        copied into the IO folder (a tmpfs too) and unpacked from inside."""
         staged = self.io / "tree.tar"
-        try:
-            os.link(tar, staged)
-        except OSError:  # another file system
-            shutil.copyfile(tar, staged)
+        shutil.copyfile(tar, staged)
         parent = shlex.quote(str(PurePosixPath(self.workdir).parent))
         try:
             unpack = f"tar -x --no-same-owner -f {IO_DIR}/tree.tar -C {parent}"
@@ -209,13 +213,15 @@ class DockerSandbox:
         os.chown(self._io_path(path), self.owner, self.owner)
         return path
 
+    def size(self, path: str) -> int:
+        return io_size(self.io, path)
+
     def run(
         self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None, reap: bool = False
     ) -> ExecResult:
         timeout = timeout or self.limits.timeout_s
         api = self.client.api
-        self._runs += 1
-        log_path = self.root / f"{self._runs:03d}.log"
+        log_path = self.root / f"{next(self._runs):03d}.log"
         started = time.monotonic()
         argv, user, status = shell_command(command, self.activation, self.limits, timeout), self.user, None
         if self._setpriv:
@@ -295,7 +301,7 @@ class DockerSandbox:
                 pass
 
         threading.Thread(target=remove, name="swedeck-docker-remove").start()
-        shutil.rmtree(self.root, ignore_errors=True)
+        release(self.root)
 
 
 def _status(path: Path | None) -> int | None:

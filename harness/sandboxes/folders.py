@@ -16,6 +16,12 @@ MNT_DETACH = 2  # umount2(2): lazy, as umount --lazy
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
+# The cap of the host's own folders in a sandbox's folder (its IO folder, the logs of its commands):
+# tmpfs, as the tree and /tmp are, because a grade creates a score of small files there and a file
+# created on a long-used disk can cost half a millisecond; a cap only, pages are used as written.
+HOST_FOLDER_BYTES = 2 * 2**30
+
+
 def mount_tmpfs(path: Path, size: int) -> None:
     """A tmpfs the kernel holds to ``size`` bytes: writes past it fail with ENOSPC."""
     path.mkdir()

@@ -14,7 +14,7 @@ import shlex
 import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import IO, Protocol
 
 from harness.config import Limits
@@ -71,6 +71,11 @@ class Sandbox(Protocol):
         owns (one a command never wrote reads as empty). Returns the path."""
         ...
 
+    def size(self, path: str) -> int:
+        """The size of a file in the IO folder (0 when there is none), read from its entry alone: a
+        cheap poll for an answer a command writes in one call."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -123,24 +128,41 @@ def write_io(target: Path, data: bytes) -> None:
 
 
 def io_only(path: str) -> str:
-    """``path``, which must lie in the IO folder (what Sandbox.output reserves)."""
-    if PurePosixPath(IO_DIR) not in PurePosixPath(path).parents:
+    """``path``, which must lie in the IO folder (what Sandbox.output reserves), without a way back out."""
+    if not path.startswith(IO_DIR + "/") or ".." in path.split("/"):
         raise ValueError(f"not a path in the IO folder: {path}")
     return path
+
+
+def io_size(io: Path, path: str) -> int:
+    """``Sandbox.size`` for a backend whose IO folder is the host folder ``io``. Every folder under it is
+    the host's, so only the last entry could be a link, and lstat does not follow it."""
+    try:
+        return os.lstat(f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}").st_size
+    except FileNotFoundError:
+        return 0
 
 
 def host_path(path: str, mounts: Iterable[tuple[str, Path]], workdir: str) -> Path:
     """Map a sandbox path to the host folder mounted there (first match wins). The result is resolved and
     must stay inside that folder: code under test can plant symlinks, and the host must never follow
-    one out of the sandbox."""
-    p = PurePosixPath(path if path.startswith("/") else f"{workdir}/{path}")
+    one out of the sandbox. (Strings, not pathlib: the host maps paths on every file it reads or
+    writes, and polls some.)"""
+    parts = _parts(path if path.startswith("/") else f"{workdir}/{path}")
     for inside, outside in mounts:
-        if p == PurePosixPath(inside) or PurePosixPath(inside) in p.parents:
-            resolved = (outside / p.relative_to(inside)).resolve()
-            if outside.resolve() not in [resolved, *resolved.parents]:
+        head = _parts(inside)
+        if parts[: len(head)] == head:
+            base = os.path.realpath(outside)
+            resolved = os.path.realpath(os.path.join(outside, *parts[len(head) :]))
+            if resolved != base and not resolved.startswith(base.rstrip("/") + "/"):
                 raise ValueError(f"path escapes the sandbox: {path}")
-            return resolved
+            return Path(resolved)
     raise ValueError(f"not a host-backed sandbox path: {path}")
+
+
+def _parts(path: str) -> list[str]:
+    """A path's names as PurePosixPath has them (no empty or ``.`` parts; ``..`` kept)."""
+    return [name for name in path.split("/") if name not in ("", ".")]
 
 
 def shell_command(command: str, activation: str, limits: Limits, timeout: float) -> list[str]:

@@ -207,6 +207,8 @@ def run_probes(
     plans = [Plan(runs=[], full=True, stop_early=False)] * len(candidates)  # the plain full grade
     tree = tree or prepare_tree(task, getattr(backend, "settings", None) or Settings.from_env())
     pool = SessionPool(task, backend, tree, workers, stats) if sessions else None
+    if pool is not None:
+        pool.expect([c.patch for c in candidates])
     measured: dict[int, ProbeResult] = {}  # a probe graded in full to measure the suite
 
     def one(item: tuple[Candidate, Plan]) -> ProbeResult:

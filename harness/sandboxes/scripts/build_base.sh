@@ -33,7 +33,22 @@ if [ ! -x "$rootfs/usr/bin/python3" ]; then
   mv "$tmp" "$rootfs"
 fi
 
+# pip wrote pytest without bytecode (the host's pip cannot compile for the chroot's interpreter), and
+# sandboxes never write any (PYTHONDONTWRITEBYTECODE), so without this step every test command in every
+# sandbox compiles pytest again: about 0.2 s of each run. A rootfs built before this step gets it here,
+# and its Docker image is imported again.
+stale_image=0
+if [ ! -e "$rootfs/.swedeck-bytecode" ]; then
+  site=$(chroot "$rootfs" python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  chroot "$rootfs" python3 -m compileall -q "$site" >/dev/null
+  touch "$rootfs/.swedeck-bytecode"
+  stale_image=1
+fi
+
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+  if [ "$stale_image" = 1 ]; then
+    docker image rm -f "$image" >/dev/null 2>&1 || true
+  fi
   if ! docker image inspect "$image" >/dev/null 2>&1; then
     tar -C "$rootfs" -c . | docker import - "$image"
   fi
