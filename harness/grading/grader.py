@@ -38,7 +38,8 @@ from harness.sandboxes.envs import ENV_MOUNT
 from harness.names import file_name
 from harness.grading.parsers import resolve_parser, uses_junit
 from harness.grading.reports import Budget, command_statuses, forged_passes, read_instrumentation, read_junit, read_raised
-from harness.grading.patching import apply_patch
+from harness.grading.handover import Held
+from harness.grading.patching import APPLY_STRATEGIES, apply_patch
 from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
@@ -147,102 +148,155 @@ def _run_in(
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
     if facts.hidden_error:
         return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": facts.hidden_error})
-    before = after = {}
-    listings = f"{IO_DIR}/listing-{token}"
-    for side in ("before", "after"):
-        sandbox.output(f"{listings}-{side}")
-    then, prefetch = f"{LISTING} > {listings}-after", ""
-    named = tamper.python_paths(tamper.named_paths(patch))
-    if named:  # the audit's files, read as the listing saw them: nothing ran in between
-        prefetch = sandbox.output(f"{IO_DIR}/audit-{token}.tar")
-        names = write_names(sandbox, named, f"audit-{token}")
-        then += f" && {{ tar -c --null --no-recursion -T {names} -f {prefetch} 2>/dev/null || true; }}"
-    run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", first=f"{LISTING} > {listings}-before", then=then)
-    if not run.apply_strategy:
-        return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
-    if run.apply_strategy != "empty":
-        before = parse_listing(sandbox.read_file(f"{listings}-before"))
-        after = parse_listing(sandbox.read_file(f"{listings}-after"))
-    clock.mark("apply")
-    refused = violations(before, after, task, facts)
-    clock.mark("capabilities")
-    if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
-        return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
     hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
-    run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
-    clock.mark("audit")
     planted: list[canaries.Canary] = []
     if pool is not None:
         texts = {path: file.data for path, file in hidden.items() if file is not None}
         with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
         hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
         run.canaries = canaries.strength(planted)
+    wants_junit = uses_junit(task.log_parser)
+    paths = _Paths(token)
+    envs = _commands_env(sandbox, task, facts, paths, planted, hidden, wants_junit, instrument, select, coverage, maxfail, observe)
     clock.mark("canaries")
-    todo = plan(before, after, task, facts, hidden)
-    run.neutralized = todo.neutralized
-    infra = f"{IO_DIR}/infra-{token}.tar"
-    sandbox.write_file(infra, archive(todo.write))
-    install = install_command(todo.delete, infra)  # run with the first test command
-    clock.mark("plan")
-    t1 = time.monotonic()
-    parser = resolve_parser(task.log_parser)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    run.log_path = str(log_dir / f"{file_name(task.instance_id)}-{content_hash(patch)}-{token}.log")
-    events = f"{IO_DIR}/asserts-{token}.jsonl"
+    before = after = {}
+    for side in ("before", "after"):
+        sandbox.output(f"{paths.listings}-{side}")
+    first, then, prefetch = f"{LISTING} > {paths.listings}-before", f"{LISTING} > {paths.listings}-after", ""
+    named = tamper.python_paths(tamper.named_paths(patch))
+    if named:  # the audit's files, read as the listing saw them: nothing ran in between
+        prefetch = sandbox.output(f"{IO_DIR}/audit-{token}.tar")
+        names = write_names(sandbox, named, f"audit-{token}")
+        then += f" && {{ tar -c --null --no-recursion -T {names} -f {prefetch} 2>/dev/null || true; }}"
+    held, tried = None, []
+    try:
+        if patch.strip() and task.test_cmd:
+            held = Held(sandbox, patch, token, first=first, then=then, env=envs[0][0], timeout=_timeout(sandbox))
+            applied, why = held.applied()
+            if applied:
+                run.apply_strategy = APPLY_STRATEGIES[0][0]
+            else:  # on through the rest of the cascade, with the listing taken before the apply
+                held.stop()
+                held, tried, first = None, [why], ""
+        if not run.apply_strategy:
+            run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", first=first, then=then, tried=tried)
+        if not run.apply_strategy:
+            return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
+        if run.apply_strategy != "empty":
+            before = parse_listing(sandbox.read_file(f"{paths.listings}-before"))
+            after = parse_listing(sandbox.read_file(f"{paths.listings}-after"))
+        clock.mark("apply")
+        refused = violations(before, after, task, facts)
+        clock.mark("capabilities")
+        if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
+            return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
+        run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
+        clock.mark("audit")
+        todo = plan(before, after, task, facts, hidden)
+        run.neutralized = todo.neutralized
+        infra = f"{IO_DIR}/infra-{token}.tar"
+        sandbox.write_file(infra, archive(todo.write))
+        install = install_command(todo.delete, infra)  # run with the first test command
+        clock.mark("plan")
+        return _test(sandbox, task, run, patch, envs, install, planted, held, paths, log_dir, clock, instrument, coverage, maxfail, observe)
+    finally:
+        if held is not None:
+            held.stop()
+
+
+def _timeout(sandbox: Sandbox) -> float:
+    config = getattr(sandbox, "limits", None)
+    return config.timeout_s if config is not None else SandboxConfig().limits.timeout_s
+
+
+class _Paths:
+    """The IO folder's paths of one grade, each with the grade's unguessable token."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.listings = f"{IO_DIR}/listing-{token}"
+        self.events = f"{IO_DIR}/asserts-{token}.jsonl"
+        self.observe = f"{IO_DIR}/observe-{token}.jsonl"
+        self.cover = f"{IO_DIR}/cover-{token}.jsonl"
+        self.select = f"{IO_DIR}/select-{token}"
+        self.cover_files = f"{IO_DIR}/cover-files-{token}"
+        self.observe_targets = f"{IO_DIR}/observe-targets-{token}"
+
+
+def _commands_env(
+    sandbox: Sandbox, task: Task, facts: TaskFacts, paths: _Paths, planted: list[canaries.Canary], hidden: dict[str, File | None],
+    wants_junit: bool, instrument: bool, select: Sequence[str] | None, coverage: Sequence[str] | None, maxfail: int | None,
+    observe: Sequence[str] | None,
+) -> list[tuple[dict[str, str], str, str]]:
+    """Per test command: its environment, its JUnit report's path and its outcome records' path ("" where
+    the runner is not pytest); the plugins shipped and their inputs written. All of it is known before
+    the apply, so the first command's environment can be the held command's (``harness.grading.handover``)."""
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
     plugins += ["swedeck_coverage"] if coverage is not None else []
     plugins += ["swedeck_observe"] if observe is not None else []
-    observe_log = f"{IO_DIR}/observe-{token}.jsonl"
-    if observe is not None:
-        sandbox.output(observe_log)
-        sandbox.write_file(f"{IO_DIR}/observe-targets-{token}", "".join(f"{target}\n" for target in observe))
-    wants_junit = uses_junit(task.log_parser)
     plugins += ["swedeck_outcomes"] if wants_junit else []
-    cover_log = f"{IO_DIR}/cover-{token}.jsonl"
+    if observe is not None:
+        sandbox.output(paths.observe)
+        sandbox.write_file(paths.observe_targets, "".join(f"{target}\n" for target in observe))
     if instrument:
-        sandbox.output(events)
+        sandbox.output(paths.events)
     if coverage is not None:
-        sandbox.output(cover_log)
+        sandbox.output(paths.cover)
+        sandbox.write_file(paths.cover_files, "".join(f"{path}\n" for path in coverage))
     ship(sandbox, plugins)
     if select is not None:
         wanted = [*select, *canaries.node_ids(planted, {c.path: hidden[c.path].data for c in planted})]
-        sandbox.write_file(f"{IO_DIR}/select-{token}", "".join(f"{test_id}\n" for test_id in wanted))
-    if coverage is not None:
-        sandbox.write_file(f"{IO_DIR}/cover-files-{token}", "".join(f"{path}\n" for path in coverage))
+        sandbox.write_file(paths.select, "".join(f"{test_id}\n" for test_id in wanted))
     must_fail = sum(c.must_fail for c in planted)
+    token = paths.token
+    out = []
+    for i in range(len(task.test_cmd)):
+        env: dict[str, str] = {}
+        junit, outcomes = "", ""
+        if wants_junit:
+            junit = sandbox.output(f"{IO_DIR}/junit-{token}-{i}.xml")
+            outcomes = env["SWEDECK_OUTCOME_LOG"] = sandbox.output(f"{IO_DIR}/outcomes-{token}-{i}.jsonl")
+            # the environment's plugins by name, and nothing a distribution in the tree announces
+            env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+            env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
+            env["PYTEST_ADDOPTS"] += "".join(f" -p {name}" for name in facts.plugins)
+            if maxfail is not None:
+                env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail + must_fail}"
+        if plugins:
+            env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + "".join(f" -p {p}" for p in plugins)
+            env["PYTHONPATH"] = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
+        if instrument:
+            env["PYTEST_ADDOPTS"] += " -o enable_assertion_pass_hook=true"
+            env["SWEDECK_ASSERT_LOG"] = paths.events
+        if select is not None:
+            env["SWEDECK_SELECT"] = paths.select
+        if coverage is not None:
+            env["SWEDECK_COVER_FILES"], env["SWEDECK_COVER_LOG"], env["SWEDECK_COVER_ROOT"] = paths.cover_files, paths.cover, sandbox.workdir
+        if observe is not None:
+            env["SWEDECK_OBSERVE_TARGETS"], env["SWEDECK_OBSERVE_LOG"] = paths.observe_targets, paths.observe
+            env["SWEDECK_OBSERVE_ROOT"] = sandbox.workdir
+        out.append((env, junit, outcomes))
+    return out
+
+
+def _test(
+    sandbox: Sandbox, task: Task, run: TestRun, patch: str, envs: list[tuple[dict[str, str], str, str]], install: str,
+    planted: list[canaries.Canary], held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages, instrument: bool,
+    coverage: Sequence[str] | None, maxfail: int | None, observe: Sequence[str] | None,
+) -> TestRun:
+    """The test commands (the first in the held command where there is one), their statuses, canaries
+    and records."""
+    t1, token = time.monotonic(), paths.token
+    parser = resolve_parser(task.log_parser)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    run.log_path = str(log_dir / f"{file_name(task.instance_id)}-{content_hash(patch)}-{token}.log")
     budget = Budget()
     with open(run.log_path, "wb") as log:
-        for i, command in enumerate(task.test_cmd):
-            env: dict[str, str] = {}
-            junit, outcomes = "", ""
-            if wants_junit:
-                junit = sandbox.output(f"{IO_DIR}/junit-{token}-{i}.xml")
-                outcomes = env["SWEDECK_OUTCOME_LOG"] = sandbox.output(f"{IO_DIR}/outcomes-{token}-{i}.jsonl")
-                # the environment's plugins by name, and nothing a distribution in the tree announces
-                env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-                env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
-                env["PYTEST_ADDOPTS"] += "".join(f" -p {name}" for name in facts.plugins)
-                if maxfail is not None:
-                    env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail + must_fail}"
-            if plugins:
-                env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + "".join(f" -p {p}" for p in plugins)
-                env["PYTHONPATH"] = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
-            if instrument:
-                env["PYTEST_ADDOPTS"] += " -o enable_assertion_pass_hook=true"
-                env["SWEDECK_ASSERT_LOG"] = events
-            if select is not None:
-                env["SWEDECK_SELECT"] = f"{IO_DIR}/select-{token}"
-            if coverage is not None:
-                env["SWEDECK_COVER_FILES"] = f"{IO_DIR}/cover-files-{token}"
-                env["SWEDECK_COVER_LOG"] = cover_log
-                env["SWEDECK_COVER_ROOT"] = sandbox.workdir
-            if observe is not None:
-                env["SWEDECK_OBSERVE_TARGETS"] = f"{IO_DIR}/observe-targets-{token}"
-                env["SWEDECK_OBSERVE_LOG"] = observe_log
-                env["SWEDECK_OBSERVE_ROOT"] = sandbox.workdir
+        for i, (command, (env, junit, outcomes)) in enumerate(zip(task.test_cmd, envs, strict=True)):
             clock.mark("setup")
+            script = installing(install, command, token) if i == 0 else command
             # reaped: nothing the tests started may still write a report we are about to read
-            result = sandbox.run(installing(install, command, token) if i == 0 else command, env=env, reap=True)
+            result = held.go(script) if i == 0 and held is not None else sandbox.run(script, env=env, reap=True)
             clock.mark("command")
             output = Path(result.log_path).read_bytes()
             if i == 0 and install_failed(result.exit_code, output, token):
@@ -270,20 +324,20 @@ def _run_in(
             run.statuses, evidence = canaries.check(planted, run.statuses, complete=maxfail is None)
         run.spoof_evidence += evidence
     clock.mark("parse")
-    durations["tests"] = round(time.monotonic() - t1, 4)
+    clock.durations["tests"] = round(time.monotonic() - t1, 4)
     if instrument:
-        run.instrumented, run.assert_events, run.test_sources = read_instrumentation(sandbox, task, events)
+        run.instrumented, run.assert_events, run.test_sources = read_instrumentation(sandbox, task, paths.events)
     if coverage is not None:
         try:
-            run.coverage = sandbox.read_file(cover_log).decode(errors="replace")
+            run.coverage = sandbox.read_file(paths.cover).decode(errors="replace")
         except FileNotFoundError:
             run.coverage = ""
     if observe is not None:
         try:
-            run.observed = sandbox.read_file(observe_log).decode(errors="replace")
+            run.observed = sandbox.read_file(paths.observe).decode(errors="replace")
         except FileNotFoundError:
             run.observed = ""
-    run.durations = durations  # the same dict: run_tests adds the close
+    run.durations = clock.durations  # the same dict: run_tests adds the close
     return run
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness.sandboxes.sandbox import IO_DIR, Sandbox
@@ -41,17 +42,25 @@ _PATCH_CHECKED = re.compile(r"^checking (file|symbolic link) (.+)$", re.MULTILIN
 _GIT_DIR = re.compile(r"(?:^|/)\.git(?:/|$)")
 
 
-def apply_patch(sandbox: Sandbox, patch: str, name: str, *, first: str = "", then: str = "") -> tuple[str, str]:
-    """Apply ``patch`` in the workdir. Returns (strategy, "") on success, ("", why) on failure.
-    ``first`` runs before the first attempt and ``then`` right after a successful apply, each in the
-    same command as the apply: engine round trips saved."""
-    if not patch.strip():
-        return "empty", ""
+def write_patch(sandbox: Sandbox, patch: str, name: str) -> str:
+    """The patch file's path in the sandbox."""
     path = PATCH_FILE.format(name=name)
     sandbox.write_file(path, patch if patch.endswith("\n") else patch + "\n")
-    p = shlex.quote(path)
-    errors = []
-    for strategy, check, apply in APPLY_STRATEGIES:
+    return path
+
+
+def apply_patch(
+    sandbox: Sandbox, patch: str, name: str, *, first: str = "", then: str = "", tried: Sequence[str] = ()
+) -> tuple[str, str]:
+    """Apply ``patch`` in the workdir. Returns (strategy, "") on success, ("", why) on failure.
+    ``first`` runs before the first attempt and ``then`` right after a successful apply, each in the
+    same command as the apply: engine round trips saved. ``tried``: why each of the first strategies
+    already failed (``harness.grading.handover``); the cascade goes on from the next one."""
+    if not patch.strip():
+        return "empty", ""
+    p = shlex.quote(write_patch(sandbox, patch, name))
+    errors = list(tried)
+    for strategy, check, apply in APPLY_STRATEGIES[len(tried) :]:
         # a new file's mode is 644 or 755 whatever umask the sandbox inherited (harness.grading.capabilities)
         command = "umask 022 && " + apply.format(p=p) + (f" && {{ {then}; }}" if then else "")
         check = check and check.format(p=p)

@@ -50,9 +50,11 @@ from harness.sandboxes.sandbox import (
     exec_result,
     host_path,
     io_size,
+    make_pipe,
     io_only,
     read_regular,
     shell_command,
+    tell_pipe,
     write_io,
 )
 
@@ -223,6 +225,12 @@ class _BwrapSandbox:
 
     def size(self, path: str) -> int:
         return io_size(self.io, path)
+
+    def pipe(self, path: str) -> str:
+        return make_pipe(self.io, path, self.uid)
+
+    def tell(self, path: str, line: str) -> bool:
+        return tell_pipe(self.io, path, line)
 
     # ------------------------------------------------------------------ run
 

@@ -29,9 +29,11 @@ from harness.sandboxes.sandbox import (
     exec_result,
     host_path,
     io_size,
+    make_pipe,
     io_only,
     read_regular,
     shell_command,
+    tell_pipe,
     write_io,
 )
 
@@ -215,6 +217,12 @@ class DockerSandbox:
 
     def size(self, path: str) -> int:
         return io_size(self.io, path)
+
+    def pipe(self, path: str) -> str:
+        return make_pipe(self.io, path, self.owner)
+
+    def tell(self, path: str, line: str) -> bool:
+        return tell_pipe(self.io, path, line)
 
     def run(
         self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None, reap: bool = False

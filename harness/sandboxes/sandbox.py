@@ -50,6 +50,7 @@ class SandboxError(RuntimeError):
 class Sandbox(Protocol):
     backend: str
     workdir: str
+    activation: str  # what every command runs first (the task environment's activation)
 
     def run(
         self, command: str, *, timeout: float | None = None, env: Mapping[str, str] | None = None, reap: bool = False
@@ -74,6 +75,16 @@ class Sandbox(Protocol):
     def size(self, path: str) -> int:
         """The size of a file in the IO folder (0 when there is none), read from its entry alone: a
         cheap poll for an answer a command writes in one call."""
+        ...
+
+    def pipe(self, path: str) -> str:
+        """Reserve ``path`` in the IO folder as a named pipe a command may read (``read <&9`` after
+        ``exec 9<> path``) and only the host writes (``tell``). Returns the path."""
+        ...
+
+    def tell(self, path: str, line: str) -> bool:
+        """Write one line into a pipe ``pipe`` reserved, never blocking; False when no command holds
+        it open."""
         ...
 
     def close(self) -> None: ...
@@ -141,6 +152,30 @@ def io_size(io: Path, path: str) -> int:
         return os.lstat(f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}").st_size
     except FileNotFoundError:
         return 0
+
+
+def make_pipe(io: Path, path: str, owner: int) -> str:
+    """``Sandbox.pipe`` for a backend whose IO folder is the host folder ``io``: the pipe's entry is the
+    host's folder's, so a command can neither replace nor remove it, only open it."""
+    target = f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}"
+    os.mkfifo(target, 0o600)
+    os.chown(target, owner, owner)
+    return path
+
+
+def tell_pipe(io: Path, path: str, line: str) -> bool:
+    """``Sandbox.tell`` for a backend whose IO folder is the host folder ``io``."""
+    try:
+        fd = os.open(f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as err:
+        if err.errno == errno.ENXIO:  # nobody reads it
+            return False
+        raise
+    try:
+        os.write(fd, f"{line}\n".encode())
+    finally:
+        os.close(fd)
+    return True
 
 
 def host_path(path: str, mounts: Iterable[tuple[str, Path]], workdir: str) -> Path:

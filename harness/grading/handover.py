@@ -1,0 +1,106 @@
+"""One sandbox command for a candidate's apply and the first test command, held in between.
+
+A grade used to start two sandbox commands before the tests' own time: one that applies the patch
+between two listings of the tree, one that installs the hidden tests and runs the tests. Starting a
+sandbox command costs about 35 ms on bubblewrap and 100 ms as a Docker exec, more than the rest of the
+grader together. So one command does both and stops in between: it applies the patch the first way
+of the cascade (plain ``git apply``, all or nothing), writes its status, and waits on a named pipe in
+the IO folder (the host's folder: the command can open the pipe, never replace it). The host reads
+the listings, judges the change (capabilities, tamper audit), writes the hidden tests and the script
+of the tests, and only then says ``go``; or ``stop``, and the command ends without running anything of
+the candidate's. The order the trust boundary needs is kept: nothing of the change runs before the
+host has judged it, and what runs after comes from a script the host wrote after that judgement.
+
+The tests run under a ``timeout`` of their own, of the configured length, so the hold does not eat
+into their time, and a timeout there reads as the sandbox's own. A patch plain ``git apply`` refuses
+goes on through the rest of the cascade in commands of its own (``harness.grading.patching``), and its
+tests in a command of their own, as before.
+"""
+
+from __future__ import annotations
+
+import shlex
+import threading
+import time
+from collections.abc import Mapping
+
+from harness.grading.patching import APPLY_STRATEGIES, write_patch
+from harness.records import ExecResult
+from harness.sandboxes.sandbox import IO_DIR, KILLED_EXIT, TIMEOUT_EXIT, Sandbox
+
+HOLD_S = 120.0  # the apply (60 s, as an apply command of its own had) and the host's checks
+POLL_S = 0.001
+
+
+class Held:
+    """The held command of one grade: ``applied``, then ``go`` or ``stop`` (always one of them)."""
+
+    def __init__(
+        self, sandbox: Sandbox, patch: str, token: str, *, first: str, then: str, env: Mapping[str, str], timeout: float
+    ) -> None:
+        self.sandbox, self.timeout = sandbox, timeout
+        self.status = sandbox.output(f"{IO_DIR}/applied-{token}")
+        self.log = sandbox.output(f"{IO_DIR}/apply-{token}.log")
+        self.gate = sandbox.pipe(f"{IO_DIR}/gate-{token}")
+        self.tests = f"{IO_DIR}/tests-{token}.sh"
+        apply = APPLY_STRATEGIES[0][2].format(p=shlex.quote(write_patch(sandbox, patch, "candidate")))
+        script = "\n".join([
+            f"exec 9<> {self.gate}",
+            f"( {{ {first}; }} && umask 022 && {apply} && {{ {then}; }} ) > {self.log} 2>&1 9<&-",
+            f"echo $? > {self.status}",
+            "read -r said <&9",
+            "exec 9<&-",
+            '[ "$said" = go ] || exit 0',
+            f"exec timeout -k 2 {max(timeout, 1):.0f} bash {self.tests}",
+        ])  # fmt: skip
+        self.result: ExecResult | None = None
+        self.error: BaseException | None = None  # what the sandbox raised (SandboxError, EnvError), raised again here
+        self.told = 0.0
+        self.ended = False
+
+        def hold() -> None:
+            try:
+                self.result = sandbox.run(script, timeout=timeout + HOLD_S, env=env, reap=True)
+            except BaseException as err:  # noqa: BLE001 - handed to the grading thread
+                self.error = err
+
+        self.thread = threading.Thread(target=hold, name="swedeck-held-grade", daemon=True)
+        self.thread.start()
+
+    def applied(self) -> tuple[bool, str]:
+        """(True, "") once the patch applied and the command waits; (False, why) when it did not."""
+        deadline = time.monotonic() + HOLD_S
+        while time.monotonic() < deadline and self.thread.is_alive():
+            if self.sandbox.size(self.status) and (said := self.sandbox.read_file(self.status)).endswith(b"\n"):
+                if said.strip() == b"0":
+                    return True, ""
+                break
+            time.sleep(POLL_S)
+        if self.error is not None:
+            raise self.error
+        why = self.sandbox.read_file(self.log).decode(errors="replace").strip()[-400:]
+        return False, f"{APPLY_STRATEGIES[0][0]}: {why or 'the apply did not finish'}"
+
+    def go(self, tests: str) -> ExecResult:
+        """Run ``tests`` (a script) as the rest of the command; its result, as ``Sandbox.run`` gives it."""
+        self.sandbox.write_file(self.tests, f"{self.sandbox.activation}\n{tests}" if self.sandbox.activation else tests)
+        self.told = time.monotonic()
+        self._say("go")
+        result = self.result
+        if result is None:
+            raise self.error or RuntimeError("the held command ended without a result")
+        held = time.monotonic() - self.told
+        if not result.timed_out and result.exit_code in (TIMEOUT_EXIT, KILLED_EXIT) and held >= self.timeout - 1:
+            # its own timeout(1), not the outer one: the sandbox's timeout all the same
+            result = result.model_copy(update={"timed_out": True, "exit_code": None, "duration_s": round(held, 4)})
+        return result
+
+    def stop(self) -> None:
+        """End the command without running anything more (idempotent)."""
+        if not self.ended:
+            self._say("stop")
+
+    def _say(self, word: str) -> None:
+        self.ended = True
+        self.sandbox.tell(self.gate, word)  # False: the command is gone already
+        self.thread.join()

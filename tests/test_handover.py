@@ -1,0 +1,129 @@
+"""The grade's held command (``harness.grading.handover``) and the other cost measures of issue 24 that
+change what runs: the apply and the tests in one sandbox command, held while the host judges the
+change; the named pipe it waits on; bytecode in the base root filesystem; the probe server's files."""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_LIMITS
+from harness.config import Limits, Settings
+from harness.grading import grader
+from harness.grading.grader import grade, gold_pattern, run_tests
+from harness.grading.handover import Held
+from harness.sandboxes.sandbox import IO_DIR, io_only
+
+TOPOSORT = "sample__toposort-1"
+
+
+def test_a_looping_candidate_times_out_at_the_tests_own_limit(limited_backend, backend_factory, sample_tasks, make_patch) -> None:  # noqa: ANN001
+    """The held command's timeout is the tests' plus the hold's allowance; the tests themselves get
+    their own ``timeout`` of the configured length, and running out of it reads as a timeout."""
+    task = sample_tasks[TOPOSORT]
+    backend = backend_factory(limited_backend.name, Limits(timeout_s=5, output_bytes=TEST_LIMITS.output_bytes))
+    looping = make_patch(task, {"toposort/graph.py": lambda text: text + "\nwhile True:\n    pass\n"})
+    started = time.monotonic()
+    run = run_tests(task, looping, backend)
+    assert run.outcome == "timeout" and run.apply_strategy == "git apply", (run.outcome, run.detail)
+    assert time.monotonic() - started < 5 + 30  # not the hold's 120 s on top
+
+
+def test_nothing_of_a_refused_change_runs(limited_backend, sample_tasks, make_patch, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A change the capability model refuses stops the held command: the tests' script is never
+    written, ``go`` never said."""
+    task = sample_tasks[TOPOSORT]
+    said = []
+    monkeypatch.setattr(Held, "go", lambda self, tests: said.append(tests))
+    shadow = make_patch(task, {"pytest.py": "raise SystemExit(0)\n"})
+    run = run_tests(task, shadow, limited_backend)
+    assert run.outcome == "forbidden_change" and said == []
+
+
+def test_regression_a_grader_error_between_apply_and_tests_ends_the_held_command(
+    limited_backend, sample_tasks, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    task = sample_tasks[TOPOSORT]
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("the audit broke")
+
+    monkeypatch.setattr(grader, "tamper_findings", broken)
+    started = time.monotonic()
+    run = run_tests(task, task.answer.gold_patch, limited_backend)
+    assert run.outcome == "grader_error" and "the audit broke" in run.detail
+    assert time.monotonic() - started < 30
+    assert not [t for t in threading.enumerate() if t.name == "swedeck-held-grade"]
+
+
+def test_a_patch_plain_git_apply_refuses_goes_on_through_the_cascade(backend, sample_tasks) -> None:  # noqa: ANN001
+    """Wrong hunk counts: the held command's ``git apply`` refuses the patch, so the held command is
+    stopped and the cascade goes on in commands of its own, from its second strategy; gold earns 1."""
+    task = sample_tasks[TOPOSORT]
+    lines = task.answer.gold_patch.splitlines(keepends=True)
+    hunk = next(i for i, line in enumerate(lines) if line.startswith("@@"))
+    old, new = lines[hunk].split(" @@")[0].split()[1:3]
+    lines[hunk] = lines[hunk].replace(f"{old} {new}", f"{old}9 {new}9", 1)
+    mangled = "".join(lines)
+    expected = gold_pattern(task, backend)
+    g = grade(task, mangled, backend, expected=expected)
+    run = run_tests(task, mangled, backend)
+    assert run.apply_strategy == "git apply --recount --ignore-whitespace", run.detail
+    assert g.reward == 1.0, g.reason
+
+
+def test_a_pipe_wakes_the_command_that_reads_it_and_tells_when_none_does(backend, sample_tasks) -> None:  # noqa: ANN001
+    box = backend.open(sample_tasks[TOPOSORT])
+    try:
+        gate = box.pipe(f"{IO_DIR}/gate-test")
+        assert box.tell(gate, "early") is False  # nobody holds it open
+        result = {}
+        waiting = threading.Thread(target=lambda: result.update(run=box.run(f"exec 9<> {gate}; read -r said <&9; echo got $said")))
+        waiting.start()
+        deadline = time.monotonic() + 30
+        while not box.tell(gate, "go") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiting.join(timeout=30)
+        assert result["run"].exit_code == 0 and "got go" in result["run"].output
+    finally:
+        box.close()
+
+
+def test_regression_io_paths_cannot_climb_out_of_the_io_folder() -> None:
+    assert io_only(f"{IO_DIR}/a/b") == f"{IO_DIR}/a/b"
+    for path in (f"{IO_DIR}/../etc/passwd", f"{IO_DIR}/a/../../x", "/tmp/elsewhere", IO_DIR):
+        with pytest.raises(ValueError):
+            io_only(path)
+
+
+def test_regression_the_base_rootfs_carries_pytests_bytecode(swedeck_env: Settings) -> None:
+    """Sandboxes never write bytecode: without it in the image, every test command compiled pytest again."""
+    found = list(swedeck_env.base_rootfs.glob("usr/local/lib/python3*/dist-packages/_pytest/__pycache__/*.pyc"))
+    assert len(found) > 20
+
+
+def _server():  # noqa: ANN202 - the probe server is a standalone script
+    spec = importlib.util.spec_from_file_location("swedeck_session_server", Path(grader.__file__).parents[2] / "probes" / "session_server.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_regression_a_probes_file_never_keeps_the_snapshots_mtime_second(tmp_path: Path) -> None:
+    """Bytecode the warm-up compiled is checked by whole seconds and size: a probe's file of the same
+    size written in the snapshot's second would load the buggy version's bytecode."""
+    server = _server()
+    target = tmp_path / "mod.py"
+    target.write_text("x = 1\n")
+    now = time.time_ns()
+    os.utime(target, ns=(now, now))
+    listing = server.snapshot(str(tmp_path))
+    server.write_files(str(tmp_path), {"mod.py": [0o644, base64.b64encode(b"x = 2\n").decode()]}, listing)
+    assert os.stat(target).st_mtime_ns // 10**9 != now // 10**9
+    assert target.read_text() == "x = 2\n"
