@@ -143,13 +143,18 @@ class ProbeSession:
             raise
 
     def _start(self) -> None:
-        """The server boots (the interpreter, pytest's import and warm-up) while the host lists the
-        tree and installs the hidden tests; it touches the tree only once told (``tree.go``)."""
+        """One sandbox command for the whole session: the server lists the tree first (the harness's own
+        listing), boots (the interpreter, pytest's import) while the host plans the hidden tests from
+        that listing, then installs them as the host wrote them (``install.sh``, once told), warms up
+        and serves. The listing and the install run in the sandbox as before, only as children of the
+        server, not as sandbox commands of their own (each costs a sandbox start)."""
         self.box = box = self.backend.open(self.task)
         env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
         warm_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
         argv = [a for a in map(pytest_argv, self.task.test_cmd) if a is not None]
-        box.write_file(f"{self.folder}/warm.json", json.dumps({"argv": argv, "env": warm_env, "timeout": self.timeout_s}))
+        listing, listed = box.output(f"{self.folder}/listing"), box.output(f"{self.folder}/listed")
+        warm = {"argv": argv, "env": warm_env, "timeout": self.timeout_s, "listing": f"{LISTING} > {listing}", "listed": listed}
+        box.write_file(f"{self.folder}/warm.json", json.dumps(warm))
         box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
         ready = box.output(f"{self.folder}/ready.json")
         command = f"python {self.folder}/server.py {self.folder}"
@@ -159,21 +164,19 @@ class ProbeSession:
 
         self.thread = threading.Thread(target=serve, name="swedeck-probe-server", daemon=True)
         self.thread.start()
-        listed = box.output(f"{self.folder}/listing")
-        done = box.run(f"{LISTING} > {listed}", timeout=120)
-        if done.exit_code != 0:
-            raise _Dead(f"could not list the tree: {done.output[-400:]}")
-        self.listing = parse_listing(box.read_file(listed))
+        if self._wait(listed, READY_S).strip() != b"0":
+            raise _Dead("could not list the tree")
+        self.listing = parse_listing(box.read_file(listing))
         hidden = {path: None if stored is None else decode(stored) for path, stored in self.facts.hidden.items()}
         todo = plan(self.listing, self.listing, self.task, self.facts, hidden)
         infra = f"{self.folder}/infra.tar"
         box.write_file(infra, archive(todo.write))
-        installed = box.run(install_command(todo.delete, infra), timeout=60)
-        if installed.exit_code != 0:
-            raise _Dead(f"the hidden tests did not install: {installed.output[-400:]}")
+        box.write_file(f"{self.folder}/install.sh", install_command(todo.delete, infra))
         ship(box, ("swedeck_select", "swedeck_coverage"))
-        box.write_file(f"{self.folder}/tree.go", "")
-        self._wait(ready, READY_S + len(argv) * self.timeout_s)  # the warm-up collects each command once
+        box.write_file(f"{self.folder}/install.go", "")
+        said = json.loads(self._wait(ready, READY_S + len(argv) * self.timeout_s))  # the warm-up collects each command once
+        if said.get("installed") != 0:
+            raise _Dead(f"the hidden tests did not install: {said.get('output', '')}")
 
     def _wait(self, path: str, limit_s: float) -> bytes:
         """The complete file a server writes in one call (it ends in a newline)."""

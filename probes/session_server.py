@@ -1,12 +1,13 @@
 """The probe server: runs inside one task's sandbox and grades many probes there (probes/session.py).
 
 Standalone (the sandbox's Python, standard library only until pytest is imported). Started with the
-session folder in the IO folder as its argument, before the host has installed the hidden tests: it
-imports pytest meanwhile, and touches the tree only once the host says it is ready (``tree.go``).
-Then it snapshots the prepared work tree (the buggy tree with the hidden tests installed) into a copy
-under /tmp, and serves jobs ``job-N.json`` in order, each announced by ``job-N.go`` (written after the
-job, so a job is never read half-written). A job writes the probe's files into the tree and runs the test commands one after
-another, each in a child process:
+session folder in the IO folder as its argument, on the pristine tree: it first takes the harness's
+own listing of the tree (``harness.grading.tree.LISTING``) for the host, imports pytest while the host
+plans the hidden tests from it, then runs the install the host wrote (``install.sh``, once
+``install.go`` is there). Then it snapshots the prepared work tree (the buggy tree with the hidden
+tests installed) into a copy under /tmp, and serves jobs ``job-N.json`` in order, each announced by
+``job-N.go`` (written after the job, so a job is never read half-written). A job writes the probe's
+files into the tree and runs the test commands one after another, each in a child process:
 
 * fork mode: a fork of this process, which has imported pytest and its default plugins but nothing of
   the tree, calls ``pytest.main`` with the command's arguments, as ``python -m pytest`` would (the work
@@ -35,6 +36,7 @@ import os
 import select
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -376,13 +378,24 @@ def warm_up(root, warm):
 def main():
     folder = sys.argv[1]
     root = os.getcwd()
-    gc.disable()
-    forkable = preload()
     with open(os.path.join(folder, "warm.json")) as f:
         warm = json.load(f)
-    # the host lists the tree and installs the hidden tests while this process boots
-    while not os.path.exists(os.path.join(folder, "tree.go")):
+    # the harness's own listing of the tree, before anything else runs: the host plans the hidden
+    # tests from it while this process boots
+    listed = subprocess.run(["bash", "-c", warm["listing"]], stdin=subprocess.DEVNULL).returncode
+    with open(warm["listed"], "w") as f:
+        f.write("%d\n" % listed)
+    gc.disable()
+    forkable = preload()
+    while not os.path.exists(os.path.join(folder, "install.go")):
         time.sleep(POLL_S)
+    install = subprocess.run(
+        ["bash", os.path.join(folder, "install.sh")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    if install.returncode != 0:
+        with open(os.path.join(folder, "ready.json"), "w") as f:
+            f.write(json.dumps({"installed": install.returncode, "output": install.stdout[-400:].decode(errors="replace")}) + "\n")
+        return 1
     configs = {}
     if forkable and warm["argv"]:
         collecting = warm_up(root, warm)
@@ -397,7 +410,7 @@ def main():
     shutil.copytree(root, base, symlinks=True)
     listing = snapshot(root)
     kept = set(os.listdir("/tmp")) | {".swedeck-probe-tmp"}
-    ready = {"forkable": forkable}
+    ready = {"forkable": forkable, "installed": 0}
     with open(os.path.join(folder, "ready.json"), "w") as f:
         f.write(json.dumps(ready) + "\n")
     n, restored = 0, 0.0

@@ -203,7 +203,7 @@ def test_probe_scratch_in_tmp_a_killed_command_leaves_its_files_under_the_cache(
 # sandbox opened, after the patch applied, while the tests run (they sleep), in the post-processing.
 KILLED_GRADE = """
 import json, sys, threading, time
-from harness.grading import grader
+from harness.grading import grader, handover
 from harness.sandboxes import leftovers
 from harness.config import SandboxConfig, Settings
 from harness.records import Task
@@ -227,21 +227,15 @@ def after(module, attribute, name):
     setattr(module, attribute, wrapped)
 
 after(backend, "open", "open")
-after(grader, "apply_patch", "apply")
+after(handover.Held, "applied", "apply")  # the held command has applied the patch and waits
 if stage == "post":
     grader.command_statuses = lambda *args, **kwargs: stop("post")
 if stage == "tests":
-    open_box = backend.open
-    def open_announcing(*args, **kwargs):
-        box = open_box(*args, **kwargs)
-        run = box.run
-        def announcing(command, **kw):
-            if command.endswith(tuple(task.test_cmd)):  # the first one comes behind the hidden tests' install
-                threading.Timer(3, lambda: print(f"STAGE tests {leftovers.owner()}", flush=True)).start()
-            return run(command, **kw)
-        box.run = announcing
-        return box
-    backend.open = open_announcing
+    go = handover.Held.go
+    def announcing(held, tests):  # the first test command runs in the held command, after 'go'
+        threading.Timer(3, lambda: print(f"STAGE tests {leftovers.owner()}", flush=True)).start()
+        return go(held, tests)
+    handover.Held.go = announcing
 grader.grade(task, patch, backend, expected={})
 print("STAGE finished", flush=True)
 """
