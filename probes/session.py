@@ -156,6 +156,8 @@ class ProbeSession:
         warm = {"argv": argv, "env": warm_env, "timeout": self.timeout_s, "listing": f"{LISTING} > {listing}", "listed": listed}
         box.write_file(f"{self.folder}/warm.json", json.dumps(warm))
         box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
+        # before the server starts: Python remembers a folder on its path that was empty or missing
+        ship(box, ("swedeck_select", "swedeck_coverage"))
         ready = box.output(f"{self.folder}/ready.json")
         command = f"python {self.folder}/server.py {self.folder}"
 
@@ -172,7 +174,6 @@ class ProbeSession:
         infra = f"{self.folder}/infra.tar"
         box.write_file(infra, archive(todo.write))
         box.write_file(f"{self.folder}/install.sh", install_command(todo.delete, infra))
-        ship(box, ("swedeck_select", "swedeck_coverage"))
         box.write_file(f"{self.folder}/install.go", "")
         said = json.loads(self._wait(ready, READY_S + len(argv) * self.timeout_s))  # the warm-up collects each command once
         if said.get("installed") != 0:
