@@ -3,6 +3,7 @@ result folders, orphaned logs) is swept; what a live run owns is not, whoever st
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -152,6 +153,32 @@ def test_a_docker_sandbox_carries_its_owner_and_a_dead_owners_one_is_swept(
         assert box.container.short_id in swept.containers and box.root in swept.folders and not box.root.exists()
         with pytest.raises(docker.errors.NotFound):
             box.container.reload()
+    finally:
+        backend.drain()
+
+
+@pytest.mark.docker
+def test_regression_a_container_gone_while_the_sweep_lists_them_hides_none_of_the_others(
+    swedeck_env: Settings, sample_tasks, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    """The SDK's containers.list inspects each container after listing them: one removed in between (a
+    sandbox closing in the background) raised NotFound and the sweep removed nothing at all."""
+    import docker
+    from conftest import make_backend
+
+    dead = dead_token()
+    monkeypatch.setenv(leftovers.RUN_ENV, dead)
+    backend = make_backend("docker", swedeck_env)
+    try:
+        gone, kept = backend.open(sample_tasks["sample__semverlite-1"]), backend.open(sample_tasks["sample__semverlite-1"])
+        gone_id = gone.container.id
+        with contextlib.suppress(docker.errors.NotFound):  # the second open may have swept it already
+            gone.container.remove(force=True)
+        listed = docker.APIClient.containers
+        monkeypatch.setattr(
+            docker.APIClient, "containers", lambda self, **kw: [{"Id": gone_id, "Labels": {"swedeck.owner": dead}}, *listed(self, **kw)]
+        )
+        assert kept.container.short_id in leftovers.remove_containers(swedeck_env, lambda token: token == dead)
     finally:
         backend.drain()
 

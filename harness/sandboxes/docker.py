@@ -13,7 +13,6 @@ from __future__ import annotations
 import atexit
 import io
 import os
-import shutil
 import tarfile
 import tempfile
 import threading
@@ -37,6 +36,7 @@ from harness.sandboxes.envs import (
 from harness.sandboxes.images import ImageStore
 from harness.sandboxes.leftovers import alive, container_labels, remove_containers, sweep_sandboxes
 from harness.records import Task, content_hash
+from harness.sandboxes.folders import release
 from harness.sandboxes.sandbox import EnvError
 
 
@@ -196,12 +196,17 @@ class DockerBackend:
 
     def drain(self) -> None:
         """Remove the spare containers (at exit, or when a caller is done with this backend)."""
+        import docker.errors
+
         with self._lock:
             self._drained = True
             spares, self._spares = list(self._spares.values()), {}
         for spare in spares:  # not close(): its removal thread may not run once the interpreter exits
-            spare.container.remove(force=True)
-            shutil.rmtree(spare.root, ignore_errors=True)
+            try:
+                spare.container.remove(force=True)
+            except docker.errors.NotFound:  # a sweep removed it: a spare belongs to no live grade
+                pass
+            release(spare.root)  # its IO folder is a mount
 
 
 def _tar(files: Mapping[str, bytes]) -> bytes:

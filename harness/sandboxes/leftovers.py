@@ -251,16 +251,18 @@ def remove_containers(settings: Settings, dead) -> list[str]:  # noqa: ANN001 - 
     try:
         import docker
 
-        client = docker.from_env(timeout=20)
-        containers = client.containers.list(all=True, filters={"label": f"swedeck.cache={cache_key(settings)}"})
+        api = docker.from_env(timeout=20).api
+        # the engine's list alone, labels included: the SDK's containers.list inspects each container
+        # after listing them, and one removed in between (a sandbox closing) failed the whole sweep
+        containers = api.containers(all=True, filters={"label": f"swedeck.cache={cache_key(settings)}"})
     except Exception:  # no engine here: bwrap users have no containers to leak
         return []
     removed = []
     for container in containers:
-        if dead(container.labels.get("swedeck.owner", "")):
+        if dead((container.get("Labels") or {}).get("swedeck.owner", "")):
             try:
-                container.remove(force=True)
-                removed.append(container.short_id)
+                api.remove_container(container["Id"], force=True)
+                removed.append(container["Id"][:12])
             except Exception:  # removed meanwhile by its owner's own cleanup
                 pass
     return removed
