@@ -274,24 +274,17 @@ def preload():
         return False
 
 
+# a fixture, a parametrized test, pytest.raises and a test class: what most suites use
 WARM_TEST = """import pytest
-
-
 @pytest.fixture
 def value():
     return 1
-
-
 @pytest.mark.parametrize("x", [1, 2])
 def test_param(x, value):
     assert x >= value
-
-
 def test_raises():
     with pytest.raises(ValueError):
         int("x")
-
-
 class TestKind:
     def test_method(self):
         assert [1] == [1]
