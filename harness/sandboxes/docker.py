@@ -159,7 +159,7 @@ class DockerBackend:
         fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tar.part")
         with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w") as tar:
             tar.add(tree, arcname=name, filter=owned)
-        # sandboxes get it as a hard link in their IO folder: nobody but root may write through that
+        # read-only: it is the sealed tree every sandbox of the task unpacks (a copy in its IO folder)
         os.chmod(tmp, 0o444)
         os.replace(tmp, dest)
         return dest
