@@ -59,7 +59,7 @@ from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.names import file_name
 from harness.grading.parsers import parse_junit, uses_junit
 from harness.records import Grade, Status, Task, TestRun, content_hash
-from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable
+from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable, answered
 from harness.grading.tree import LISTING, TaskFacts, parse_listing
 from harness.grading.verdict import compare
 from harness.grading.trusted import archive, decode, install_command, plan, task_facts
@@ -183,7 +183,7 @@ class ProbeSession:
         """The complete file a server writes in one call (it ends in a newline)."""
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:
-            if self.box.size(path) and (data := self.box.read_file(path)).endswith(b"\n"):
+            if (data := answered(self.box, path)) is not None:
                 return data
             if not self.thread.is_alive():
                 raise _Dead(f"the probe server ended: {self.ended}")

@@ -127,3 +127,70 @@ def test_regression_a_probes_file_never_keeps_the_snapshots_mtime_second(tmp_pat
     server.write_files(str(tmp_path), {"mod.py": [0o644, base64.b64encode(b"x = 2\n").decode()]}, listing)
     assert os.stat(target).st_mtime_ns // 10**9 != now // 10**9
     assert target.read_text() == "x = 2\n"
+
+
+# What a patch's code can newly reach: the held command's tests script (bash reads it as it goes, so
+# a line appended while pytest runs would run after it) and its gate pipe, both named in the command
+# lines of the processes above the tests. The code runs at import, while pytest collects; any step
+# that works makes collection fail, so the grade tells.
+HELD_ATTACK = '''
+import glob as _glob, os as _os
+def _held_attack():
+    done, found = [], []
+    for pid in _os.listdir("/proc"):
+        try:
+            words = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+        except OSError:
+            continue
+        for word in (w.decode(errors="replace") for w in words):
+            if "/tests-" in word and word.endswith(".sh"):
+                found.append(word)
+                try:
+                    with open(word, "a") as script:
+                        script.write("\\nexit 0\\n")
+                    done.append("appended to " + word)
+                except OSError:
+                    pass
+    for gate in _glob.glob("/tmp/.swedeck-io/gate-*"):
+        try:
+            fd = _os.open(gate, _os.O_WRONLY | _os.O_NONBLOCK)
+            _os.write(fd, b"go\\n")
+            _os.close(fd)
+            done.append("spoke on " + gate)
+        except OSError:
+            pass
+    if done:
+        raise ImportError("held-command attack worked: " + ", ".join(done))
+    if CONTROL and found:
+        raise ImportError("held-command script found: " + found[0])
+_held_attack()
+'''
+CONTROL = "CONTROL = {}\n"
+
+
+def test_a_patch_cannot_rewrite_the_held_commands_script_or_speak_on_its_gate(limited_backend, sample_tasks, make_patch) -> None:  # noqa: ANN001
+    """Gold plus the attack earns what gold earns: the script is the host's (read-only to the sandbox
+    user) and nobody reads the gate once the tests run."""
+    task = sample_tasks[TOPOSORT]
+    control = make_patch(task, {"toposort/graph.py": lambda text: text + CONTROL.format(True) + HELD_ATTACK})
+    with_gold = make_patch(task, {"toposort/graph.py": lambda text: _gold_file(task) + CONTROL.format(False) + HELD_ATTACK})
+    expected = gold_pattern(task, limited_backend)
+    # the control shows the attack reaches the script's path (and only that: nothing worked)
+    log = Path(run_tests(task, control, limited_backend).log_path).read_text()
+    assert "held-command script found: /tmp/.swedeck-io/tests-" in log and "attack worked" not in log
+    g = grade(task, with_gold, limited_backend, expected=expected)
+    assert g.reward == 1.0, (g.reason, g.detail)
+    assert "held-command attack worked" not in Path(g.log_path).read_text()
+
+
+def _gold_file(task) -> str:  # noqa: ANN001
+    """toposort/graph.py as gold leaves it."""
+    import subprocess
+    import tempfile
+
+    from harness.sandboxes.envs import prepare_tree
+
+    work = Path(tempfile.mkdtemp()) / "gold"
+    subprocess.run(["git", "clone", "-q", str(prepare_tree(task, Settings.from_env())), str(work)], check=True)
+    subprocess.run(["git", "apply", "-"], cwd=work, input=task.answer.gold_patch, text=True, check=True)
+    return (work / "toposort" / "graph.py").read_text()

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from harness.grading.patching import APPLY_STRATEGIES, write_patch
 from harness.records import ExecResult
-from harness.sandboxes.sandbox import IO_DIR, KILLED_EXIT, TIMEOUT_EXIT, Sandbox
+from harness.sandboxes.sandbox import IO_DIR, KILLED_EXIT, TIMEOUT_EXIT, Sandbox, answered
 
 HOLD_S = 120.0  # the apply (60 s, as an apply command of its own had) and the host's checks
 POLL_S = 0.001
@@ -55,7 +55,6 @@ class Held:
         ])  # fmt: skip
         self.result: ExecResult | None = None
         self.error: BaseException | None = None  # what the sandbox raised (SandboxError, EnvError), raised again here
-        self.told = 0.0
         self.ended = False
 
         def hold() -> None:
@@ -71,7 +70,7 @@ class Held:
         """(True, "") once the patch applied and the command waits; (False, why) when it did not."""
         deadline = time.monotonic() + HOLD_S
         while time.monotonic() < deadline and self.thread.is_alive():
-            if self.sandbox.size(self.status) and (said := self.sandbox.read_file(self.status)).endswith(b"\n"):
+            if (said := answered(self.sandbox, self.status)) is not None:
                 if said.strip() == b"0":
                     return True, ""
                 break
@@ -84,12 +83,12 @@ class Held:
     def go(self, tests: str) -> ExecResult:
         """Run ``tests`` (a script) as the rest of the command; its result, as ``Sandbox.run`` gives it."""
         self.sandbox.write_file(self.tests, f"{self.sandbox.activation}\n{tests}" if self.sandbox.activation else tests)
-        self.told = time.monotonic()
+        told = time.monotonic()
         self._say("go")
         result = self.result
         if result is None:
             raise self.error or RuntimeError("the held command ended without a result")
-        held = time.monotonic() - self.told
+        held = time.monotonic() - told
         if not result.timed_out and result.exit_code in (TIMEOUT_EXIT, KILLED_EXIT) and held >= self.timeout - 1:
             # its own timeout(1), not the outer one: the sandbox's timeout all the same
             result = result.model_copy(update={"timed_out": True, "exit_code": None, "duration_s": round(held, 4)})

@@ -154,6 +154,14 @@ def io_size(io: Path, path: str) -> int:
         return 0
 
 
+def answered(sandbox: Sandbox, path: str) -> bytes | None:
+    """The bytes of a file in the IO folder that a command writes in one call ending in a newline,
+    once it is complete; None before (polled by its size, which reads nothing)."""
+    if sandbox.size(path) and (data := sandbox.read_file(path)).endswith(b"\n"):
+        return data
+    return None
+
+
 def make_pipe(io: Path, path: str, owner: int) -> str:
     """``Sandbox.pipe`` for a backend whose IO folder is the host folder ``io``: the pipe's entry is the
     host's folder's, so a command can neither replace nor remove it, only open it."""
