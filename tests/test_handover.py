@@ -40,10 +40,43 @@ def test_nothing_of_a_refused_change_runs(limited_backend, sample_tasks, make_pa
     written, ``go`` never said."""
     task = sample_tasks[TOPOSORT]
     said = []
-    monkeypatch.setattr(Held, "go", lambda self, tests: said.append(tests))
+    monkeypatch.setattr(Held, "go", lambda self, tests, env: said.append(tests))
     shadow = make_patch(task, {"pytest.py": "raise SystemExit(0)\n"})
     run = run_tests(task, shadow, limited_backend)
     assert run.outcome == "forbidden_change" and said == []
+
+
+def test_a_tasks_fresh_tree_is_listed_once_and_every_later_change_is_still_seen(
+    limited_backend, sample_tasks, make_patch, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    """Every fresh sandbox of a task holds the same tree, so only the task's first grade lists it
+    before the apply; later grades judge their change against that listing, which equals what any
+    fresh sandbox of the task shows, and still refuse what they must."""
+    from harness.grading.trusted import facts_key
+    from harness.grading.tree import LISTING, parse_listing
+
+    task = sample_tasks[TOPOSORT]
+    monkeypatch.setattr(grader, "_PRISTINE", {})
+    firsts = []
+    hold = Held.__init__
+
+    def spying(self, sandbox, patch, token, *, first, then, timeout):  # noqa: ANN001, ANN202
+        firsts.append(first)
+        hold(self, sandbox, patch, token, first=first, then=then, timeout=timeout)
+
+    monkeypatch.setattr(Held, "__init__", spying)
+    assert run_tests(task, task.answer.gold_patch, limited_backend).outcome == "ok"
+    shadow = make_patch(task, {"pytest.py": "raise SystemExit(0)\n"})
+    edited = make_patch(task, {"toposort/graph.py": lambda text: text + "\n# edited\n"})
+    assert run_tests(task, shadow, limited_backend).outcome == "forbidden_change"
+    assert run_tests(task, edited, limited_backend).outcome == "ok"
+    assert LISTING in firsts[0] and firsts[1:] == ["", ""]
+    box = limited_backend.open(task)
+    try:
+        fresh = parse_listing(box.run(f"{LISTING} > {box.output(f'{IO_DIR}/listing')}") and box.read_file(f"{IO_DIR}/listing"))
+    finally:
+        box.close()
+    assert fresh == grader._PRISTINE[facts_key(task, limited_backend)]
 
 
 def test_regression_a_grader_error_between_apply_and_tests_ends_the_held_command(

@@ -43,7 +43,7 @@ from harness.grading.patching import APPLY_STRATEGIES, apply_patch
 from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
-from harness.grading.tree import LISTING, TaskFacts, parse_listing
+from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
 from harness.grading.verdict import TamperMode, compare
 from harness.grading.trusted import (
     File,
@@ -113,7 +113,9 @@ def run_tests(
     durations["open"] = round(time.monotonic() - started, 4)
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
-        return _run_in(sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, pool=pool)
+        return _run_in(
+            sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, pool=pool, key=facts_key(task, backend)
+        )
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
     except EnvError:
@@ -141,28 +143,21 @@ def _run_in(
     observe: Sequence[str] | None = None,
     *,
     pool: list[str] | None = None,
+    key: str,
 ) -> TestRun:
-    """``pool``: the validated canaries to draw from (``_canary_pool``); None plants none."""
+    """``pool``: the validated canaries to draw from (``_canary_pool``); None plants none. ``key``: the
+    task's facts key, under which the fresh tree's listing is kept once one grade has taken it."""
     clock = _Stages(durations)
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
     if facts.hidden_error:
         return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": facts.hidden_error})
-    hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
-    planted: list[canaries.Canary] = []
-    if pool is not None:
-        texts = {path: file.data for path, file in hidden.items() if file is not None}
-        with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
-        hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
-        run.canaries = canaries.strength(planted)
-    wants_junit = uses_junit(task.log_parser)
     paths = _Paths(token)
-    envs = _commands_env(sandbox, task, facts, paths, planted, hidden, wants_junit, instrument, select, coverage, maxfail, observe)
-    clock.mark("canaries")
-    before = after = {}
-    for side in ("before", "after"):
-        sandbox.output(f"{paths.listings}-{side}")
-    first, then, prefetch = f"{LISTING} > {paths.listings}-before", f"{LISTING} > {paths.listings}-after", ""
+    # every fresh sandbox of a task holds the same tree (same files, modes, sizes, mtimes), so its
+    # listing, taken before anything of a candidate ran, serves every later grade of the task
+    pristine = _PRISTINE.get(key)
+    first = "" if pristine is not None else f"{LISTING} > {sandbox.output(f'{paths.listings}-before')}"
+    then, prefetch = f"{LISTING} > {sandbox.output(f'{paths.listings}-after')}", ""
     named = tamper.python_paths(tamper.named_paths(patch))
     if named:  # the audit's files, read as the listing saw them: nothing ran in between
         prefetch = sandbox.output(f"{IO_DIR}/audit-{token}.tar")
@@ -171,7 +166,19 @@ def _run_in(
     held, tried = None, []
     try:
         if patch.strip() and task.test_cmd:
-            held = Held(sandbox, patch, token, first=first, then=then, env=envs[0][0], timeout=_timeout(sandbox))
+            # started first: the host plants the canaries and writes the tests' inputs while it starts
+            held = Held(sandbox, patch, token, first=first, then=then, timeout=_timeout(sandbox))
+        hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
+        planted: list[canaries.Canary] = []
+        if pool is not None:
+            texts = {path: file.data for path, file in hidden.items() if file is not None}
+            with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
+            hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
+            run.canaries = canaries.strength(planted)
+        wants_junit = uses_junit(task.log_parser)
+        envs = _commands_env(sandbox, task, facts, paths, planted, hidden, wants_junit, instrument, select, coverage, maxfail, observe)
+        clock.mark("canaries")
+        if held is not None:
             applied, why = held.applied()
             if applied:
                 run.apply_strategy = APPLY_STRATEGIES[0][0]
@@ -182,8 +189,9 @@ def _run_in(
             run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", first=first, then=then, tried=tried)
         if not run.apply_strategy:
             return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
+        before = after = {}
         if run.apply_strategy != "empty":
-            before = parse_listing(sandbox.read_file(f"{paths.listings}-before"))
+            before = pristine if pristine is not None else _PRISTINE.setdefault(key, parse_listing(sandbox.read_file(f"{paths.listings}-before")))
             after = parse_listing(sandbox.read_file(f"{paths.listings}-after"))
         clock.mark("apply")
         refused = violations(before, after, task, facts)
@@ -296,7 +304,7 @@ def _test(
             clock.mark("setup")
             script = installing(install, command, token) if i == 0 else command
             # reaped: nothing the tests started may still write a report we are about to read
-            result = held.go(script) if i == 0 and held is not None else sandbox.run(script, env=env, reap=True)
+            result = held.go(script, env) if i == 0 and held is not None else sandbox.run(script, env=env, reap=True)
             clock.mark("command")
             output = Path(result.log_path).read_bytes()
             if i == 0 and install_failed(result.exit_code, output, token):
@@ -342,6 +350,7 @@ def _test(
 
 
 _POOLS: dict[str, list[str]] = {}
+_PRISTINE: dict[str, dict[str, Entry]] = {}  # a fresh tree's listing, per facts key (see _run_in)
 
 
 def _canary_pool(task: Task, facts: TaskFacts, backend: Backend) -> list[str]:
@@ -364,7 +373,8 @@ def _canary_pool(task: Task, facts: TaskFacts, backend: Backend) -> list[str]:
         sandbox = backend.open(task)
         try:
             log_dir = Settings.from_env().cache_dir / "logs"
-            run = _run_in(sandbox, task, facts.model_copy(update={"hidden": hidden}), task.answer.gold_patch, {}, log_dir, False, None)
+            trial_facts = facts.model_copy(update={"hidden": hidden})
+            run = _run_in(sandbox, task, trial_facts, task.answer.gold_patch, {}, log_dir, False, None, key=key)
         finally:
             sandbox.close()
         if run.outcome != "ok":

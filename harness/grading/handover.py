@@ -35,9 +35,7 @@ POLL_S = 0.001
 class Held:
     """The held command of one grade: ``applied``, then ``go`` or ``stop`` (always one of them)."""
 
-    def __init__(
-        self, sandbox: Sandbox, patch: str, token: str, *, first: str, then: str, env: Mapping[str, str], timeout: float
-    ) -> None:
+    def __init__(self, sandbox: Sandbox, patch: str, token: str, *, first: str, then: str, timeout: float) -> None:
         self.sandbox, self.timeout = sandbox, timeout
         self.status = sandbox.output(f"{IO_DIR}/applied-{token}")
         self.log = sandbox.output(f"{IO_DIR}/apply-{token}.log")
@@ -46,7 +44,7 @@ class Held:
         apply = APPLY_STRATEGIES[0][2].format(p=shlex.quote(write_patch(sandbox, patch, "candidate")))
         script = "\n".join([
             f"exec 9<> {self.gate}",
-            f"( {{ {first}; }} && umask 022 && {apply} && {{ {then}; }} ) > {self.log} 2>&1 9<&-",
+            f"( {' && '.join(f'{{ {step}; }}' for step in (first, 'umask 022', apply, then) if step)} ) > {self.log} 2>&1 9<&-",
             f"echo $? > {self.status}",
             "read -r said <&9",
             "exec 9<&-",
@@ -59,7 +57,7 @@ class Held:
 
         def hold() -> None:
             try:
-                self.result = sandbox.run(script, timeout=timeout + HOLD_S, env=env, reap=True)
+                self.result = sandbox.run(script, timeout=timeout + HOLD_S, reap=True)
             except BaseException as err:  # noqa: BLE001 - handed to the grading thread
                 self.error = err
 
@@ -80,9 +78,13 @@ class Held:
         why = self.sandbox.read_file(self.log).decode(errors="replace").strip()[-400:]
         return False, f"{APPLY_STRATEGIES[0][0]}: {why or 'the apply did not finish'}"
 
-    def go(self, tests: str) -> ExecResult:
-        """Run ``tests`` (a script) as the rest of the command; its result, as ``Sandbox.run`` gives it."""
-        self.sandbox.write_file(self.tests, f"{self.sandbox.activation}\n{tests}" if self.sandbox.activation else tests)
+    def go(self, tests: str, env: Mapping[str, str]) -> ExecResult:
+        """Run ``tests`` (a script) with ``env`` as the rest of the command; its result, as ``Sandbox.run``
+        gives it. The environment is the script's, not the command's: the command starts before the
+        host has planned the tests (``harness.grading.grader``), and the apply needs none of it."""
+        exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
+        # as Sandbox.run has it: the environment first, then the activation
+        self.sandbox.write_file(self.tests, "\n".join(filter(None, (exports, self.sandbox.activation, tests))))
         told = time.monotonic()
         self._say("go")
         result = self.result

@@ -298,18 +298,18 @@ class DockerSandbox:
             raise SandboxError(f"processes left by a command would not die: {out.decode(errors='replace')[-400:]}")
 
     def close(self) -> None:
-        """Remove the container in the background: nothing waits for it, and a non-daemon thread
-        still finishes before the interpreter exits, so no container is leaked."""
-        container = self.container
+        """Remove the container, then its folder, in the background: nothing waits for them, and a
+        non-daemon thread still finishes before the interpreter exits, so nothing is leaked."""
+        container, root = self.container, self.root
 
         def remove() -> None:
             try:
                 container.remove(force=True)
             except Exception:  # already removed by the engine
                 pass
+            release(root)
 
         threading.Thread(target=remove, name="swedeck-docker-remove").start()
-        release(self.root)
 
 
 def _status(path: Path | None) -> int | None:
