@@ -501,7 +501,7 @@ def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, sw
     settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
     changed = task.model_copy(update={"test_cmd": ["python -m pytest tests/test_sort.py"]})
     for known in (task, changed):  # each task's facts and canary trial take a sandbox of their own, once
-        _canary_pool(known, task_facts(known, backend), backend)
+        _canary_pool(known, task_facts(known, backend), backend, facts_key(known, backend))
     counting = CountingBackend(backend)
     first = gold_pattern(task, counting, settings)
     assert counting.opened == 1
@@ -523,7 +523,7 @@ def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, sw
 def test_grade_through_counting_backend_opens_one_sandbox_per_run(
     backend: Backend, task: Task, expected: dict[str, Status]
 ) -> None:
-    _canary_pool(task, task_facts(task, backend), backend)  # once per task, and cached
+    _canary_pool(task, task_facts(task, backend), backend, facts_key(task, backend))  # once per task, and cached
     counting = CountingBackend(backend)
     result = grade(task, task.answer.gold_patch, counting, expected=expected)
     assert result.reward == 1.0 and counting.opened == 1

@@ -378,6 +378,37 @@ def test_a_probe_runs_only_the_tests_its_change_can_impact(calc, swedeck_env, tm
     assert sum(r.executions for r in selected) < sum(r.executions for r in full)
 
 
+def test_a_test_that_killed_an_earlier_probe_runs_first_in_the_next_probes_run(calc, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """Kill history: probes of one task rewrite the same gold files, so the test that killed one goes
+    first in the next probe's selected runs, and a run that stops at its first failure stops there.
+    Without it the second probe runs test_add (passing) before test_add_zero."""
+    task, p1, backend = calc
+    cov = gold_coverage(task, backend, p1, log_dir=tmp_path)
+    add, add_zero = TEST_IDS[:2]
+    change = ("a + b", "(a + b if a != 0 else 1)")  # only add(0, 0) sees it
+    first = _probe(task, swedeck_env, "plausible_wrong", *change)  # the binding test_add, then test_add_zero
+    second = _probe(task, swedeck_env, "correct_alternative", *change)  # its impacted tests in one run
+    r_first, r_second = run_probes(task, [first, second], backend, p1, _stamp(task), coverage=cov, log_dir=tmp_path)
+    assert r_first.tests_run == [add, add_zero] and r_first.differing == [add_zero]
+    assert r_second.reward == 0.0 and r_second.decided_by == "selection"
+    assert r_second.tests_run == [add_zero] and r_second.executions == 1
+
+
+def test_the_select_plugin_runs_the_listed_tests_in_the_lists_order(tmp_path: Path) -> None:
+    """Listed tests run in the file's order, a parametrized test's cases together in pytest's order;
+    tests not listed do not run."""
+    (tmp_path / "test_order.py").write_text(
+        "import pytest\n\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n\n"
+        "@pytest.mark.parametrize('x', [1, 2])\ndef test_c(x):\n    pass\n\ndef test_d():\n    pass\n"
+    )
+    (tmp_path / "wanted").write_text("test_order.py::test_d\ntest_order.py::test_c\ntest_order.py::test_a\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "swedeck_select", "test_order.py"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+                          env={**os.environ, "PYTHONPATH": str(PLUGINS), "SWEDECK_SELECT": str(tmp_path / "wanted")})  # fmt: skip
+    ran = [line.split()[0] for line in done.stdout.splitlines() if line.startswith("test_order.py::") and "PASSED" in line]
+    assert ran == ["test_order.py::test_d", "test_order.py::test_c[1]", "test_order.py::test_c[2]", "test_order.py::test_a"], done.stdout
+
+
 def test_the_full_grade_is_the_final_word_before_a_survivor_is_cited(calc, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
     """With coverage that (wrongly) says no test ran anything, selection passes every probe unrun and says
     so (``decided_by="selection"``). A verdict citing such a survivor as too-loose evidence first gets it

@@ -100,11 +100,11 @@ def run_tests(
     started = time.monotonic()
     durations: dict[str, float] = {}
     try:
-        facts = task_facts(task, backend)
+        facts, key = task_facts(task, backend), facts_key(task, backend)
         # an observed run's records are the evidence: copies of the tests, drawn at random per run, would
         # add calls of their own and make two observations of one tree differ
         plants = not instrument and observe is None and canaries.usable(task.test_cmd)
-        pool = _canary_pool(task, facts, backend) if plants else None
+        pool = _canary_pool(task, facts, backend, key) if plants else None
         sandbox = backend.open(task, network=network)
     except EnvError:
         raise
@@ -114,7 +114,7 @@ def run_tests(
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
         return _run_in(
-            sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, pool=pool, key=facts_key(task, backend)
+            sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, pool=pool, key=key
         )
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
@@ -353,12 +353,11 @@ _POOLS: dict[str, list[str]] = {}
 _PRISTINE: dict[str, dict[str, Entry]] = {}  # a fresh tree's listing, per facts key (see _run_in)
 
 
-def _canary_pool(task: Task, facts: TaskFacts, backend: Backend) -> list[str]:
+def _canary_pool(task: Task, facts: TaskFacts, backend: Backend, key: str) -> list[str]:
     """The keys of the canary candidates that behave on gold as they must (copies that pass, changed
     copies that fail), found by one gold run with them all planted, once per task and backend
     (memory, then disk, keyed like the facts). A trial that did not run clean validates nothing and
     is not kept, so the next grade tries again."""
-    key = facts_key(task, backend)
     if key in _POOLS:
         return _POOLS[key]
     cache = Settings.from_env().cache_dir / "canaries" / f"{key}.json"
@@ -393,7 +392,7 @@ def canary_strength(task: Task, backend: Backend) -> CanaryStrength:
         return "none"
     facts = task_facts(task, backend)
     try:
-        pool = _canary_pool(task, facts, backend)
+        pool = _canary_pool(task, facts, backend, facts_key(task, backend))
     except SandboxError:
         pool = []
     texts = {path: decode(stored).data for path, stored in facts.hidden.items() if stored is not None}

@@ -27,7 +27,10 @@ gold therefore proves reward 0 (the full run holds that test to the same expecta
    where the binding assertions live) runs its impacted FAIL_TO_PASS tests first. A correct-but-
    different probe (usually passing) runs all its impacted tests in one run. Each run stops at its
    first failure (``--maxfail=1``) when none of its tests is expected to fail, since any failure is
-   then a deviation. The patch not applying and a run hitting the time or output limit are final too
+   then a deviation. Within a run, the tests that killed the task's earlier probes go first, most
+   kills first (``KillHistory``; the others keep gold's report order): probes of one task rewrite the
+   same gold files, so what killed one tends to kill the next, and a stopping run stops sooner. Full
+   grades keep pytest's own order. The patch not applying and a run hitting the time or output limit are final too
    (they do not depend on which tests run, or the full run would only take longer and print more). A
    run that is inconclusive (ran nothing, errored before a selected test reported, looked forged)
    hands the probe to a full grade.
@@ -46,8 +49,8 @@ gold therefore proves reward 0 (the full run holds that test to the same expecta
 
 Limits of the impact mapping (the determinism it assumes): state one test leaves for another (a cache
 an earlier test filled, a module-level value a test mutated) is invisible, and so are tests that read
-source text or line numbers (``inspect``, tracebacks, warnings keyed by line). A test run in a subset
-behaves as in the full run (the earlier binding-tests-first selection assumed the same).
+source text or line numbers (``inspect``, tracebacks, warnings keyed by line). A test run in a subset,
+or in another order, behaves as in the full run (the earlier binding-tests-first selection assumed the same).
 
 Mutants loop forever now and then, so ``probe_task`` grades with a backend whose per-command timeout is
 scaled to Pipeline 1's runs (``probe_timeout``) instead of the configured default.
@@ -55,6 +58,8 @@ scaled to Pipeline 1's runs (``probe_timeout``) instead of the configured defaul
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -95,6 +100,25 @@ def _maxfail(tests: Iterable[str], expected: Mapping[str, Status]) -> int | None
     return None if any(expected.get(t) in BAD for t in tests) else 1
 
 
+class KillHistory:
+    """How often each test killed one of a task's probes so far; shared by the probes graded at once."""
+
+    def __init__(self, expected: Mapping[str, Status]) -> None:
+        self.position = {test_id: i for i, test_id in enumerate(expected)}  # gold's report order
+        self.kills: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def order(self, tests: Sequence[str]) -> list[str]:
+        """``tests``, the ones that killed most first, the rest in gold's report order."""
+        with self.lock:
+            kills = dict(self.kills)
+        return sorted(tests, key=lambda test_id: (-kills.get(test_id, 0), self.position.get(test_id, len(self.position))))
+
+    def record(self, killers: Iterable[str]) -> None:
+        with self.lock:
+            self.kills.update(killers)
+
+
 def _differing(g: Grade, stopped: bool) -> list[str]:
     """The tests that deviated; after a run stopped at its first failure, only those that ran (the
     ones it never reached are not evidence)."""
@@ -114,15 +138,18 @@ def run_one(
     stamp: dict[str, str],
     log_dir: Path | None,
     grader=grade,  # noqa: ANN001 - harness.grading.grader.grade or a probe session pool's grade
+    history: KillHistory | None = None,
 ) -> ProbeResult:
     """Grade one probe by its plan (see the module docstring); ``select`` may also be a plain list of
-    tests to run first, followed by a full grade."""
+    tests to run first, followed by a full grade. ``history``: the task's kills so far, which order each
+    selected run and which this probe's kill adds to."""
     if not isinstance(select, Plan):
         select = Plan(runs=[list(select)] if select else [], full=True, stop_early=False)
     executions, ran = 0, {}
     selected_reward, final, decided_by, stopped = None, None, "full", False
     last: Grade | None = None
     for tests in select.runs:
+        tests = history.order(tests) if history is not None else tests
         maxfail = _maxfail(tests, expected) if select.stop_early else None
         g = grader(task, candidate.patch, backend, expected=expected, select=tests, maxfail=maxfail, log_dir=log_dir)
         executions += len(g.statuses)
@@ -151,6 +178,9 @@ def run_one(
         ran.update(dict.fromkeys(final.statuses))
         decided_by, stopped = "full", maxfail is not None
     passed = final.reward == 1.0
+    differing = [] if passed else _differing(final, stopped)
+    if history is not None and final.reason == "pattern_mismatch":
+        history.record(differing)
     return ProbeResult(
         **stamp,
         probe_id=probe_id(task, candidate),
@@ -163,7 +193,7 @@ def run_one(
         reason="ok" if passed else final.reason,
         selected_reward=selected_reward,
         executions=executions,
-        differing=[] if passed else _differing(final, stopped),
+        differing=differing,
         log_path=final.log_path,
         tests_run=list(ran),
         decided_by=decided_by,
@@ -210,9 +240,10 @@ def run_probes(
     if pool is not None:
         pool.expect([c.patch for c in candidates])
     measured: dict[int, ProbeResult] = {}  # a probe graded in full to measure the suite
+    history = KillHistory(expected)
 
     def one(item: tuple[Candidate, Plan]) -> ProbeResult:
-        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade)
+        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade, history)
 
     try:
         if selection:

@@ -1,7 +1,9 @@
-"""Run only the pytest node ids listed in the file named by ``SWEDECK_SELECT`` (one per line).
+"""Run only the pytest node ids listed in the file named by ``SWEDECK_SELECT`` (one per line), in the
+file's order (tests the file lists together keep pytest's order among themselves).
 
 PYTEST_DONT_REWRITE. Loaded into sandboxes with ``-p swedeck_select`` so a probe can be scored on the
-tests that matter first; the full suite stays the final word.
+tests that matter first (``probes.runner.grading`` lists the ones that killed the task's earlier probes
+first, so a run that stops at its first failure stops sooner); the full suite stays the final word.
 """
 
 import os
@@ -12,11 +14,15 @@ def pytest_collection_modifyitems(config, items):
     if not path:
         return
     with open(path, encoding="utf-8") as handle:
-        wanted = {line.rstrip("\n") for line in handle if line.strip()}
+        wanted = {}
+        for line in handle:
+            if line.strip():
+                wanted.setdefault(line.rstrip("\n"), len(wanted))
     # an id without parameters selects every case of a parametrized test, as on pytest's command
     # line: the grader's canaries copy parametrized tests and know their ids only without parameters
-    keep = [item for item in items if item.nodeid in wanted or item.nodeid.partition("[")[0] in wanted]
-    dropped = [item for item in items if item not in keep]
+    rank = {item: wanted.get(item.nodeid, wanted.get(item.nodeid.partition("[")[0])) for item in items}
+    keep = sorted((item for item in items if rank[item] is not None), key=rank.__getitem__)
+    dropped = [item for item in items if rank[item] is None]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
