@@ -42,6 +42,7 @@ from harness.config import SandboxConfig
 from harness.sandboxes.envs import prepare_tree
 from harness.sandboxes.backends import get_backend
 from probes.runner import generate, probe_timeout, run_probes
+from probes.pool import release_parked
 from probes.session import Stats
 
 
@@ -109,7 +110,7 @@ def main() -> int:
             ses = stats["sel"]
             note = "" if traced else "  (not traced)"
             note += (
-                f"  (sessions: {ses.graded} runs, {ses.fallback} by the grader, {ses.forked} forked, {ses.plain} plain;"
+                f"  (sessions: {ses.graded} runs, {ses.fallback} by the grader, {ses.forked} forked, {ses.plain} plain, {ses.switched} taken over;"
                 f" s: start {ses.start_s:.1f}, commands {ses.command_s:.1f}, host {ses.host_s:.1f}, restore {ses.restore_s:.1f})"
             )
             print(
@@ -152,6 +153,7 @@ def main() -> int:
         f"over selection: {walls}; selection faster than the full suite on every task: {all_faster}; probing "
         f"{probing:.1f} s = {over:.2f}x the floor {totals['floor_s']:.1f} s (target <= 2x); identical rewards: {all_same}"
     )
+    release_parked()  # the parked probe sessions, before the interpreter exits
     return 0 if all_same else 1
 
 

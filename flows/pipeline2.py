@@ -17,6 +17,7 @@ from harness.records import Pipeline1Result, ProbeCounts, Task, VerdictRecord
 from harness.sandboxes.backends import get_backend
 from judge.config import JudgeSettings
 from judge.pipeline2 import finished, process_task, result_path
+from probes.pool import release_parked
 
 
 @task(name="pipeline2-task", cache_policy=NO_CACHE)
@@ -91,4 +92,7 @@ def run_pipeline2(out: Path, cfg: SwedeckConfig, workers: int, settings: JudgeSe
     # serialise without it and each worker reads SWEDECK_JUDGE_API_KEY from its environment
     payload = settings.model_dump(mode="json") if settings else None
     with task_runner(cfg.runner, cfg.sandbox, workers) as runner:
-        return pipeline2.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), payload, workers)
+        try:
+            return pipeline2.with_options(task_runner=runner)(str(out), cfg.model_dump(mode="json"), payload, workers)
+        finally:
+            release_parked()  # the probe sessions kept for later tasks: the stage is over

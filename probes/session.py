@@ -17,7 +17,10 @@ start-up once per task (per worker):
   patch cascade in the sandbox), and after the probe the tree put back to the prepared snapshot;
 * the host's checks of each probe (``probes.checks``) run ahead in a thread of their own, and a session
   holds DEPTH jobs at once, so the host readies the next probe and reads the last answer while the
-  server runs a probe's tests.
+  server runs a probe's tests;
+* a task's healthy sessions are parked when it is done (``probes.parking``); the next task of the same
+  environment takes one over, its tree swapped in by the same server (``retarget``: the work tree
+  emptied and refilled, /tmp cleared), so the starts and the warm-up are paid once per session.
 
 Why that is safe for probes: the isolation ``grade`` gives a candidate guards against the candidate's
 own code (a patch that plants a link, forges a report, reaches into pytest). Our probes carry no such
@@ -53,19 +56,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.config import Settings
-from harness.sandboxes.envs import ENV_MOUNT
-from harness.grading.grader import run_tests
+from harness.sandboxes.envs import ENV_MOUNT, tree_tar
 from harness.grading.shipping import PLUGIN_DIR, ship
 from harness.names import file_name
-from harness.grading.parsers import parse_junit, uses_junit
-from harness.records import Grade, Status, Task, TestRun, content_hash
+from harness.grading.parsers import parse_junit
+from harness.records import Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, REPORT_BYTES, Backend, Sandbox, Unreadable, answered
 from harness.grading.tree import LISTING, TaskFacts, parse_listing
-from harness.grading.verdict import compare
-from harness.grading.trusted import archive, decode, install_command, plan, task_facts
-from probes.checks import Checks, Files
+from harness.grading.trusted import archive, decode, install_command, plan
+from probes.checks import Files
 
 SERVER = Path(__file__).with_name("session_server.py")
+WARMUP = SERVER.with_name("session_warmup.py")  # the server imports it from its own folder
 SESSION_S = 6 * 3600.0  # the server's own command: it lives as long as the task's probing
 READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import (its warm-up on top)
 POLL_S = 0.001
@@ -107,6 +109,7 @@ class Stats:
     host_s: float = 0.0  # the host's part: the probe's files and checks, the job, reading the results
     restore_s: float = 0.0  # putting the tree back after each probe (after its answer, while the host reads it)
     start_s: float = 0.0  # opening sessions: sandbox, hidden tests, the server's imports, warm-up, snapshot
+    switched: int = 0  # sessions a task took over from another (parked, ``fit``), its tree swapped in
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **counts: float) -> None:
@@ -115,8 +118,18 @@ class Stats:
                 setattr(self, key, getattr(self, key) + value)
 
 
-class _Dead(RuntimeError):
+class ServerGone(RuntimeError):
     """The session's server is gone or never came up: its probes go to ``grade``."""
+
+
+def fit(task: Task, backend: Backend) -> str | None:
+    """What a session must share with a task to serve it after another: the backend's kind, settings
+    and limits, and the task's environment (image or recipe, workdir, activation), so only the tree
+    differs. None where the tree cannot change: the repository lives in the task's image."""
+    config, settings = getattr(backend, "config", None), getattr(backend, "settings", None)
+    if task.repo_source.kind == "image" or config is None or settings is None:
+        return None
+    return content_hash([backend.name, config, str(settings.cache_dir), task.environment])
 
 
 class ProbeSession:
@@ -134,6 +147,7 @@ class ProbeSession:
         self.box: Sandbox | None = None
         self.thread: threading.Thread | None = None
         self.ended = ""  # the server's output, once it ended
+        self.key = fit(task, backend)
         started = time.monotonic()
         try:
             self._start()
@@ -145,39 +159,72 @@ class ProbeSession:
     def _start(self) -> None:
         """One sandbox command for the whole session: the server lists the tree first (the harness's own
         listing), boots (the interpreter, pytest's import) while the host plans the hidden tests from
-        that listing, then installs them as the host wrote them (``install.sh``, once told), warms up
-        and serves. The listing and the install run in the sandbox as before, only as children of the
-        server, not as sandbox commands of their own (each costs a sandbox start)."""
+        that listing, then installs them as the host wrote them (once told), warms up and serves. The
+        listing and the install run in the sandbox as before, only as children of the server, not as
+        sandbox commands of their own (each costs a sandbox start)."""
         self.box = box = self.backend.open(self.task)
-        env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
-        warm_env = {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
-        argv = [a for a in map(pytest_argv, self.task.test_cmd) if a is not None]
-        listing, listed = box.output(f"{self.folder}/listing"), box.output(f"{self.folder}/listed")
-        warm = {"argv": argv, "env": warm_env, "timeout": self.timeout_s, "listing": f"{LISTING} > {listing}", "listed": listed}
+        prefix = f"{self.folder}/"
+        warm, listing = self._warm(prefix)
         box.write_file(f"{self.folder}/warm.json", json.dumps(warm))
         box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
+        box.write_file(f"{self.folder}/{WARMUP.name}", WARMUP.read_bytes())
         # before the server starts: Python remembers a folder on its path that was empty or missing
         ship(box, ("swedeck_select", "swedeck_coverage"))
-        ready = box.output(f"{self.folder}/ready.json")
         command = f"python {self.folder}/server.py {self.folder}"
 
         def serve() -> None:
-            self.ended = box.run(command, timeout=SESSION_S, env=env).output[-2000:]
+            self.ended = box.run(command, timeout=SESSION_S, env={"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}).output[-2000:]
 
         self.thread = threading.Thread(target=serve, name="swedeck-probe-server", daemon=True)
         self.thread.start()
-        if self._wait(listed, READY_S).strip() != b"0":
-            raise _Dead("could not list the tree")
+        self._prepare(warm, listing, prefix)
+
+    def retarget(self, task: Task, facts: TaskFacts, stats: Stats) -> None:
+        """Serve ``task`` from now on, a task this session ``fit``s: its tree in place of the last task's,
+        in this sandbox, by this server (a switch job). Raises ServerGone."""
+        started = time.monotonic()
+        self.task, self.facts, self.stats = task, facts, stats
+        settings = getattr(self.backend, "settings", None) or Settings.from_env()
+        with self.numbering:
+            n, self.jobs = self.jobs, self.jobs + 1
+        prefix = f"{self.folder}/task-{n}-"
+        tree = f"{prefix}tree.tar"
+        self.box.write_file(tree, tree_tar(task, settings, 0).read_bytes())
+        warm, listing = self._warm(prefix)
+        self.box.write_file(f"{self.folder}/job-{n}.json", json.dumps({"switch": {**warm, "tree": tree}}))
+        self.box.write_file(f"{self.folder}/job-{n}.go", "")
+        self._prepare(warm, listing, prefix)
+        stats.add(start_s=time.monotonic() - started, switched=1)
+
+    def _warm(self, prefix: str) -> tuple[dict, str]:
+        """What the server prepares a tree by (the task's pytest commands, where to list, install and
+        say ready), each file it writes reserved; and the listing's path."""
+        box = self.box
+        env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
+        listing = box.output(f"{prefix}listing")
+        warm = {
+            "argv": [a for a in map(pytest_argv, self.task.test_cmd) if a is not None], "env": env, "timeout": self.timeout_s,
+            "listing": f"{LISTING} > {listing}", "listed": box.output(f"{prefix}listed"), "install": f"{prefix}install.sh",
+            "go": f"{prefix}install.go", "ready": box.output(f"{prefix}ready.json"),
+        }  # fmt: skip
+        return warm, listing
+
+    def _prepare(self, warm: dict, listing: str, prefix: str) -> None:
+        """The host's part of preparing a tree: the hidden tests planned from the server's listing, the
+        install written, then the server's word that the tree is ready."""
+        box = self.box
+        if self._wait(warm["listed"], READY_S).strip() != b"0":
+            raise ServerGone("could not list the tree")
         self.listing = parse_listing(box.read_file(listing))
         hidden = {path: None if stored is None else decode(stored) for path, stored in self.facts.hidden.items()}
         todo = plan(self.listing, self.listing, self.task, self.facts, hidden)
-        infra = f"{self.folder}/infra.tar"
+        infra = f"{prefix}infra.tar"
         box.write_file(infra, archive(todo.write))
-        box.write_file(f"{self.folder}/install.sh", install_command(todo.delete, infra))
-        box.write_file(f"{self.folder}/install.go", "")
-        said = json.loads(self._wait(ready, READY_S + len(argv) * self.timeout_s))  # the warm-up collects each command once
+        box.write_file(warm["install"], install_command(todo.delete, infra))
+        box.write_file(warm["go"], "")
+        said = json.loads(self._wait(warm["ready"], READY_S + len(warm["argv"]) * self.timeout_s))  # the warm-up collects each command once
         if said.get("installed") != 0:
-            raise _Dead(f"the hidden tests did not install: {said.get('output', '')}")
+            raise ServerGone(f"the hidden tests did not install: {said.get('output', '')}")
 
     def _wait(self, path: str, limit_s: float) -> bytes:
         """The complete file a server writes in one call (it ends in a newline)."""
@@ -186,9 +233,9 @@ class ProbeSession:
             if (data := answered(self.box, path)) is not None:
                 return data
             if not self.thread.is_alive():
-                raise _Dead(f"the probe server ended: {self.ended}")
+                raise ServerGone(f"the probe server ended: {self.ended}")
             time.sleep(POLL_S)
-        raise _Dead(f"the probe server did not answer within {limit_s:.0f} s")
+        raise ServerGone(f"the probe server did not answer within {limit_s:.0f} s")
 
     def _addopts(self, maxfail: int | None) -> str:
         """What grade's PYTEST_ADDOPTS holds after the JUnit options (no outcomes record: no forged pass
@@ -200,7 +247,7 @@ class ProbeSession:
         log_dir: Path | None,
     ) -> TestRun:
         """``harness.grading.grader.run_tests`` for one of our patches, whose ``files`` passed the checks
-        (``Checks.files``). ``coverage``: the paths the coverage plugin traces. Raises _Dead."""
+        (``Checks.files``). ``coverage``: the paths the coverage plugin traces. Raises ServerGone."""
         started = time.monotonic()
         with self.numbering:
             n, self.jobs = self.jobs, self.jobs + 1
@@ -275,128 +322,3 @@ class ProbeSession:
                 pass  # the sandbox goes anyway
         if self.box is not None:
             self.box.close()
-
-
-class SessionPool:
-    """The probe sessions of one task for ``workers`` graders at once: one session per DEPTH workers,
-    each opened on first use; ``grade`` has ``harness.grading.grader.grade``'s signature and falls back
-    to it for any probe no session can take."""
-
-    def __init__(self, task: Task, backend: Backend, tree: Path, workers: int, stats: Stats | None = None) -> None:
-        self.task, self.backend, self.tree = task, backend, tree
-        self.size = -(-max(workers, 1) // DEPTH)
-        self.stats = stats or Stats()
-        self.opened: list[ProbeSession | None] = []  # None: a place held while a session opens
-        self.checks: Checks | None = None  # made with the first session, from its listing of the tree
-        self.expected: list[str] = []
-        self.changed = threading.Condition()
-        self.broken = not uses_junit(task.log_parser)  # statuses come from JUnit, as in grade
-        try:
-            self.facts = task_facts(task, backend)
-        except Exception:  # noqa: BLE001 - grade reports whatever this is, probe by probe
-            self.broken = True
-        else:
-            self.broken = self.broken or bool(self.facts.hidden_error)
-
-    def _take(self) -> ProbeSession | None:
-        """The least busy open session with room for a job, a new one while fewer than ``size`` are
-        open, else the next one with room; None once sessions cannot be used."""
-        with self.changed:
-            while True:
-                if self.broken:
-                    return None
-                room = [s for s in self.opened if s is not None and s.busy < DEPTH]
-                if room:
-                    session = min(room, key=lambda s: s.busy)
-                    session.busy += 1
-                    return session
-                if len(self.opened) < self.size:
-                    self.opened.append(None)
-                    break
-                self.changed.wait()
-        try:
-            session = ProbeSession(self.task, self.backend, self.facts, self.stats)
-        except Exception:  # noqa: BLE001 - no session: grade takes every probe, and says what fails
-            with self.changed:
-                self.broken = True
-                self.opened.remove(None)
-                self.changed.notify_all()
-            return None
-        with self.changed:
-            self.opened[self.opened.index(None)] = session
-            session.busy = 1
-            if self.checks is None:  # every session lists the same prepared tree
-                self.checks = Checks(self.task, self.tree, self.facts, session.listing)
-                self.checks.ahead(self.expected)
-            self.changed.notify_all()
-        return session
-
-    def _give_back(self, session: ProbeSession, broken: bool) -> None:
-        with self.changed:
-            session.busy -= 1
-            self.broken = self.broken or broken
-            self.changed.notify_all()
-
-    def expect(self, patches: Sequence[str]) -> None:
-        """The patches about to be graded, in order: their checks run ahead (``Checks``)."""
-        with self.changed:
-            self.expected = list(patches)
-            if self.checks is not None:
-                self.checks.ahead(self.expected)
-
-    def run_tests(
-        self,
-        task: Task,
-        patch: str,
-        backend: Backend,
-        *,
-        select: Sequence[str] | None = None,
-        maxfail: int | None = None,
-        coverage: Sequence[str] | None = None,
-        log_dir: Path | None = None,
-    ) -> TestRun:
-        """``harness.grading.grader.run_tests`` (its signature), in a session where one can take the patch."""
-        session = self._take()
-        run, broken = None, False
-        if session is not None:
-            try:
-                started = time.monotonic()
-                files = self.checks.get(patch)
-                self.stats.add(host_s=time.monotonic() - started)
-                if files is not None:
-                    run = session.run_tests(patch, files, select, maxfail, coverage, log_dir)
-            except (_Dead, OSError):
-                broken = True
-            finally:
-                self._give_back(session, broken)
-        if run is not None:
-            self.stats.add(graded=1)
-            return run
-        self.stats.add(fallback=1)
-        return run_tests(task, patch, backend, log_dir=log_dir, select=select, maxfail=maxfail, coverage=coverage)
-
-    def grade(
-        self,
-        task: Task,
-        patch: str,
-        backend: Backend,
-        *,
-        expected: dict[str, Status],
-        select: Sequence[str] | None = None,
-        maxfail: int | None = None,
-        log_dir: Path | None = None,
-    ) -> Grade:
-        """``harness.grading.grader.grade`` (its signature), in a session where one can take the patch: the
-        statuses held against ``expected`` by ``compare``, as ``grade`` does."""
-        run = self.run_tests(task, patch, backend, select=select, maxfail=maxfail, log_dir=log_dir)
-        if select is not None:
-            expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
-        config = getattr(backend, "config", None)
-        return compare(run, expected, task, getattr(config, "tamper", "zero"))
-
-    def close(self) -> None:
-        if self.checks is not None:
-            self.checks.close()
-        for session in self.opened:
-            if session is not None:
-                session.close()

@@ -27,6 +27,12 @@ size or mtime differs from the snapshot's, or that the snapshot lacks, is remove
 snapshot has is copied back. A job never writes bytecode (PYTHONDONTWRITEBYTECODE,
 sys.dont_write_bytecode), so no stale .pyc of one probe can serve the next.
 The result ``result-N.json`` (a file the host reserved) is written in one call, ending in a newline.
+
+A switch job hands the server another task's tree (one of the same environment, probes/session.py
+parks idle sessions for that): /tmp and the work tree are emptied, the new tree is unpacked from the
+tar the host wrote, and the server lists, installs, compiles and snapshots it as at its start; pytest
+stays imported and warm, so the interpreter's start, pytest's import and its warm-up are paid once per
+session, not once per task.
 """
 
 import base64
@@ -41,7 +47,11 @@ import sys
 import threading
 import time
 
+from session_warmup import ahead, preload, warm_pytest  # shipped beside this file
+
 POLL_S = 0.001
+BASE = "/tmp/.swedeck-probe-base"  # the prepared tree's snapshot, which every job's tree is put back to
+COLLECT_EVERY = 8
 
 
 def snapshot(root):
@@ -256,98 +266,6 @@ def run_command(command, root, env, log, timeout, cap, tmpdir, fork, config=None
     return wait_command(pid, log, timeout, cap, started)
 
 
-def preload():
-    """pytest and its default plugins; never anything of the tree."""
-    try:
-        import importlib
-
-        import _pytest.config
-        import pytest  # noqa: F401
-
-        for name in _pytest.config.default_plugins:
-            try:
-                importlib.import_module("_pytest." + name)
-            except Exception:  # noqa: BLE001 - a plugin pytest itself may fail to load is loaded later or not at all
-                pass
-        return True
-    except Exception:  # noqa: BLE001 - no pytest here: every command runs plainly
-        return False
-
-
-# a fixture, a parametrized test, pytest.raises and a test class: what most suites use
-WARM_TEST = """import pytest
-@pytest.fixture
-def value():
-    return 1
-@pytest.mark.parametrize("x", [1, 2])
-def test_param(x, value):
-    assert x >= value
-def test_raises():
-    with pytest.raises(ValueError):
-        int("x")
-class TestKind:
-    def test_method(self):
-        assert [1] == [1]
-"""
-
-
-def warm_pytest():
-    """One pytest session in this process on a test file of our own in a scratch folder outside the
-    tree (its own ini file, so the tree's settings and conftests are never read), with pytest's own
-    plugins only (the environment's may read the environment or the work directory when imported, and
-    must do so in the child): what pytest imports, compiles and caches lazily is then done once, for
-    every fork.
-    What the session leaves in the process is undone: its test module, sys.path, and the output."""
-    scratch = os.path.join("/tmp", ".swedeck-probe-warm")
-    remove(scratch)
-    os.mkdir(scratch, 0o700)
-    with open(os.path.join(scratch, "pytest.ini"), "w") as f:
-        f.write("[pytest]\n")
-    with open(os.path.join(scratch, "swedeck_probe_warm.py"), "w") as f:
-        f.write(WARM_TEST)
-    path, modules = list(sys.path), set(sys.modules)
-    saved = [os.dup(1), os.dup(2)]
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        import pytest
-
-        os.dup2(null, 1)
-        os.dup2(null, 2)
-        args = ["-rA", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-c", os.path.join(scratch, "pytest.ini")]
-        args += ["--junitxml", os.path.join(scratch, "junit.xml"), "--rootdir", scratch]
-        pytest.main([*args, os.path.join(scratch, "swedeck_probe_warm.py")])
-    except BaseException:  # noqa: BLE001 - a server that cannot warm up still serves
-        pass
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, null):
-            os.close(fd)
-        del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        os.environ.pop("PYTEST_CURRENT_TEST", None)
-        sys.path[:] = path
-        for name in set(sys.modules) - modules:
-            if name.startswith("swedeck_probe_warm"):
-                del sys.modules[name]
-        remove(scratch)
-
-
-def ahead(argvs):
-    """argv -> pytest's configuration object for it, built before any fork (``_pytest.config.get_config``:
-    a plugin manager with pytest's own plugins registered, nothing read but the arguments; the options,
-    ini files and conftests are read by the child). Each fork takes its own copy, so one object serves
-    every job. Empty where this pytest has no such function."""
-    try:
-        import _pytest.config
-
-        return {tuple(argv): _pytest.config.get_config(list(argv)) for argv in argvs}
-    except Exception:  # noqa: BLE001 - every child then builds its own
-        return {}
-
-
 def warm_up(root, warm):
     """Collect each pytest command once, bytecode on, before the snapshot: the tests' rewritten modules
     and the tree's modules are then compiled once per task, not once per probe. Safe because a probe's
@@ -368,53 +286,100 @@ def warm_up(root, warm):
     return started
 
 
-def main():
-    folder = sys.argv[1]
-    root = os.getcwd()
-    with open(os.path.join(folder, "warm.json")) as f:
-        warm = json.load(f)
-    # the harness's own listing of the tree, before anything else runs: the host plans the hidden
-    # tests from it while this process boots
+def wait_for(path):
+    """Until ``path`` exists: polled every millisecond at first, less and less often the longer nothing
+    comes (a parked session waits for its next task for minutes, on a machine others share)."""
+    since = time.monotonic()
+    while not os.path.exists(path):
+        time.sleep(min(0.005, max(POLL_S, (time.monotonic() - since) / 20)))
+
+
+def list_tree(warm):
+    """The harness's own listing of the tree, before anything else runs in it: the host plans the
+    hidden tests from it meanwhile."""
     listed = subprocess.run(["bash", "-c", warm["listing"]], stdin=subprocess.DEVNULL).returncode
     with open(warm["listed"], "w") as f:
         f.write("%d\n" % listed)
-    gc.disable()
-    forkable = preload()
-    while not os.path.exists(os.path.join(folder, "install.go")):
-        time.sleep(POLL_S)
-    install = subprocess.run(
-        ["bash", os.path.join(folder, "install.sh")], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+
+
+def get_ready(root, warm, forkable, warmed):
+    """Install the hidden tests once the host says so, compile the tree's bytecode, snapshot the
+    prepared tree and say ready. Returns (configs, listing, kept), or None when the install failed
+    (said in the ready file)."""
+    wait_for(warm["go"])
+    install = subprocess.run(["bash", warm["install"]], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if install.returncode != 0:
-        with open(os.path.join(folder, "ready.json"), "w") as f:
+        with open(warm["ready"], "w") as f:
             f.write(json.dumps({"installed": install.returncode, "output": install.stdout[-400:].decode(errors="replace")}) + "\n")
-        return 1
+        return None
     configs = {}
     if forkable and warm["argv"]:
         collecting = warm_up(root, warm)
-        warm_pytest()
+        if not warmed:
+            warm_pytest()
         configs = ahead(warm["argv"])
         for pid, log, tmpdir, started in collecting:
             wait_command(pid, log, warm["timeout"], 2**30, started)
             remove(tmpdir)
             remove(log)
-    base = os.path.join("/tmp", ".swedeck-probe-base")
-    remove(base)
-    shutil.copytree(root, base, symlinks=True)
+    remove(BASE)
+    shutil.copytree(root, BASE, symlinks=True)
     listing = snapshot(root)
     kept = set(os.listdir("/tmp")) | {".swedeck-probe-tmp"}
-    ready = {"forkable": forkable, "installed": 0}
-    with open(os.path.join(folder, "ready.json"), "w") as f:
-        f.write(json.dumps(ready) + "\n")
-    n, restored = 0, 0.0
+    with open(warm["ready"], "w") as f:
+        f.write(json.dumps({"forkable": forkable, "installed": 0}) + "\n")
+    return configs, listing, kept
+
+
+def take_tree(root, warm, kept, switches):
+    """Another task's tree in place of this one (a switch job: the same environment, so the pytest
+    this process imported and warmed serves it as well): /tmp and the work tree emptied of everything
+    the last task had, the new tree unpacked. What earlier tasks' configurations held is collected
+    every COLLECT_EVERY switches (a collection of everything pytest holds takes tens of milliseconds)."""
+    if switches % COLLECT_EVERY == 0:
+        gc.unfreeze()
+        gc.collect()
+    clear_tmp(kept - {os.path.basename(BASE)})
+    for name in os.listdir(root):
+        remove(os.path.join(root, name))
+    unpack = ["tar", "-x", "--no-same-owner", "-f", warm["tree"], "-C", os.path.dirname(root)]
+    return subprocess.run(unpack, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def main():
+    folder = sys.argv[1]
+    root = os.getcwd()
+    with open(os.path.join(folder, "warm.json")) as f:
+        warm = json.load(f)
+    list_tree(warm)
+    gc.disable()
+    forkable = preload()
+    state = get_ready(root, warm, forkable, False)
+    if state is None:
+        return 1
+    configs, listing, kept = state
+    n, restored, switches = 0, 0.0, 0
     while True:
-        go = os.path.join(folder, "job-%d.go" % n)
-        while not os.path.exists(go):
-            time.sleep(POLL_S)
+        wait_for(os.path.join(folder, "job-%d.go" % n))
         with open(os.path.join(folder, "job-%d.json" % n)) as f:
             job = json.load(f)
         if job.get("stop"):
             return 0
+        if job.get("switch"):
+            warm = job["switch"]
+            switches += 1
+            unpacked = take_tree(root, warm, kept, switches)
+            if unpacked.returncode != 0:
+                with open(warm["listed"], "w") as f:
+                    f.write("%d\n" % unpacked.returncode)
+                return 1
+            list_tree(warm)
+            state = get_ready(root, warm, forkable, True)
+            if state is None:
+                return 1
+            configs, listing, kept = state
+            n, restored = n + 1, 0.0
+            continue
         write_files(root, job["files"], listing)
         results = []
         tmpdir = os.path.join("/tmp", ".swedeck-probe-tmp")
@@ -437,7 +402,7 @@ def main():
         # after the answer, while the host reads it: the next job waits for this anyway
         put_back = time.monotonic()
         clear_tmp(kept)
-        restore(root, base, listing)
+        restore(root, BASE, listing)
         restored = time.monotonic() - put_back
         n += 1
 

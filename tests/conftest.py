@@ -27,6 +27,7 @@ from harness.sandboxes.envs import GIT_IDENTITY, prepare_tree
 from harness.records import Task
 from harness.sandboxes.backends import get_backend
 from harness.sandboxes.sandbox import Backend, EnvError
+from probes.pool import release_parked
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS: dict[str, dict] = tomllib.loads((SAMPLE / "labels.toml").read_text())["tasks"]
@@ -62,6 +63,7 @@ def swedeck_env() -> Iterator[Settings]:
         # INFO lines would land in streams pytest has closed by the time the temporary API server stops
         mp.setenv("PREFECT_LOGGING_LEVEL", "WARNING")
         yield Settings.from_env()
+    release_parked()  # idle probe sessions hold sandboxes in this cache
     for sandbox in (cache / "sandboxes").glob("bwrap-*"):  # one a test left open holds tmpfs mounts
         release(sandbox)
     shutil.rmtree(cache, ignore_errors=True)

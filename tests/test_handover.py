@@ -141,17 +141,19 @@ def test_regression_the_base_rootfs_carries_pytests_bytecode(swedeck_env: Settin
     assert len(found) > 20
 
 
-def _server():  # noqa: ANN202 - the probe server is a standalone script
-    spec = importlib.util.spec_from_file_location("swedeck_session_server", Path(grader.__file__).parents[2] / "probes" / "session_server.py")
+def _server(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202 - the probe server is a standalone script
+    folder = Path(grader.__file__).parents[2] / "probes"
+    monkeypatch.syspath_prepend(str(folder))  # it imports its warm-up module from its own folder
+    spec = importlib.util.spec_from_file_location("swedeck_session_server", folder / "session_server.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_regression_a_probes_file_never_keeps_the_snapshots_mtime_second(tmp_path: Path) -> None:
+def test_regression_a_probes_file_never_keeps_the_snapshots_mtime_second(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Bytecode the warm-up compiled is checked by whole seconds and size: a probe's file of the same
     size written in the snapshot's second would load the buggy version's bytecode."""
-    server = _server()
+    server = _server(monkeypatch)
     target = tmp_path / "mod.py"
     target.write_text("x = 1\n")
     now = time.time_ns()

@@ -41,7 +41,11 @@ from probes.runner.coverage import GoldCoverage, gold_coverage, parse_coverage
 from probes.runner.grading import with_timeout
 from probes.runner.impact import ALL, changed_regions, impacted_tests
 from probes.runner.plans import selection, selection_pays
-from probes.session import SessionPool, Stats, pytest_argv
+from harness.sandboxes.sandbox import IO_DIR
+from probes import pool as parking, session
+from probes.pool import release_parked
+from probes.pool import SessionPool
+from probes.session import Stats, pytest_argv
 
 # ================================================================================ the mapping, on text
 
@@ -502,6 +506,52 @@ def test_only_a_plain_pytest_command_runs_as_pytest_main() -> None:
     assert pytest_argv("python3 -m pytest") == []
     for shell in ("python -m pytest tests/*.py", "cd sub && pytest", "FOO=1 pytest", "pytest $ARGS", "tox -e py", "python -m pytest 'a"):
         assert pytest_argv(shell) is None, shell
+
+
+def _parked_sessions_grade(task: Task, backend, stats: Stats, patches: list[str]) -> list[float]:  # noqa: ANN001
+    from harness.grading.grader import gold_pattern
+
+    pool = SessionPool(task, backend, prepare_tree(task, backend.settings), 1, stats)
+    try:
+        pool.expect(patches)
+        return [pool.grade(task, patch, backend, expected=gold_pattern(task, backend)).reward for patch in patches]
+    finally:
+        pool.close()
+
+
+@pytest.mark.parametrize("name", ["bwrap", "docker"])
+def test_a_parked_session_serves_the_next_task_of_its_environment_as_a_fresh_one_would(
+    name: str, sample_tasks, make_patch, backend_factory, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    """A task's closed pool parks its healthy session; the next task of the same environment takes it
+    over (its tree swapped in, pytest kept warm) and gets the rewards ``grade`` gives, with a tree
+    that holds nothing of the last task's. A task whose tree cannot be swapped in gets a fresh one."""
+    from harness.grading.tree import LISTING, parse_listing
+
+    release_parked()
+    backend = backend_factory(name, TEST_LIMITS)
+    first, second = sample_tasks["sample__toposort-1"], sample_tasks["sample__unitconv-1"]
+    wrong = make_patch(second, {"unitconv/__init__.py": lambda text: text + "\nraise ImportError('wrong')\n"})
+    assert _parked_sessions_grade(first, backend, Stats(), [first.answer.gold_patch]) == [1.0]
+    (parked,) = parking._parked
+    stats = Stats()
+    assert _parked_sessions_grade(second, backend, stats, [second.answer.gold_patch, wrong]) == [1.0, 0.0]
+    assert stats.switched == 1 and parking._parked == [parked] and parked.task is second
+    assert [grade(second, p, backend).reward for p in (second.answer.gold_patch, wrong)] == [1.0, 0.0]
+    box = backend.open(second)
+    try:
+        box.run(f"{LISTING} > {box.output(f'{IO_DIR}/fresh')}")
+        fresh = parse_listing(box.read_file(f"{IO_DIR}/fresh"))
+    finally:
+        box.close()
+    # the session's listing of its new tree: the same entries as a fresh sandbox's (mtimes come from the tar)
+    shape = lambda listing: {path: (e.kind, e.mode, e.size if e.kind != "d" else 0) for path, e in listing.items()}  # noqa: E731
+    assert shape(parked.listing) == shape(fresh)
+    broken = Stats()
+    monkeypatch.setattr(session, "tree_tar", lambda *args: Path(os.devnull))  # nothing to unpack: the switch fails
+    assert _parked_sessions_grade(first, backend, broken, [first.answer.gold_patch]) == [1.0]
+    assert broken.switched == 0 and broken.graded == 1 and not parked.thread.is_alive()
+    release_parked()
 
 
 LEAKY = "a + b if open('leak.txt', 'w').write('x') and open('/tmp/leak.txt', 'w').write('x') and open(__file__, 'a').write('BROKEN = ') else 0"

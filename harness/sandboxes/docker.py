@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import atexit
 import io
-import os
 import tarfile
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -29,9 +27,9 @@ from harness.sandboxes.envs import (
     cached_failure,
     env_key,
     needs_env_build,
-    prepare_tree,
     run_env,
     tree_key,
+    tree_tar,
 )
 from harness.sandboxes.images import ImageStore
 from harness.sandboxes.leftovers import alive, container_labels, remove_containers, sweep_sandboxes
@@ -143,26 +141,7 @@ class DockerBackend:
             self._tree_tar(task)
 
     def _tree_tar(self, task: Task) -> Path:
-        """The sealed tree as a tar rooted at the workdir's name, owned by the sandbox user."""
-        tree = prepare_tree(task, self.settings)
-        name = PurePosixPath(task.environment.workdir).name
-        # keyed by the root's name too: two tasks on one tree may run in different workdirs
-        dest = self.settings.cache_dir / "trees" / f"{content_hash([tree_key(task), name])}.tar"
-        if dest.exists():
-            return dest
-
-        def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
-            info.uid = info.gid = UID
-            info.uname = info.gname = ""
-            return info
-
-        fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tar.part")
-        with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w") as tar:
-            tar.add(tree, arcname=name, filter=owned)
-        # read-only: it is the sealed tree every sandbox of the task unpacks (a copy in its IO folder)
-        os.chmod(tmp, 0o444)
-        os.replace(tmp, dest)
-        return dest
+        return tree_tar(task, self.settings, UID)
 
     def open(self, task: Task, *, network: bool = False) -> DockerSandbox:
         key = (task.task_hash(), network)

@@ -229,6 +229,31 @@ def _source_fingerprint(task: Task) -> str:
     return content_hash(entries)
 
 
+def tree_tar(task: Task, settings: Settings, uid: int) -> Path:
+    """The sealed tree as a tar rooted at the workdir's name, owned by ``uid``: what a sandbox whose
+    workdir the host cannot write into unpacks from inside (a Docker container's tmpfs; a probe
+    session taking another task's tree, ``probes.session``)."""
+    tree = prepare_tree(task, settings)
+    name = PurePosixPath(task.environment.workdir).name
+    # keyed by the root's name too: two tasks on one tree may run in different workdirs
+    dest = settings.cache_dir / "trees" / f"{content_hash([tree_key(task), name, uid])}.tar"
+    if dest.exists():
+        return dest
+
+    def owned(info: tarfile.TarInfo) -> tarfile.TarInfo:
+        info.uid = info.gid = uid
+        info.uname = info.gname = ""
+        return info
+
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, suffix=".tar.part")
+    with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w") as tar:
+        tar.add(tree, arcname=name, filter=owned)
+    # read-only: it is the sealed tree every sandbox of the task unpacks (a copy in its IO folder)
+    os.chmod(tmp, 0o444)
+    os.replace(tmp, dest)
+    return dest
+
+
 def prepare_tree(task: Task, settings: Settings) -> Path:
     """The pristine, sealed buggy tree of a task on the host: from its files or git bundle, or copied
     out of the image its repository lives in."""

@@ -73,7 +73,8 @@ from harness.sandboxes.envs import prepare_tree
 from probes.generate import Candidate
 from probes.runner.coverage import GoldCoverage, gold_coverage
 from probes.runner.plans import CHEAP_SUITE, Plan, plan_probes, selection_pays, worth_tracing
-from probes.session import SessionPool, Stats
+from probes.pool import SessionPool
+from probes.session import Stats
 
 TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "forbidden_change", "timeout", "output_limit"}
 
