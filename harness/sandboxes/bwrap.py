@@ -50,6 +50,7 @@ from harness.sandboxes.sandbox import (
     exec_result,
     host_path,
     io_size,
+    io_target,
     make_pipe,
     io_only,
     read_regular,
@@ -195,11 +196,14 @@ class _BwrapSandbox:
 
     def host_path(self, path: str) -> Path:
         """The IO folder, the workdir and /tmp are host folders."""
-        mounts = ((IO_DIR, self.io), (self.workdir, self.root / "tree"), ("/tmp", self.root / "tmp"))
+        if self._in_io(path):
+            return Path(io_target(self.io, path))
+        mounts = ((self.workdir, self.root / "tree"), ("/tmp", self.root / "tmp"))
         return host_path(path, mounts, self.workdir)
 
-    def _in_io(self, path: str) -> bool:
-        return self.host_path(path).is_relative_to(self.io.resolve())
+    @staticmethod
+    def _in_io(path: str) -> bool:
+        return path.startswith(IO_DIR + "/")
 
     def write_file(self, path: str, data: bytes | str) -> None:
         target = self.host_path(path)

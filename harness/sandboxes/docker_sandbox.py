@@ -27,8 +27,8 @@ from harness.sandboxes.sandbox import (
     SandboxError,
     capture,
     exec_result,
-    host_path,
     io_size,
+    io_target,
     make_pipe,
     io_only,
     read_regular,
@@ -170,11 +170,8 @@ class DockerSandbox:
         self._keep(self.container.exec_run(["bash", "-c", CHILDREN], user="root")[1].decode(errors="replace"))  # fmt: skip
 
     def _io_path(self, path: str) -> Path | None:
-        """The host side of a path in the IO folder (None elsewhere); raises if a symlink leads out."""
-        inside = PurePosixPath(path)
-        if inside != PurePosixPath(IO_DIR) and PurePosixPath(IO_DIR) not in inside.parents:
-            return None
-        return host_path(path, ((IO_DIR, self.io),), self.workdir)
+        """The host side of a path in the IO folder (None elsewhere)."""
+        return Path(io_target(self.io, path)) if path.startswith(IO_DIR + "/") else None
 
     def write_file(self, path: str, data: bytes | str) -> None:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"

@@ -145,11 +145,17 @@ def io_only(path: str) -> str:
     return path
 
 
+def io_target(io: Path, path: str) -> str:
+    """The host side of ``path`` in the IO folder, the host folder ``io``. Names map as they are, with
+    nothing to resolve: every folder under ``io`` is the host's, and the sandbox user can add no entry
+    anywhere in it (it writes only into the files ``Sandbox.output`` reserved), so no link is there."""
+    return f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}"
+
+
 def io_size(io: Path, path: str) -> int:
-    """``Sandbox.size`` for a backend whose IO folder is the host folder ``io``. Every folder under it is
-    the host's, so only the last entry could be a link, and lstat does not follow it."""
+    """``Sandbox.size`` for a backend whose IO folder is the host folder ``io``."""
     try:
-        return os.lstat(f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}").st_size
+        return os.lstat(io_target(io, path)).st_size
     except FileNotFoundError:
         return 0
 
@@ -165,7 +171,7 @@ def answered(sandbox: Sandbox, path: str) -> bytes | None:
 def make_pipe(io: Path, path: str, owner: int) -> str:
     """``Sandbox.pipe`` for a backend whose IO folder is the host folder ``io``: the pipe's entry is the
     host's folder's, so a command can neither replace nor remove it, only open it."""
-    target = f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}"
+    target = io_target(io, path)
     os.mkfifo(target, 0o600)
     os.chown(target, owner, owner)
     return path
@@ -174,7 +180,7 @@ def make_pipe(io: Path, path: str, owner: int) -> str:
 def tell_pipe(io: Path, path: str, line: str) -> bool:
     """``Sandbox.tell`` for a backend whose IO folder is the host folder ``io``."""
     try:
-        fd = os.open(f"{io}/{io_only(path)[len(IO_DIR) + 1 :]}", os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = os.open(io_target(io, path), os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except OSError as err:
         if err.errno == errno.ENXIO:  # nobody reads it
             return False
