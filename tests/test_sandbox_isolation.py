@@ -325,12 +325,17 @@ def test_regression_docker_io_folder_is_not_an_unbounded_host_folder(
         assert box.read_file(report) == b"<testsuite/>\n"
         big = box.run(f"head -c 8388608 /dev/zero > {report}")
         assert big.exit_code != 0 and "File size limit exceeded" in big.output, big.output
+        # a folder the host made there (probe sessions, plugins): the host maps IO paths to its own
+        # without resolving links (sandbox.io_target), so no link may appear in one either
+        box.write_file(f"{IO_DIR}/host-made/inner.txt", "x\n")
+        inner = f"{IO_DIR}/host-made/inner.txt"
         for attack in (f"rm -f {report}", f"mv {report} {IO_DIR}/moved", f"ln -sf / {report}", f"mkdir {IO_DIR}/sub",
-                       f"mkfifo {IO_DIR}/pipe", f"mv {IO_DIR} /tmp/moved", f"rmdir {IO_DIR}"):
+                       f"mkfifo {IO_DIR}/pipe", f"mv {IO_DIR} /tmp/moved", f"rmdir {IO_DIR}", f"ln -s / {IO_DIR}/host-made/link",
+                       f"mv {inner} {IO_DIR}/host-made/moved", f"rm -f {inner}", f"ln -sf / {inner}"):
             done = box.run(attack)
             refused = ("Permission denied", "busy", "not permitted")
             assert done.exit_code != 0 and any(w in done.output for w in refused), (attack, done.output)
-        assert len(box.read_file(report)) <= limits.file_bytes
+        assert len(box.read_file(report)) <= limits.file_bytes and box.read_file(inner) == b"x\n"
         with pytest.raises(ValueError, match="IO folder"):
             box.output("/tmp/elsewhere")
     finally:
