@@ -121,7 +121,7 @@ class SessionPool:
         if session is None:
             return None
         try:
-            session.retarget(self.task, self.facts, self.stats)
+            session.retarget(self.task, self.backend, self.facts, self.stats)
         except (ServerGone, OSError):
             session.close()
             return None

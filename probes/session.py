@@ -124,12 +124,14 @@ class ServerGone(RuntimeError):
 
 def fit(task: Task, backend: Backend) -> str | None:
     """What a session must share with a task to serve it after another: the backend's kind, settings
-    and limits, and the task's environment (image or recipe, workdir, activation), so only the tree
-    differs. None where the tree cannot change: the repository lives in the task's image."""
+    and limits (all but the per-command timeout, which each job carries: probes get one scaled to the
+    task's own runs), and the task's environment (image or recipe, workdir, activation), so only the
+    tree differs. None where the tree cannot change: the repository lives in the task's image."""
     config, settings = getattr(backend, "config", None), getattr(backend, "settings", None)
     if task.repo_source.kind == "image" or config is None or settings is None:
         return None
-    return content_hash([backend.name, config, str(settings.cache_dir), task.environment])
+    limits = config.limits.model_copy(update={"timeout_s": 0.0})
+    return content_hash([backend.name, config.model_copy(update={"limits": limits}), str(settings.cache_dir), task.environment])
 
 
 class ProbeSession:
@@ -179,11 +181,13 @@ class ProbeSession:
         self.thread.start()
         self._prepare(warm, listing, prefix)
 
-    def retarget(self, task: Task, facts: TaskFacts, stats: Stats) -> None:
-        """Serve ``task`` from now on, a task this session ``fit``s: its tree in place of the last task's,
-        in this sandbox, by this server (a switch job). Raises ServerGone."""
+    def retarget(self, task: Task, backend: Backend, facts: TaskFacts, stats: Stats) -> None:
+        """Serve ``task`` from now on, a task this session ``fit``s, with ``backend``'s per-command timeout:
+        its tree in place of the last task's, in this sandbox, by this server (a switch job). Raises
+        ServerGone."""
         started = time.monotonic()
         self.task, self.facts, self.stats = task, facts, stats
+        self.timeout_s = backend.config.limits.timeout_s
         settings = getattr(self.backend, "settings", None) or Settings.from_env()
         with self.numbering:
             n, self.jobs = self.jobs, self.jobs + 1

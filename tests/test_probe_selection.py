@@ -535,8 +535,11 @@ def test_a_parked_session_serves_the_next_task_of_its_environment_as_a_fresh_one
     assert _parked_sessions_grade(first, backend, Stats(), [first.answer.gold_patch]) == [1.0]
     (parked,) = parking._parked
     stats = Stats()
-    assert _parked_sessions_grade(second, backend, stats, [second.answer.gold_patch, wrong]) == [1.0, 0.0]
+    # probes get a per-command timeout scaled to each task's runs: it is the job's, not the session's
+    later = backend_factory(name, TEST_LIMITS.model_copy(update={"timeout_s": TEST_LIMITS.timeout_s + 7}))
+    assert _parked_sessions_grade(second, later, stats, [second.answer.gold_patch, wrong]) == [1.0, 0.0]
     assert stats.switched == 1 and parking._parked == [parked] and parked.task is second
+    assert parked.timeout_s == TEST_LIMITS.timeout_s + 7
     assert [grade(second, p, backend).reward for p in (second.answer.gold_patch, wrong)] == [1.0, 0.0]
     box = backend.open(second)
     try:
