@@ -28,7 +28,7 @@ snapshot has is copied back. A job never writes bytecode (PYTHONDONTWRITEBYTECOD
 sys.dont_write_bytecode), so no stale .pyc of one probe can serve the next.
 The result ``result-N.json`` (a file the host reserved) is written in one call, ending in a newline.
 
-A switch job hands the server another task's tree (one of the same environment, probes/session.py
+A switch job hands the server another task's tree (one of the same environment, probes/pool.py
 parks idle sessions for that): /tmp and the work tree are emptied, the new tree is unpacked from the
 tar the host wrote, and the server lists, installs, compiles and snapshots it as at its start; pytest
 stays imported and warm, so the interpreter's start, pytest's import and its warm-up are paid once per
@@ -51,7 +51,7 @@ from session_warmup import ahead, preload, warm_pytest  # shipped beside this fi
 
 POLL_S = 0.001
 BASE = "/tmp/.swedeck-probe-base"  # the prepared tree's snapshot, which every job's tree is put back to
-COLLECT_EVERY = 8
+COLLECT_EVERY = 8  # switches between collections of what earlier tasks' configurations left (take_tree)
 
 
 def snapshot(root):
