@@ -70,10 +70,50 @@ def test_a_tasks_fresh_tree_is_listed_once_and_every_later_change_is_still_seen(
     edited = make_patch(task, {"toposort/graph.py": lambda text: text + "\n# edited\n"})
     assert run_tests(task, shadow, limited_backend).outcome == "forbidden_change"
     assert run_tests(task, edited, limited_backend).outcome == "ok"
-    assert LISTING in firsts[0] and firsts[1:] == ["", ""]
+    # the canary trial, when this process has not run it yet, is one more grade: it lists nothing either
+    assert LISTING in firsts[0] and len(firsts) >= 3 and set(firsts[1:]) == {""}
     box = limited_backend.open(task)
     try:
         fresh = parse_listing(box.run(f"{LISTING} > {box.output(f'{IO_DIR}/listing')}") and box.read_file(f"{IO_DIR}/listing"))
+    finally:
+        box.close()
+    assert fresh == grader._PRISTINE[facts_key(task, limited_backend)]
+
+
+# The policy's try at the kept listing: be the task's first grade, so the listing later grades judge
+# against comes from its sandbox, and at import (while pytest collects) rewrite the tree around it.
+RESHAPING = """
+import os as _os, pathlib as _pl
+for _p in _pl.Path(".").rglob("*.py"):
+    try:
+        _p.write_text(_p.read_text() + "\\n")
+    except OSError:
+        pass
+_pl.Path("conftest.py").write_text("import pytest\\n")
+_os.utime("toposort/graph.py", (0, 0))
+"""
+
+
+def test_the_first_grade_of_a_task_cannot_shape_the_listing_later_grades_judge_against(
+    limited_backend, sample_tasks, make_patch, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    """The listing is taken before the apply, so a candidate that gets the task's first grade, and whose
+    code rewrites the tree while its tests run, leaves it as any fresh sandbox shows it; a later
+    shadowing change is still refused and gold still earns 1."""
+    from harness.grading.trusted import facts_key
+    from harness.grading.tree import LISTING, parse_listing
+
+    task = sample_tasks[TOPOSORT]
+    monkeypatch.setattr(grader, "_PRISTINE", {})
+    reshaping = make_patch(task, {"toposort/graph.py": lambda text: text + RESHAPING})
+    assert run_tests(task, reshaping, limited_backend).outcome == "ok"
+    shadow = make_patch(task, {"pytest.py": "raise SystemExit(0)\n"})
+    assert run_tests(task, shadow, limited_backend).outcome == "forbidden_change"
+    assert grade(task, task.answer.gold_patch, limited_backend).reward == 1.0
+    box = limited_backend.open(task)
+    try:
+        box.run(f"{LISTING} > {box.output(f'{IO_DIR}/listing')}")
+        fresh = parse_listing(box.read_file(f"{IO_DIR}/listing"))
     finally:
         box.close()
     assert fresh == grader._PRISTINE[facts_key(task, limited_backend)]
