@@ -50,6 +50,7 @@ from harness.sandboxes.sandbox import (
     exec_result,
     host_path,
     io_size,
+    in_io,
     io_target,
     make_pipe,
     io_only,
@@ -196,18 +197,14 @@ class _BwrapSandbox:
 
     def host_path(self, path: str) -> Path:
         """The IO folder, the workdir and /tmp are host folders."""
-        if self._in_io(path):
+        if in_io(path):
             return Path(io_target(self.io, path))
         mounts = ((self.workdir, self.root / "tree"), ("/tmp", self.root / "tmp"))
         return host_path(path, mounts, self.workdir)
 
-    @staticmethod
-    def _in_io(path: str) -> bool:
-        return path.startswith(IO_DIR + "/")
-
     def write_file(self, path: str, data: bytes | str) -> None:
         target = self.host_path(path)
-        if self._in_io(path):
+        if in_io(path):
             write_io(target, data.encode() if isinstance(data, str) else data)
             return
         # folders created here belong to the sandbox user too (as under docker's `mkdir -p`), or the

@@ -28,6 +28,7 @@ from harness.sandboxes.sandbox import (
     capture,
     exec_result,
     io_size,
+    in_io,
     io_target,
     make_pipe,
     io_only,
@@ -171,7 +172,7 @@ class DockerSandbox:
 
     def _io_path(self, path: str) -> Path | None:
         """The host side of a path in the IO folder (None elsewhere)."""
-        return Path(io_target(self.io, path)) if path.startswith(IO_DIR + "/") else None
+        return Path(io_target(self.io, path)) if in_io(path) else None
 
     def write_file(self, path: str, data: bytes | str) -> None:
         path = path if path.startswith("/") else f"{self.workdir}/{path}"

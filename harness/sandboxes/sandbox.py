@@ -138,9 +138,14 @@ def write_io(target: Path, data: bytes) -> None:
     target.chmod(0o644)  # whatever the host's umask: the sandbox user reads it
 
 
+def in_io(path: str) -> bool:
+    """Whether the sandbox path ``path`` names something in the IO folder."""
+    return path.startswith(IO_DIR + "/")
+
+
 def io_only(path: str) -> str:
     """``path``, which must lie in the IO folder (what Sandbox.output reserves), without a way back out."""
-    if not path.startswith(IO_DIR + "/") or ".." in path.split("/"):
+    if not in_io(path) or ".." in path.split("/"):
         raise ValueError(f"not a path in the IO folder: {path}")
     return path
 
