@@ -10,7 +10,8 @@ grades every probe in each mode (``--arms``) on the same backend:
   * full       -- the full suite for every probe, in probe sessions;
   * sel-grade  -- selection with every run a ``harness.grading.grader.grade`` of its own (before probe sessions);
   * full-grade -- the full suite, each probe a ``grade`` of its own (the baseline issue 24 measured).
-It prints per task the number of probes, the test executions (selected, full), their ratio, the wall
+With ``--repeat N`` each task's arms run N rounds, in reverse order every other round, and each
+figure is the median of its rounds. It prints per task the number of probes, the test executions (selected, full), their ratio, the wall
 time of each mode, the floor and probing's multiple of it, and whether every probe got the same reward
 in every mode (it must: selection may only skip tests whose status is already decided, and a session
 gives the reward ``grade`` gives); then the totals per probe kind and outcome.
@@ -21,15 +22,19 @@ count and wall time include the task's traced gold run (column ``cov``, paid onc
 is the sum, over every test command the sel mode ran, of pytest's own time for it (the JUnit report's
 testsuite time: collecting the selected tests' modules and running them; the traced gold run's
 included), measured in the same run; probing's multiple is sel's wall time over that floor (target <= 2x).
-Every mode uses the per-command timeout probes get in production (``probes.runner.probe_timeout``), so a
+The process's first probe session is opened before the first task's timed arms (one probe of it graded,
+untimed) and parked, as a curate run's sessions are between tasks: every arm of every task then takes
+a parked session over, instead of the first arm of the first task alone paying a fresh start (its time
+is printed at the end). Every mode uses the per-command timeout probes get in production (``probes.runner.probe_timeout``), so a
 looping mutant costs the same bounded time in each.
 
-    python benchmarks/probe_selection.py [--backend bwrap] [--tasks ID ...] [--workers 1] [--arms sel full ...] [--verbose]
+    python benchmarks/probe_selection.py [--backend bwrap] [--tasks ID ...] [--workers 1] [--arms sel full ...] [--repeat 1] [--verbose]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
 import time
@@ -55,6 +60,7 @@ def main() -> int:
     parser.add_argument("--tasks", nargs="*", default=None, help="instance ids (default: every sample task)")
     parser.add_argument("--workers", type=int, default=1, help="probes graded at once")
     parser.add_argument("--arms", nargs="*", default=list(ARMS), choices=ARMS, help="modes to run (sel always runs)")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds per task, the arms' order reversed every other round; medians")
     parser.add_argument("--verbose", action="store_true", help="one line per probe")
     args = parser.parse_args()
     arms = ["sel", *[a for a in args.arms if a != "sel"]]
@@ -66,6 +72,7 @@ def main() -> int:
     groups: dict[tuple[str, str], list[int]] = {}  # (kind, outcome) -> [probes, exec sel, exec full]
     decided: dict[str, int] = {}
     all_same, all_faster = True, True
+    first_start: float | None = None
     header = (
         f"{'task':26} {'probes':>6} {'cov':>4} {'exec sel':>9} {'exec full':>9} {'ratio':>6}"
         + "".join(f" {'s ' + arm:>12}" for arm in arms)
@@ -82,17 +89,25 @@ def main() -> int:
             tree = prepare_tree(task, backend.settings)
             candidates = generate(task, tree, p1)
             timeout = probe_timeout(p1)
-            results, wall, stats = {}, {}, {arm: Stats() for arm in arms}
-            for arm in arms:
-                started = time.perf_counter()
-                results[arm] = run_probes(
-                    task, candidates, backend, p1, stamp, selection=arm.startswith("sel"), workers=args.workers,
-                    timeout_s=timeout, tree=tree, sessions=not arm.endswith("grade"), stats=stats[arm],
-                )  # fmt: skip
-                wall[arm] = time.perf_counter() - started
-            traced, floor = stats["sel"].traced, stats["sel"].suite_s
-            selected = results["sel"]
-            full = results.get("full") or results.get("full-grade") or selected
+            results, walls, runs = {}, {arm: [] for arm in arms}, {arm: [] for arm in arms}
+            if first_start is None:  # the process's first session, parked for every arm of every task to take over
+                warm = Stats()
+                run_probes(task, candidates[:1], backend, p1, stamp, selection=False, timeout_s=timeout, tree=tree, stats=warm)
+                first_start = warm.start_s
+            for round_ in range(args.repeat):
+                for arm in arms if round_ % 2 == 0 else arms[::-1]:
+                    runs[arm].append(Stats())
+                    started = time.perf_counter()
+                    results[(arm, round_)] = run_probes(
+                        task, candidates, backend, p1, stamp, selection=arm.startswith("sel"), workers=args.workers,
+                        timeout_s=timeout, tree=tree, sessions=not arm.endswith("grade"), stats=runs[arm][-1],
+                    )  # fmt: skip
+                    walls[arm].append(time.perf_counter() - started)
+            wall = {arm: statistics.median(walls[arm]) for arm in arms}
+            stats = {arm: runs[arm][-1] for arm in arms}
+            traced, floor = stats["sel"].traced, statistics.median(r.suite_s for r in runs["sel"])
+            selected = results[("sel", 0)]
+            full = results.get(("full", 0)) or results.get(("full-grade", 0)) or selected
             sel_exec = traced + sum(r.executions for r in selected)
             full_exec = sum(r.executions for r in full)
             same = all(len({r.reward for r in probe}) == 1 for probe in zip(*results.values(), strict=True))
@@ -129,7 +144,7 @@ def main() -> int:
                         f"    {a.kind:19} {a.operator:22} reward {a.reward:.0f}/{b.reward:.0f} exec {a.executions:3}/{b.executions:3}"
                         f" by {a.decided_by:9} inherited {a.inherited:3} {a.reason}/{b.reason}"
                     )
-                rewards = {arm: results[arm][i].reward for arm in arms}
+                rewards = {arm: results[(arm, 0)][i].reward for arm in arms}
                 if len(set(rewards.values())) > 1:
                     print(f"    reward differs: {a.operator} {a.description} {rewards}")
     ratio = totals["full_exec"] / totals["sel_exec"] if totals["sel_exec"] else float("inf")
@@ -153,6 +168,8 @@ def main() -> int:
         f"over selection: {walls}; selection faster than the full suite on every task: {all_faster}; probing "
         f"{probing:.1f} s = {over:.2f}x the floor {totals['floor_s']:.1f} s (target <= 2x); identical rewards: {all_same}"
     )
+    if first_start is not None:
+        print(f"the process's first probe session started in {first_start:.2f} s, before any timed arm (one probe, untimed)")
     release_parked()  # the parked probe sessions, before the interpreter exits
     return 0 if all_same else 1
 

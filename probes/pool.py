@@ -63,11 +63,15 @@ atexit.register(release_parked)
 class SessionPool:
     """The probe sessions of one task for ``workers`` graders at once: one session per DEPTH workers,
     each opened on first use; ``grade`` has ``harness.grading.grader.grade``'s signature and falls back
-    to it for any probe no session can take."""
+    to it for any probe no session can take. ``threads``: how many probes it can take at once, so each
+    session holds DEPTH jobs however few the workers (its server still runs one at a time); at most
+    ``workers`` of them are fallbacks graded at once."""
 
     def __init__(self, task: Task, backend: Backend, tree: Path, workers: int, stats: Stats | None = None) -> None:
         self.task, self.backend, self.tree = task, backend, tree
         self.size = -(-max(workers, 1) // DEPTH)
+        self.threads = self.size * DEPTH
+        self.fallbacks = threading.BoundedSemaphore(max(workers, 1))
         self.stats = stats or Stats()
         self.opened: list[ProbeSession | None] = []  # None: a place held while a session opens
         self.checks: Checks | None = None  # made with the first session, from its listing of the tree
@@ -169,7 +173,8 @@ class SessionPool:
             self.stats.add(graded=1)
             return run
         self.stats.add(fallback=1)
-        return run_tests(task, patch, backend, log_dir=log_dir, select=select, maxfail=maxfail, coverage=coverage)
+        with self.fallbacks:
+            return run_tests(task, patch, backend, log_dir=log_dir, select=select, maxfail=maxfail, coverage=coverage)
 
     def grade(
         self,

@@ -118,9 +118,10 @@ def write_files(root, files, listing):
             os.utime(target, ns=(old[3] + 2 * 10**9, old[3] + 2 * 10**9))
 
 
-def child(command, root, env, log, tmpdir, bytecode=False, config=None):
+def child(command, root, env, log, tmpdir, said, bytecode=False, config=None):
     """In the forked child: never returns. ``config``: the configuration object built ahead for
-    exactly this command's arguments (``ahead``), which pytest.main's first ``get_config`` returns."""
+    exactly this command's arguments (``ahead``), which pytest.main's first ``get_config`` returns.
+    ``said``: where pytest's exit code is written once its output is flushed (``wait_command``)."""
     try:
         os.setpgid(0, 0)
         fd = os.open(log, os.O_WRONLY | os.O_APPEND)
@@ -152,10 +153,11 @@ def child(command, root, env, log, tmpdir, bytecode=False, config=None):
                 return build(args, plugins)
 
             _pytest.config.get_config = get_config
-        code = pytest.main(command["argv"])
+        code = int(pytest.main(command["argv"]))
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(int(code))
+        os.write(said, b"%d\n" % code)
+        os._exit(code)
     except BaseException:  # noqa: BLE001 - the child must end here, whatever happened
         import traceback
 
@@ -209,7 +211,9 @@ def kill_group(pid):
 
 
 def start_command(command, root, env, log, tmpdir, fork, bytecode=False, config=None):
-    """The child's pid."""
+    """(the child's pid, the pipe its pytest says its exit code on)."""
+    # closed on exec: a plain command, and whatever the tests execute, never holds it
+    said, say = os.pipe2(os.O_CLOEXEC)
     # as Python's gc documentation advises for a server that forks without exec: the server's own
     # objects are moved out of the collector's sight, so a child's collections (pytest runs several)
     # neither walk them nor copy every page they touch
@@ -217,25 +221,35 @@ def start_command(command, root, env, log, tmpdir, fork, bytecode=False, config=
     pid = os.fork()
     if pid == 0:
         gc.enable()
+        os.close(said)
         if not fork:
             command = {"argv": None, "shell": command["shell"]}
-        child(command, root, env, log, tmpdir, bytecode, config)
-    return pid
+        child(command, root, env, log, tmpdir, say, bytecode, config)
+    os.close(say)
+    return pid, said
 
 
-def wait_command(pid, log, timeout, cap, started):
-    """(exit code or None, timed_out, output_limited, seconds) once the child ``pid`` has ended, killed
-    at the deadline or at the output limit. Woken by the child's end (a pidfd), not by polling, where
-    the kernel has pidfds."""
+def wait_command(pid, said, log, timeout, cap, started):
+    """(exit code or None, timed_out, output_limited, seconds, the pid still to reap or None) once the
+    child ``pid`` has said its exit code or ended, killed at the deadline or at the output limit. Woken
+    by its word or its end (a pidfd), not by polling, where the kernel has pidfds.
+    A forked pytest says its code once its reports and output are written, just before it exits: its
+    group is killed then, and the answer need not wait for the kernel to take the exited process's
+    memory apart (milliseconds a run); the caller reaps it later. Whatever the tests started could
+    write the word too, as it could kill the child: our probes' tests are the task's, not a candidate's,
+    and a run cut short that way only loses the statuses it had not reported."""
     try:
         wakeup = os.pidfd_open(pid)
     except (AttributeError, OSError):
         wakeup = None
     timed_out = limited = False
+    code = None
+    watch = [fd for fd in (wakeup, said) if fd is not None]
     try:
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
+                code = os.waitstatus_to_exitcode(status)
                 break
             if os.path.getsize(log) > cap:
                 limited = True
@@ -243,27 +257,31 @@ def wait_command(pid, log, timeout, cap, started):
                 timed_out = True
             if limited or timed_out:
                 kill_group(pid)
-                _, status = os.waitpid(pid, 0)
+                os.waitpid(pid, 0)
                 break
-            if wakeup is None:
-                time.sleep(0.005)
-            else:  # the output limit is still checked every 50 ms
-                select.select([wakeup], [], [], 0.05)
+            ready = select.select(watch, [], [], 0.05 if wakeup is not None else 0.005)[0]  # the output limit is still checked
+            if said in ready:
+                word = os.read(said, 64)
+                if word.strip().isdigit():
+                    code = int(word)
+                    break
+                watch.remove(said)  # closed on exec, or the child ended without a word
     finally:
+        os.close(said)
         if wakeup is not None:
             os.close(wakeup)
     kill_group(pid)  # whatever the tests started
-    code = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8
     if os.path.getsize(log) > cap:
         limited = True
-    return (None if (limited or timed_out) else code), timed_out, limited, time.monotonic() - started
+    unreaped = pid if code is not None and not done else None
+    return (None if (limited or timed_out) else code), timed_out, limited, time.monotonic() - started, unreaped
 
 
 def run_command(command, root, env, log, timeout, cap, tmpdir, fork, config=None):
-    """(exit code or None, timed_out, output_limited, seconds)."""
+    """(exit code or None, timed_out, output_limited, seconds, the pid still to reap or None)."""
     started = time.monotonic()
-    pid = start_command(command, root, env, log, tmpdir, fork, config=config)
-    return wait_command(pid, log, timeout, cap, started)
+    pid, said = start_command(command, root, env, log, tmpdir, fork, config=config)
+    return wait_command(pid, said, log, timeout, cap, started)
 
 
 def warm_up(root, warm):
@@ -281,8 +299,8 @@ def warm_up(root, warm):
         log = tmpdir + ".log"
         open(log, "w").close()
         command = {"argv": [*argv, "--collect-only", "-q"], "shell": ""}
-        pid = start_command(command, root, warm["env"], log, tmpdir, True, bytecode=True)
-        started.append((pid, log, tmpdir, time.monotonic()))
+        pid, said = start_command(command, root, warm["env"], log, tmpdir, True, bytecode=True)
+        started.append((pid, said, log, tmpdir, time.monotonic()))
     return started
 
 
@@ -318,8 +336,10 @@ def get_ready(root, warm, forkable, warmed):
         if not warmed:
             warm_pytest()
         configs = ahead(warm["argv"])
-        for pid, log, tmpdir, started in collecting:
-            wait_command(pid, log, warm["timeout"], 2**30, started)
+        for pid, said, log, tmpdir, started in collecting:
+            unreaped = wait_command(pid, said, log, warm["timeout"], 2**30, started)[4]
+            if unreaped is not None:
+                os.waitpid(unreaped, 0)
             remove(tmpdir)
             remove(log)
     remove(BASE)
@@ -381,16 +401,17 @@ def main():
             n, restored = n + 1, 0.0
             continue
         write_files(root, job["files"], listing)
-        results = []
+        results, dying = [], []
         tmpdir = os.path.join("/tmp", ".swedeck-probe-tmp")
         for command in job["commands"]:
             remove(tmpdir)
             os.mkdir(tmpdir, 0o700)
             fork = forkable and command["argv"] is not None and threading.active_count() == 1
             config = configs.get(tuple(command["argv"] or ())) if fork else None
-            code, timed_out, limited, seconds = run_command(
+            code, timed_out, limited, seconds, unreaped = run_command(
                 command, root, command["env"], command["log"], job["timeout"], job["output_bytes"], tmpdir, fork, config
             )
+            dying += [unreaped] if unreaped is not None else []
             results.append({"exit": code, "timed_out": timed_out, "limited": limited, "seconds": seconds, "forked": fork})
             if timed_out or limited:
                 break
@@ -403,6 +424,8 @@ def main():
         put_back = time.monotonic()
         clear_tmp(kept)
         restore(root, BASE, listing)
+        for pid in dying:  # killed before the answer; their memory went meanwhile
+            os.waitpid(pid, 0)
         restored = time.monotonic() - put_back
         n += 1
 

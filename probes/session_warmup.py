@@ -52,8 +52,10 @@ def warm_pytest():
     scratch = os.path.join("/tmp", ".swedeck-probe-warm")
     shutil.rmtree(scratch, ignore_errors=True)
     os.mkdir(scratch, 0o700)
-    with open(os.path.join(scratch, "pytest.ini"), "w") as f:
-        f.write("[pytest]\n")
+    # a pyproject.toml, as most trees configure pytest: reading one imports tomllib and compiles its
+    # patterns, which every fork would otherwise do again (several milliseconds a run)
+    with open(os.path.join(scratch, "pyproject.toml"), "w") as f:
+        f.write("[tool.pytest.ini_options]\n")
     with open(os.path.join(scratch, "swedeck_probe_warm.py"), "w") as f:
         f.write(WARM_TEST)
     path, modules = list(sys.path), set(sys.modules)
@@ -65,7 +67,7 @@ def warm_pytest():
 
         os.dup2(null, 1)
         os.dup2(null, 2)
-        args = ["-rA", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-c", os.path.join(scratch, "pytest.ini")]
+        args = ["-rA", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-c", os.path.join(scratch, "pyproject.toml")]
         args += ["--junitxml", os.path.join(scratch, "junit.xml"), "--rootdir", scratch]
         pytest.main([*args, os.path.join(scratch, "swedeck_probe_warm.py")])
     except BaseException:  # noqa: BLE001 - a server that cannot warm up still serves

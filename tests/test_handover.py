@@ -7,6 +7,9 @@ from __future__ import annotations
 import base64
 import importlib.util
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -203,6 +206,62 @@ def test_regression_a_probes_file_never_keeps_the_snapshots_mtime_second(tmp_pat
     assert os.stat(target).st_mtime_ns // 10**9 != now // 10**9
     assert target.read_text() == "x = 2\n"
 
+
+def _forked(body) -> tuple[int, int]:  # noqa: ANN001
+    """A child in a process group of its own, as the probe server starts them, running ``body(say)``:
+    (its pid, the pipe it may say its exit code on)."""
+    said, say = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setpgid(0, 0)
+            body(say)
+        finally:
+            os._exit(0)
+    os.close(say)
+    return pid, said
+
+
+def test_the_probe_server_answers_on_pytests_word_and_leaves_the_exited_child_to_reap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked pytest says its exit code once its reports are written, just before it exits: the
+    server answers then, with the child's group killed, instead of waiting for the kernel to take the
+    exited process apart; the caller reaps it later. A child that ends without a word (a test that
+    called os._exit, a plain command whose exec closed the pipe) is answered by its exit status."""
+    server = _server(monkeypatch)
+    log = tmp_path / "log"
+    log.write_text("")
+
+    def slow_end(say: int) -> None:
+        os.write(say, b"3\n")
+        time.sleep(60)
+
+    pid, said = _forked(slow_end)
+    started = time.monotonic()
+    code, timed_out, limited, _, unreaped = server.wait_command(pid, said, str(log), 30, 2**20, started)
+    assert (code, timed_out, limited, unreaped) == (3, False, False, pid) and time.monotonic() - started < 10
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+
+    def exec_closed(say: int) -> None:
+        os.close(say)
+        time.sleep(0.2)
+        os._exit(5)
+
+    for body, exit_code in ((lambda say: os._exit(4), 4), (exec_closed, 5)):
+        pid, said = _forked(body)
+        code, timed_out, limited, _, unreaped = server.wait_command(pid, said, str(log), 30, 2**20, time.monotonic())
+        assert (code, timed_out, limited, unreaped) == (exit_code, False, False, None)
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped already
+
+
+def test_regression_forked_probes_do_not_import_tomllib_each_run() -> None:
+    """Most trees configure pytest in pyproject.toml. The server's warm-up read an ini file, so every
+    fork imported tomllib and compiled its patterns again: about 5 ms of each probe's run."""
+    folder = Path(grader.__file__).parents[2] / "probes"
+    code = "import sys, session_warmup as w; w.preload(); w.warm_pytest(); print('tomllib' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split()[-1:] == ["True"], done.stdout + done.stderr
 
 # What a patch's code can newly reach: the held command's tests script (bash reads it as it goes, so
 # a line appended while pytest runs would run after it) and its gate pipe, both named in the command

@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -605,6 +606,45 @@ def test_a_looping_probe_times_out_in_a_session_and_the_next_probe_still_runs(na
     assert [(r.reward, r.reason) for r in results] == [(0.0, "timeout"), (1.0, "ok")]
     assert stats.graded == 2 and stats.fallback == 0
 
+
+def test_one_worker_keeps_its_sessions_queue_full_when_no_probe_waits_on_the_kills(calc, swedeck_env, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Full grades keep pytest's order, so nothing one probe's run shows changes the next one's: with
+    one worker the host hands the session its next probe while the server runs one (DEPTH jobs), and
+    the server does not wait on the host between probes. Probes that fall back to grade are still
+    graded one at a time."""
+    task, p1, backend = calc
+    probes = [
+        _probe(task, swedeck_env, "plausible_wrong", "a + b", "a + b + 1"),
+        _probe(task, swedeck_env, "correct_alternative", "a + b", "b + a"),
+        _probe(task, swedeck_env, "plausible_wrong", "a + b", "a - b + 2 * b + 1"),
+        _probe(task, swedeck_env, "correct_alternative", "product = a * b", "product = b * a"),
+    ]
+    most = {"session": 0, "grade": 0}
+    now = dict.fromkeys(most, 0)
+    lock = threading.Lock()
+
+    def counted(where: str, real: Callable) -> Callable:
+        def run(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            with lock:
+                now[where] += 1
+                most[where] = max(most[where], now[where])
+            try:
+                return real(*args, **kwargs)
+            finally:
+                with lock:
+                    now[where] -= 1
+        return run
+
+    monkeypatch.setattr(session.ProbeSession, "run_tests", counted("session", session.ProbeSession.run_tests))
+    results = run_probes(task, probes, backend, p1, _stamp(task), selection=False, log_dir=tmp_path, stats=(stats := Stats()))
+    assert [r.reward for r in results] == [0.0, 1.0, 0.0, 1.0] and stats.graded == 4
+    assert most["session"] == session.DEPTH
+
+    monkeypatch.setattr(parking, "uses_junit", lambda parser: False)  # no session can grade: each probe falls back
+    monkeypatch.setattr(parking, "run_tests", counted("grade", parking.run_tests))
+    results = run_probes(task, probes, backend, p1, _stamp(task), selection=False, log_dir=tmp_path, stats=(stats := Stats()))
+    assert [r.reward for r in results] == [0.0, 1.0, 0.0, 1.0] and stats.fallback == 4
+    assert most["grade"] == 1
 
 # ================================================================================ sample tasks: same rewards
 

@@ -266,10 +266,14 @@ def run_probes(
                         stats.add(traced=coverage.executions)
             plans = [Plan(runs=[], full=True, why=CHEAP_SUITE)] * len(candidates) if cheap else plan_probes(task, candidates, p1, coverage, tree)
         todo = [(c, p) for i, (c, p) in enumerate(zip(candidates, plans, strict=True)) if i not in measured]
-        if workers <= 1:
+        # a session holds DEPTH jobs however few the workers, so its server never waits on the host; but
+        # a selected run is ordered by the kills so far, so where probes have selected runs each waits
+        # for the ones handed over before it (a full grade keeps pytest's order: nothing to wait for)
+        at_once = pool.threads if pool is not None and not any(p.runs for _, p in todo) else workers
+        if at_once <= 1:
             graded = [one(item) for item in todo]
         else:
-            with ThreadPoolExecutor(max_workers=workers) as threads:
+            with ThreadPoolExecutor(max_workers=at_once) as threads:
                 graded = list(threads.map(one, todo))
         rest = iter(graded)
         return [measured[i] if i in measured else next(rest) for i in range(len(candidates))]
