@@ -305,6 +305,7 @@ def test_a_cloned_repository_is_sealed_at_the_base_commit(tmp_path: Path, swedec
     assert tree_commit(tree) == BASE
     fix = subprocess.run(["git", "cat-file", "-e", FIX], cwd=tree, capture_output=True, check=False)
     assert fix.returncode != 0  # the clone holds the fix commit; the sealed tree does not
+    assert not list((tree / ".git" / "hooks").glob("*.sample"))  # inert templates every sandbox would copy
 
 
 def test_fixture_bundle_is_small_and_reaches_the_fix() -> None:

@@ -96,6 +96,30 @@ def test_only_what_the_change_added_counts() -> None:
     assert str(found[0]).startswith("pkg/mod.py:7: walks frames (sys._getframe)")
 
 
+def test_the_audit_walks_only_what_holds_a_new_line_and_still_finds_every_added_hook() -> None:
+    """The audit skips every subtree without a new line. A decorator lies outside its definition's
+    own lines, a nested function inside its class's and function's: an added line in either is found,
+    and the file's other hooks, on lines the fix did not add, are not charged to it."""
+    after = (
+        "import sys as system\n"
+        "import gc\n"
+        "\n"
+        "@system.settrace\n"  # 4: added
+        "def traced():\n"
+        "    return gc.get_objects()\n"
+        "\n"
+        "class Outer:\n"
+        "    def method(self):\n"
+        "        def inner():\n"
+        "            return system._getframe(1)\n"  # 11: added
+        "        return inner\n"
+        "    def other(self):\n"
+        "        return system.setprofile(print)\n"
+    )
+    patch = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,1 +1,2 @@\n+@system.settrace\n+            return system._getframe(1)\n"
+    found = tamper.audit({"pkg/mod.py": after.encode()}, patch)
+    assert [(f.line, f.rule.split(" (")[0]) for f in found] == [(4, "installs a trace hook"), (11, "walks frames")]
+
 def test_a_file_the_host_cannot_parse_is_scanned_by_name() -> None:
     """Syntax newer than the host's Python must not hide a hook: the added lines are scanned."""
     source = "type Alias[T] = list[T]\nimport sys; sys.setprofile(print)\n"

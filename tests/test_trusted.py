@@ -15,7 +15,9 @@ import pytest
 from harness.grading import canaries
 from harness.records import Status, Task
 from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing, tree_changes
-from harness.grading.trusted import File, plan
+from conftest import TEST_LIMITS
+from harness.grading.trusted import File, archive, install_command, plan
+from harness.sandboxes.sandbox import IO_DIR
 
 # ------------------------------------------------------------------------------------------ listing
 
@@ -75,12 +77,31 @@ def test_plan_restores_protected_files_and_keeps_the_fix(task: Task) -> None:
     todo = plan(before, after, task, facts, {})
     assert set(todo.write) == {"tests/test_sort.py", "conftest.py"}
     assert todo.write["conftest.py"] == File(0o644, b"base")
-    assert todo.delete == ["pyproject.toml", "tests/test_planted.py", "tests/test_sort.py", "toposort/conftest.py", "toposort/evil.pth"]
+    assert todo.delete == ["pyproject.toml", "tests/test_planted.py", "toposort/conftest.py", "toposort/evil.pth"]  # tar replaces test_sort.py
     assert "toposort/graph.py" not in todo.neutralized + todo.delete
     assert todo.neutralized == [
         "conftest.py", "pyproject.toml", "tests/test_planted.py", "tests/test_sort.py", "toposort/conftest.py", "toposort/evil.pth",
     ]  # fmt: skip
 
+
+@pytest.mark.parametrize("name", ["bwrap", "docker"])
+def test_the_install_replaces_whatever_stands_at_a_hidden_tests_path(name: str, task: Task, backend_factory) -> None:  # noqa: ANN001
+    """No rm runs before the hidden tests unpack: tar itself replaces a folder (with what it holds),
+    a link (never writing through it) and a read-only file at their paths."""
+    box = backend_factory(name, TEST_LIMITS).open(task)
+    try:
+        setup = (
+            "rm tests/test_sort.py && mkdir -p tests/test_sort.py/deep && echo x > tests/test_sort.py/deep/f && echo keep > /tmp/outside"
+            " && ln -s /tmp/outside tests/test_new.py && echo old > tests/test_ro.py && chmod 444 tests/test_ro.py"
+        )
+        assert box.run(setup).exit_code == 0
+        files = {path: File(0o644, f"# {path}\n".encode()) for path in ("tests/test_sort.py", "tests/test_new.py", "tests/test_ro.py")}
+        box.write_file(f"{IO_DIR}/infra.tar", archive(files))
+        assert box.run(install_command([], f"{IO_DIR}/infra.tar")).exit_code == 0
+        shown = box.run("for f in tests/test_sort.py tests/test_new.py tests/test_ro.py /tmp/outside; do [ -f $f ] && [ ! -L $f ] && cat $f; done")
+        assert Path(shown.log_path).read_text() == "# tests/test_sort.py\n# tests/test_new.py\n# tests/test_ro.py\nkeep\n"
+    finally:
+        box.close()
 
 # What a change may not do at all (links, bytecode, metadata, shadowing modules, test files) never
 # reaches the plan: harness.grading.capabilities refuses it first (tests/test_capabilities.py).

@@ -100,7 +100,8 @@ def run_tests(
     started = time.monotonic()
     durations: dict[str, float] = {}
     try:
-        facts, key = task_facts(task, backend), facts_key(task, backend)
+        key = facts_key(task, backend)
+        facts = task_facts(task, backend, key=key)
         # an observed run's records are the evidence: copies of the tests, drawn at random per run, would
         # add calls of their own and make two observations of one tree differ
         plants = not instrument and observe is None and canaries.usable(task.test_cmd)

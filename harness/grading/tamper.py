@@ -34,7 +34,9 @@ hooks). ``benchmarks/tamper_audit.py`` measures the audit on every gold patch in
 from __future__ import annotations
 
 import ast
+import bisect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -152,16 +154,26 @@ def audit(files: dict[str, bytes | None], patch: str) -> list[Finding]:
                 if m
             ]
             continue
-        visitor = _Visitor(path, lines, new, _aliases(module))
+        visitor = _Visitor(path, lines, sorted(new), _aliases(module))
         visitor.visit(module)
         findings += visitor.findings
     return sorted(set(findings), key=lambda f: (f.path, f.line, f.rule))
 
 
+def _statements(node: ast.AST) -> Iterator[ast.AST]:
+    """Every statement under ``node``, nested ones too, without walking into expressions (an import
+    is a statement, and no expression holds one)."""
+    for _, value in ast.iter_fields(node):
+        for child in value if isinstance(value, list) else ():
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                yield child
+                yield from _statements(child)
+
+
 def _aliases(module: ast.Module) -> dict[str, str]:
     """Local name -> the dotted name it was imported as, from every import in the file."""
     names = {}
-    for node in ast.walk(module):
+    for node in _statements(module):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
@@ -172,16 +184,36 @@ def _aliases(module: ast.Module) -> dict[str, str]:
 
 
 class _Visitor(ast.NodeVisitor):
-    def __init__(self, path: str, lines: list[str], new: set[int], aliases: dict[str, str]) -> None:
+    """Flags a node on the first new line (``new``, sorted) of its lines. A node holds the lines of every
+    node below it (a decorated definition: its decorators' too), so a subtree none of whose lines is
+    new can flag nothing and is not walked: a fix touches a few lines of a long file."""
+
+    def __init__(self, path: str, lines: list[str], new: list[int], aliases: dict[str, str]) -> None:
         self.path, self.lines, self.new, self.aliases = path, lines, new, aliases
         self.findings: list[Finding] = []
 
+    def _first_new(self, first: int, last: int) -> int | None:
+        i = bisect.bisect_left(self.new, first)
+        return self.new[i] if i < len(self.new) and self.new[i] <= last else None
+
     def flag(self, node: ast.AST, rule: str) -> None:
         first = node.lineno  # type: ignore[attr-defined]
-        last = getattr(node, "end_lineno", None) or first
-        hit = next((n for n in range(first, last + 1) if n in self.new), None)
+        hit = self._first_new(first, getattr(node, "end_lineno", None) or first)
         if hit is not None:
             self.findings.append(Finding(self.path, hit, rule, self.lines[hit - 1].strip()[:160]))
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for _, value in ast.iter_fields(node):
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, ast.AST) and self._reaches_new(child):
+                    self.visit(child)
+
+    def _reaches_new(self, node: ast.AST) -> bool:
+        first = getattr(node, "lineno", None)
+        if first is None:  # arguments, comprehensions, ...: their parent's lines hold them
+            return True
+        first = min([first, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        return self._first_new(first, getattr(node, "end_lineno", None) or first) is not None
 
     def dotted(self, node: ast.expr) -> str:
         if isinstance(node, ast.Name):

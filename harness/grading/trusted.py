@@ -71,7 +71,7 @@ def decode(stored: tuple[int, str]) -> File:
 
 @dataclass
 class Plan:
-    delete: list[str]  # removed (rm -rf) before anything is written
+    delete: list[str]  # removed (rm -rf) before anything is written; what is in a written file's way, tar removes
     write: dict[str, File]  # written by the host, from the task record
     neutralized: list[str]  # the candidate's paths undone: restored or deleted
 
@@ -96,7 +96,7 @@ def plan(
             delete.add(path)
         if (after.get(path) or before[path]).kind != "d":
             undone.add(path)
-    delete |= {target for target in write if target in after}  # tar replaces a file; a folder is in its way
+    delete -= set(write)
     return Plan(sorted(_outermost(delete)), write, sorted(_outermost(undone)))
 
 
@@ -105,11 +105,12 @@ def _outermost(paths: set[str]) -> set[str]:
 
 
 def install_command(delete: list[str], archive_path: str | None) -> str:
-    """One command: remove what must go, then unpack what the host wrote (tar replaces a file; it
-    does not write through it)."""
+    """One command: remove what must go, then unpack what the host wrote. tar replaces a file, link
+    or folder (with all it holds) at a written path, never writing through it: the hidden tests need
+    no ``rm`` of their own, one process less before the tests start."""
     steps = ["rm -rf -- " + shlex.join(delete)] if delete else []
     if archive_path:
-        steps.append(f"tar -x --no-same-owner --no-overwrite-dir -f {shlex.quote(archive_path)}")
+        steps.append(f"tar -x --no-same-owner --no-overwrite-dir --recursive-unlink -f {shlex.quote(archive_path)}")
     return " && ".join(steps) or "true"
 
 
@@ -152,9 +153,10 @@ def facts_key(task: Task, backend: Backend) -> str:
     return content_hash([task.task_hash(), tree, backend.name, backend.image_digest(task), GRADER_VERSION])
 
 
-def task_facts(task: Task, backend: Backend, settings: Settings | None = None) -> TaskFacts:
-    """Gathered once per task and backend (memory, then disk), in a sandbox nothing else has run in."""
-    key = facts_key(task, backend)
+def task_facts(task: Task, backend: Backend, settings: Settings | None = None, key: str | None = None) -> TaskFacts:
+    """Gathered once per task and backend (memory, then disk), in a sandbox nothing else has run in.
+    ``key``: ``facts_key(task, backend)``, where the caller has it already."""
+    key = key or facts_key(task, backend)
     if key in _FACTS:
         return _FACTS[key]
     cache = (settings or Settings.from_env()).cache_dir / "facts" / f"{key}.json"

@@ -18,3 +18,5 @@ for c in $(git rev-list --all); do
   git merge-base --is-ancestor "$c" "$base" || { echo "seal failed: $c is not an ancestor of $base" >&2; exit 3; }
 done
 git count-objects -v | grep -q '^count: 0' || git prune --expire=now
+# git's inert templates (never run: .sample): every sandbox copies the tree, .git included
+rm -f .git/hooks/*.sample
