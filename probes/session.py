@@ -56,8 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.config import Settings
-from harness.sandboxes.envs import ENV_MOUNT, tree_tar
-from harness.grading.shipping import PLUGIN_DIR, ship
+from harness.sandboxes.envs import tree_tar
+from harness.grading.shipping import PLUGIN_PATH, ship
 from harness.names import file_name
 from harness.grading.parsers import parse_junit
 from harness.records import Task, TestRun, content_hash
@@ -175,7 +175,7 @@ class ProbeSession:
         command = f"python {self.folder}/server.py {self.folder}"
 
         def serve() -> None:
-            self.ended = box.run(command, timeout=SESSION_S, env={"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}).output[-2000:]
+            self.ended = box.run(command, timeout=SESSION_S, env={"PYTHONPATH": PLUGIN_PATH}).output[-2000:]
 
         self.thread = threading.Thread(target=serve, name="swedeck-probe-server", daemon=True)
         self.thread.start()
@@ -204,7 +204,7 @@ class ProbeSession:
         """What the server prepares a tree by (the task's pytest commands, where to list, install and
         say ready), each file it writes reserved; and the listing's path."""
         box = self.box
-        env = {"PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
+        env = {"PYTHONPATH": PLUGIN_PATH, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
         listing = box.output(f"{prefix}listing")
         warm = {
             "argv": [a for a in map(pytest_argv, self.task.test_cmd) if a is not None], "env": env, "timeout": self.timeout_s,
@@ -257,7 +257,7 @@ class ProbeSession:
             n, self.jobs = self.jobs, self.jobs + 1
         box, folder = self.box, self.folder
         addopts = self._addopts(maxfail)
-        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": f"{PLUGIN_DIR}:{ENV_MOUNT}/site"}
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": PLUGIN_PATH}
         if select is not None:
             addopts += " -p swedeck_select"
             env["SWEDECK_SELECT"] = f"{folder}/select-{n}"

@@ -34,13 +34,12 @@ from pathlib import Path
 from harness.grading import canaries, tamper
 from harness.grading.capabilities import describe, violations
 from harness.config import SandboxConfig, Settings
-from harness.sandboxes.envs import ENV_MOUNT
 from harness.names import file_name
 from harness.grading.parsers import resolve_parser, uses_junit
 from harness.grading.reports import Budget, command_statuses, forged_passes, read_instrumentation, read_junit, read_raised
 from harness.grading.handover import Held
 from harness.grading.patching import APPLY_STRATEGIES, apply_patch
-from harness.grading.shipping import PLUGIN_DIR, ship
+from harness.grading.shipping import PLUGIN_PATH, ship
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
 from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
@@ -273,7 +272,7 @@ def _commands_env(
                 env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail + must_fail}"
         if plugins:
             env["PYTEST_ADDOPTS"] = env.get("PYTEST_ADDOPTS", "") + "".join(f" -p {p}" for p in plugins)
-            env["PYTHONPATH"] = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
+            env["PYTHONPATH"] = PLUGIN_PATH
         if instrument:
             env["PYTEST_ADDOPTS"] += " -o enable_assertion_pass_hook=true"
             env["SWEDECK_ASSERT_LOG"] = paths.events

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from harness.sandboxes.envs import ENV_MOUNT
 from harness.sandboxes.sandbox import IO_DIR, Sandbox
 
 PLUGINS = Path(__file__).parent / "plugins"
 # first on the tests' PYTHONPATH, so `-p swedeck_x` finds the plugin here
 PLUGIN_DIR = f"{IO_DIR}/plugins"
+# a test command's PYTHONPATH where plugins load: ours, then the recipe environment's site folder
+PLUGIN_PATH = f"{PLUGIN_DIR}:{ENV_MOUNT}/site"
 
 
 def plugin_files(name: str) -> list[Path]:
