@@ -75,13 +75,25 @@ POLL_S = 0.001
 # and reads the last answer. The server still grades them one after the other, each on the snapshot.
 DEPTH = 2
 _SHELL = re.compile(r"[^\w\s@%+=:,./'\"-]")  # anything but words, blanks and quotes: the shell may interpret it
+_INHERITED = re.compile(r"\$PYTHONPATH(?!\w)|\$\{PYTHONPATH\}")
+_ASSIGNED = re.compile(r"PYTHONPATH=((?:[\w@%+,./-]|:|\$PYTHONPATH(?!\w)|\$\{PYTHONPATH\})*)\s+")
 _SUITE_TIME = re.compile(rb"<testsuite\b[^>]*?\btime=\"([0-9.]+)\"")
 _CASE_TIME = re.compile(rb"<testcase\b[^>]*?\btime=\"([0-9.]+)\"")
 
 
-def pytest_argv(command: str) -> list[str] | None:
-    """The arguments of a plain ``python -m pytest ...`` / ``pytest ...`` command (what the server can
-    run as ``pytest.main``); None for anything the shell would have to interpret."""
+def pytest_command(command: str, pythonpath: str) -> dict | None:
+    """``{"argv": ..., "pythonpath": ...}`` of a plain ``python -m pytest ...`` / ``pytest ...`` command
+    (what the server can run as ``pytest.main``), which may first set PYTHONPATH from literal folders
+    and the PYTHONPATH it inherits (``pythonpath``), as src-layout repositories' commands do
+    (``PYTHONPATH=src:$PYTHONPATH python -m pytest``): "pythonpath" is then the value the shell would
+    give it (the fork puts it on sys.path), else None. None for anything else the shell would have to
+    interpret, or a PYTHONPATH with an empty entry (the interpreter reads that as its work directory)."""
+    assigned = None
+    if found := _ASSIGNED.match(command):
+        assigned = _INHERITED.sub(lambda _: pythonpath, found.group(1))
+        if "" in assigned.split(":"):
+            return None
+        command = command[found.end() :]
     try:
         words = shlex.split(command)
     except ValueError:
@@ -89,8 +101,8 @@ def pytest_argv(command: str) -> list[str] | None:
     if _SHELL.search(command):
         return None
     if words[:3] in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
-        return words[3:]
-    return words[1:] if words[:1] == ["pytest"] else None
+        return {"argv": words[3:], "pythonpath": assigned}
+    return {"argv": words[1:], "pythonpath": assigned} if words[:1] == ["pytest"] else None
 
 
 @dataclass
@@ -207,7 +219,8 @@ class ProbeSession:
         env = {"PYTHONPATH": PLUGIN_PATH, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_ADDOPTS": self._addopts(None)}
         listing = box.output(f"{prefix}listing")
         warm = {
-            "argv": [a for a in map(pytest_argv, self.task.test_cmd) if a is not None], "env": env, "timeout": self.timeout_s,
+            "commands": [c for c in (pytest_command(c, PLUGIN_PATH) for c in self.task.test_cmd) if c is not None],
+            "env": env, "timeout": self.timeout_s,
             "listing": f"{LISTING} > {listing}", "listed": box.output(f"{prefix}listed"), "install": f"{prefix}install.sh",
             "go": f"{prefix}install.go", "ready": box.output(f"{prefix}ready.json"),
         }  # fmt: skip
@@ -226,7 +239,7 @@ class ProbeSession:
         box.write_file(infra, archive(todo.write))
         box.write_file(warm["install"], install_command(todo.delete, infra))
         box.write_file(warm["go"], "")
-        said = json.loads(self._wait(warm["ready"], READY_S + len(warm["argv"]) * self.timeout_s))  # the warm-up collects each command once
+        said = json.loads(self._wait(warm["ready"], READY_S + len(warm["commands"]) * self.timeout_s))  # the warm-up collects each command once
         if said.get("installed") != 0:
             raise ServerGone(f"the hidden tests did not install: {said.get('output', '')}")
 
@@ -271,7 +284,7 @@ class ProbeSession:
         for i, command in enumerate(self.task.test_cmd):
             junit, log = box.output(f"{folder}/junit-{n}-{i}.xml"), box.output(f"{folder}/log-{n}-{i}")
             commands.append({
-                "argv": pytest_argv(command), "shell": command, "log": log, "junit": junit,
+                **(pytest_command(command, env["PYTHONPATH"]) or {"argv": None}), "shell": command, "log": log, "junit": junit,
                 "env": {**env, "PYTEST_ADDOPTS": f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}{addopts}"},
             })  # fmt: skip
         result = box.output(f"{folder}/result-{n}.json")

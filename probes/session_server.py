@@ -50,6 +50,7 @@ import time
 from session_warmup import ahead, preload, warm_pytest  # shipped beside this file
 
 POLL_S = 0.001
+STARTED_WITH = os.environ.get("PYTHONPATH", "")  # the server's own, whose entries follow sys.path[0]
 BASE = "/tmp/.swedeck-probe-base"  # the prepared tree's snapshot, which every job's tree is put back to
 COLLECT_EVERY = 8  # switches between collections of what earlier tasks' configurations left (take_tree)
 
@@ -140,6 +141,11 @@ def child(command, root, env, log, tmpdir, said, bytecode=False, config=None):
         sys.dont_write_bytecode = not bytecode
         sys.argv = [sys.executable, *command["argv"]]
         sys.path[0] = root  # as `python -m pytest` has it
+        if command.get("pythonpath") is not None:  # the command's own PYTHONPATH in place of the server's
+            os.environ["PYTHONPATH"] = command["pythonpath"]
+            inherited = {os.path.abspath(p) for p in STARTED_WITH.split(":") if p}
+            entries = [os.path.normpath(os.path.join(root, p)) for p in command["pythonpath"].split(":")]
+            sys.path[:] = list(dict.fromkeys([root, *entries, *(p for p in sys.path[1:] if p not in inherited)]))
         import pytest
 
         if config is not None:
@@ -292,13 +298,13 @@ def warm_up(root, warm):
     file with its mtime. The collections run while this process warms pytest up (``warm_pytest``).
     Returns the children to wait for."""
     started = []
-    for i, argv in enumerate(warm["argv"]):
+    for i, each in enumerate(warm["commands"]):
         tmpdir = os.path.join("/tmp", ".swedeck-probe-warm-%d" % i)
         remove(tmpdir)
         os.mkdir(tmpdir, 0o700)
         log = tmpdir + ".log"
         open(log, "w").close()
-        command = {"argv": [*argv, "--collect-only", "-q"], "shell": ""}
+        command = {"argv": [*each["argv"], "--collect-only", "-q"], "shell": "", "pythonpath": each["pythonpath"]}
         pid, said = start_command(command, root, warm["env"], log, tmpdir, True, bytecode=True)
         started.append((pid, said, log, tmpdir, time.monotonic()))
     return started
@@ -331,11 +337,11 @@ def get_ready(root, warm, forkable, warmed):
             f.write(json.dumps({"installed": install.returncode, "output": install.stdout[-400:].decode(errors="replace")}) + "\n")
         return None
     configs = {}
-    if forkable and warm["argv"]:
+    if forkable and warm["commands"]:
         collecting = warm_up(root, warm)
         if not warmed:
             warm_pytest()
-        configs = ahead(warm["argv"])
+        configs = ahead([each["argv"] for each in warm["commands"]])
         for pid, said, log, tmpdir, started in collecting:
             unreaped = wait_command(pid, said, log, warm["timeout"], 2**30, started)[4]
             if unreaped is not None:

@@ -310,3 +310,15 @@ def test_a_grade_killed_at_any_stage_leaves_nothing_once_the_next_grade_opens(
         backend.drain()
         owned = docker.from_env().containers.list(all=True, filters={"label": f"swedeck.owner={owner}"})
         assert owned == []
+
+
+def test_regression_a_control_group_another_releaser_removed_meanwhile_is_not_an_error(tmp_path: Path) -> None:
+    """A sweep beside a close (the test environment's teardown releases every folder while parked
+    probe sessions release theirs in the background) can find a group that is gone by the time it
+    reads its processes: FileNotFoundError ended the release before its folder's mounts and files."""
+    from harness.sandboxes import cgroups
+
+    group = tmp_path / "group"  # exists when checked, no process list by the time it is read
+    group.mkdir()
+    cgroups.remove([group])
+    assert not group.exists()

@@ -46,7 +46,7 @@ from harness.sandboxes.sandbox import IO_DIR
 from probes import pool as parking, session
 from probes.pool import release_parked
 from probes.pool import SessionPool
-from probes.session import Stats, pytest_argv
+from probes.session import Stats, pytest_command
 
 # ================================================================================ the mapping, on text
 
@@ -307,32 +307,40 @@ TEST_IDS = [f"tests/test_calc.py::test_{n}" for n in ("add", "add_zero", "mul", 
 
 
 
-@pytest.fixture(scope="module")
-def calc(tmp_path_factory: pytest.TempPathFactory, backend_factory: Callable) -> tuple[Task, Pipeline1Result, object]:  # noqa: ANN001
-    base = tmp_path_factory.mktemp("calc")
+def _calc_task(base: Path, src: str = "") -> Task:
+    """The calc task; with ``src`` (a folder) its package lives there and the command puts it on
+    PYTHONPATH, as src-layout repositories' commands do."""
     folder = base / "unit__calc-1"
     repo = folder / "repo"
-    (repo / "pkg").mkdir(parents=True)
-    (repo / "pkg/__init__.py").write_text("")
-    (repo / "pkg/calc.py").write_text(CALC)
+    (repo / src / "pkg").mkdir(parents=True)
+    (repo / src / "pkg/__init__.py").write_text("")
+    (repo / src / "pkg/calc.py").write_text(CALC)
     (repo / "tests").mkdir()
     (repo / "tests/__init__.py").write_text("")
     (repo / "pytest.ini").write_text("[pytest]\n")
     work = base / "work"
     git(["init", "-q", "-b", "main", str(work)], base)
-    for path in ("pkg/__init__.py", "pkg/calc.py", "tests/__init__.py", "pytest.ini"):
+    paths = [f"{src}/pkg/__init__.py".lstrip("/"), f"{src}/pkg/calc.py".lstrip("/"), "tests/__init__.py", "pytest.ini"]
+    for path in paths:
         (work / path).parent.mkdir(parents=True, exist_ok=True)
         (work / path).write_text((repo / path).read_text())
     git(["add", "-A"], work)
     git(["commit", "-q", "-m", "base"], work)
-    (folder / "gold.patch").write_text(staged_diff(work, {"pkg/calc.py": CALC.replace("a - b", "a + b")}))
+    (folder / "gold.patch").write_text(staged_diff(work, {paths[1]: CALC.replace("a - b", "a + b")}))
     (folder / "tests.patch").write_text(staged_diff(work, {"tests/test_calc.py": CALC_TESTS}))
     (folder / "issue.md").write_text("add() subtracts.\n")
+    command = f"PYTHONPATH={src}:$PYTHONPATH python -m pytest tests/test_calc.py" if src else "python -m pytest tests/test_calc.py"
     (folder / "task.toml").write_text(
-        'instance_id = "unit__calc-1"\ntest_cmd = ["python -m pytest tests/test_calc.py"]\nlog_parser = "pytest"\n'
+        f'instance_id = "unit__calc-1"\ntest_cmd = ["{command}"]\nlog_parser = "pytest"\n'
         '[environment]\nworkdir = "/testbed"\n[environment.recipe]\ninstall = []\n'
     )
-    task = load_task_folder(folder)
+    return load_task_folder(folder)
+
+
+@pytest.fixture(scope="module")
+def calc(tmp_path_factory: pytest.TempPathFactory, backend_factory: Callable) -> tuple[Task, Pipeline1Result, object]:  # noqa: ANN001
+    base = tmp_path_factory.mktemp("calc")
+    task = _calc_task(base)
     backend = backend_factory("bwrap", TEST_LIMITS)
     p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", base / "out")
     assert p1.decision == "keep", (p1.reason, p1.detail)
@@ -340,14 +348,14 @@ def calc(tmp_path_factory: pytest.TempPathFactory, backend_factory: Callable) ->
     return task, p1, backend
 
 
-def _probe(task: Task, swedeck_env, kind: str, old: str, new: str) -> Candidate:  # noqa: ANN001
+def _probe(task: Task, swedeck_env, kind: str, old: str, new: str, path: str = "pkg/calc.py") -> Candidate:  # noqa: ANN001
     tree = prepare_tree(task, swedeck_env)
     work = tree.parent / f"{tree.name}-probe-{abs(hash((kind, old, new)))}"
     if not work.exists():
         git(["clone", "-q", str(tree), str(work)], tree.parent)
     gold = CALC.replace("a - b", "a + b")
     assert old in gold
-    return Candidate(kind=kind, operator="hand", description=f"{old!r} -> {new!r}", patch=staged_diff(work, {"pkg/calc.py": gold.replace(old, new)}))
+    return Candidate(kind=kind, operator="hand", description=f"{old!r} -> {new!r}", patch=staged_diff(work, {path: gold.replace(old, new)}))
 
 
 def _stamp(task: Task) -> dict[str, str]:
@@ -502,12 +510,40 @@ def test_selection_pays_only_when_the_tests_outweigh_a_commands_start_up() -> No
 
 
 def test_only_a_plain_pytest_command_runs_as_pytest_main() -> None:
-    assert pytest_argv("python -m pytest tests/test_a.py -k 'x or y'") == ["tests/test_a.py", "-k", "x or y"]
-    assert pytest_argv("pytest -q tests") == ["-q", "tests"]
-    assert pytest_argv("python3 -m pytest") == []
-    for shell in ("python -m pytest tests/*.py", "cd sub && pytest", "FOO=1 pytest", "pytest $ARGS", "tox -e py", "python -m pytest 'a"):
-        assert pytest_argv(shell) is None, shell
+    inherited = "/plugins:/env/site"
+    assert pytest_command("python -m pytest tests/test_a.py -k 'x or y'", inherited) == {"argv": ["tests/test_a.py", "-k", "x or y"], "pythonpath": None}
+    assert pytest_command("pytest -q tests", inherited) == {"argv": ["-q", "tests"], "pythonpath": None}
+    assert pytest_command("python3 -m pytest", inherited) == {"argv": [], "pythonpath": None}
+    # a src layout's PYTHONPATH, as the shell would expand it
+    assert pytest_command("PYTHONPATH=src:$PYTHONPATH python -m pytest t.py", inherited) == {"argv": ["t.py"], "pythonpath": "src:/plugins:/env/site"}
+    assert pytest_command("PYTHONPATH=${PYTHONPATH}:lib pytest", inherited) == {"argv": [], "pythonpath": "/plugins:/env/site:lib"}
+    for shell in (
+        "python -m pytest tests/*.py", "cd sub && pytest", "FOO=1 pytest", "pytest $ARGS", "tox -e py", "python -m pytest 'a",
+        "PYTHONPATH=src:$HOME pytest", "PYTHONPATH=$PYTHONPATHX pytest", "PYTHONPATH=src: pytest", "PYTHONPATH=src FOO=1 pytest",
+        "PYTHONPATH='a b' pytest",
+    ):  # fmt: skip
+        assert pytest_command(shell, inherited) is None, shell
 
+
+def test_a_src_layouts_pythonpath_command_is_forked_and_grades_as_grade_does(
+    tmp_path_factory: pytest.TempPathFactory, backend_factory, swedeck_env, tmp_path: Path
+) -> None:  # noqa: ANN001
+    """``PYTHONPATH=src:$PYTHONPATH python -m pytest ...`` runs as a fork too: the fork puts the
+    command's PYTHONPATH on sys.path (without it the tests cannot import the package and every probe
+    would get 0), and each probe gets grade's reward."""
+    base = tmp_path_factory.mktemp("srccalc")
+    task = _calc_task(base, "src")
+    backend = backend_factory("bwrap", TEST_LIMITS)
+    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", base / "out")
+    assert p1.decision == "keep", (p1.reason, p1.detail)
+    probes = [
+        _probe(task, swedeck_env, "plausible_wrong", *change, path="src/pkg/calc.py")
+        for change in (("a + b", "a + b + 1"), ("a + b", "b + a"), ("a + b", "(a + b if a != 7 else 0)"))
+    ]
+    results = run_probes(task, probes, backend, p1, _stamp(task), selection=False, log_dir=tmp_path, stats=(stats := Stats()))
+    alone = run_probes(task, probes, backend, p1, _stamp(task), selection=False, log_dir=tmp_path, sessions=False)
+    assert [r.reward for r in results] == [r.reward for r in alone] == [0.0, 1.0, 1.0]
+    assert stats.forked == 3 and stats.plain == 0
 
 def _parked_sessions_grade(task: Task, backend, stats: Stats, patches: list[str]) -> list[float]:  # noqa: ANN001
     from harness.grading.grader import gold_pattern

@@ -68,7 +68,11 @@ def remove(dirs: list[Path]) -> None:
         for _ in range(50):
             if not path.exists():
                 break
-            for pid in (path / "cgroup.procs").read_text().split():
+            try:
+                procs = (path / "cgroup.procs").read_text().split()
+            except FileNotFoundError:  # another releaser removed it meanwhile (a sweep beside a close)
+                procs = []
+            for pid in procs:
                 try:
                     os.kill(int(pid), signal.SIGKILL)
                 except ProcessLookupError:
