@@ -185,6 +185,19 @@ def staged_diff(root: Path, files: Mapping[str, str]) -> str:
     return out
 
 
+def fresh_listing(backend: Backend, task: Task) -> dict:
+    """The harness's own listing (``harness.grading.tree.LISTING``) of a fresh sandbox of ``task``."""
+    from harness.grading.tree import LISTING, parse_listing
+    from harness.sandboxes.sandbox import IO_DIR
+
+    box = backend.open(task)
+    try:
+        box.run(f"{LISTING} > {box.output(f'{IO_DIR}/fresh-listing')}")
+        return parse_listing(box.read_file(f"{IO_DIR}/fresh-listing"))
+    finally:
+        box.close()
+
+
 def swedeck_cli(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
     """The ``swedeck`` command in a subprocess, as a user runs it (wide columns: rich wraps nothing)."""
     return subprocess.run([sys.executable, "-m", "flows.cli", *args], capture_output=True, text=True,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_LIMITS
+from conftest import TEST_LIMITS, fresh_listing
 from harness.config import Limits, Settings
 from harness.grading import grader
 from harness.grading.grader import grade, gold_pattern, run_tests
@@ -55,8 +55,8 @@ def test_a_tasks_fresh_tree_is_listed_once_and_every_later_change_is_still_seen(
     """Every fresh sandbox of a task holds the same tree, so only the task's first grade lists it
     before the apply; later grades judge their change against that listing, which equals what any
     fresh sandbox of the task shows, and still refuse what they must."""
+    from harness.grading.tree import LISTING
     from harness.grading.trusted import facts_key
-    from harness.grading.tree import LISTING, parse_listing
 
     task = sample_tasks[TOPOSORT]
     monkeypatch.setattr(grader, "_PRISTINE", {})
@@ -75,12 +75,7 @@ def test_a_tasks_fresh_tree_is_listed_once_and_every_later_change_is_still_seen(
     assert run_tests(task, edited, limited_backend).outcome == "ok"
     # the canary trial, when this process has not run it yet, is one more grade: it lists nothing either
     assert LISTING in firsts[0] and len(firsts) >= 3 and set(firsts[1:]) == {""}
-    box = limited_backend.open(task)
-    try:
-        fresh = parse_listing(box.run(f"{LISTING} > {box.output(f'{IO_DIR}/listing')}") and box.read_file(f"{IO_DIR}/listing"))
-    finally:
-        box.close()
-    assert fresh == grader._PRISTINE[facts_key(task, limited_backend)]
+    assert fresh_listing(limited_backend, task) == grader._PRISTINE[facts_key(task, limited_backend)]
 
 
 # The policy's try at the kept listing: be the task's first grade, so the listing later grades judge
@@ -104,7 +99,6 @@ def test_the_first_grade_of_a_task_cannot_shape_the_listing_later_grades_judge_a
     code rewrites the tree while its tests run, leaves it as any fresh sandbox shows it; a later
     shadowing change is still refused and gold still earns 1."""
     from harness.grading.trusted import facts_key
-    from harness.grading.tree import LISTING, parse_listing
 
     task = sample_tasks[TOPOSORT]
     monkeypatch.setattr(grader, "_PRISTINE", {})
@@ -113,13 +107,7 @@ def test_the_first_grade_of_a_task_cannot_shape_the_listing_later_grades_judge_a
     shadow = make_patch(task, {"pytest.py": "raise SystemExit(0)\n"})
     assert run_tests(task, shadow, limited_backend).outcome == "forbidden_change"
     assert grade(task, task.answer.gold_patch, limited_backend).reward == 1.0
-    box = limited_backend.open(task)
-    try:
-        box.run(f"{LISTING} > {box.output(f'{IO_DIR}/listing')}")
-        fresh = parse_listing(box.read_file(f"{IO_DIR}/listing"))
-    finally:
-        box.close()
-    assert fresh == grader._PRISTINE[facts_key(task, limited_backend)]
+    assert fresh_listing(limited_backend, task) == grader._PRISTINE[facts_key(task, limited_backend)]
 
 
 def test_regression_a_grader_error_between_apply_and_tests_ends_the_held_command(

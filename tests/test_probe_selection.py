@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TEST_LIMITS, git, sampled, staged_diff
+from conftest import TEST_LIMITS, fresh_listing, git, sampled, staged_diff
 from curation.pipeline1 import Pipeline1Config, process_task
 from curation.sources.local import load_task_folder
 from harness.sandboxes.envs import prepare_tree
@@ -42,7 +42,6 @@ from probes.runner.coverage import GoldCoverage, gold_coverage, parse_coverage
 from probes.runner.grading import with_timeout
 from probes.runner.impact import ALL, changed_regions, impacted_tests
 from probes.runner.plans import selection, selection_pays
-from harness.sandboxes.sandbox import IO_DIR
 from probes import pool as parking, session
 from probes.pool import release_parked
 from probes.pool import SessionPool
@@ -563,8 +562,6 @@ def test_a_parked_session_serves_the_next_task_of_its_environment_as_a_fresh_one
     """A task's closed pool parks its healthy session; the next task of the same environment takes it
     over (its tree swapped in, pytest kept warm) and gets the rewards ``grade`` gives, with a tree
     that holds nothing of the last task's. A task whose tree cannot be swapped in gets a fresh one."""
-    from harness.grading.tree import LISTING, parse_listing
-
     release_parked()
     backend = backend_factory(name, TEST_LIMITS)
     first, second = sample_tasks["sample__toposort-1"], sample_tasks["sample__unitconv-1"]
@@ -578,12 +575,7 @@ def test_a_parked_session_serves_the_next_task_of_its_environment_as_a_fresh_one
     assert stats.switched == 1 and parking._parked == [parked] and parked.task is second
     assert parked.timeout_s == TEST_LIMITS.timeout_s + 7
     assert [grade(second, p, backend).reward for p in (second.answer.gold_patch, wrong)] == [1.0, 0.0]
-    box = backend.open(second)
-    try:
-        box.run(f"{LISTING} > {box.output(f'{IO_DIR}/fresh')}")
-        fresh = parse_listing(box.read_file(f"{IO_DIR}/fresh"))
-    finally:
-        box.close()
+    fresh = fresh_listing(backend, second)
     # the session's listing of its new tree: the same entries as a fresh sandbox's (mtimes come from the tar)
     shape = lambda listing: {path: (e.kind, e.mode, e.size if e.kind != "d" else 0) for path, e in listing.items()}  # noqa: E731
     assert shape(parked.listing) == shape(fresh)

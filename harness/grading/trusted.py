@@ -96,7 +96,6 @@ def plan(
             delete.add(path)
         if (after.get(path) or before[path]).kind != "d":
             undone.add(path)
-    delete -= set(write)
     return Plan(sorted(_outermost(delete)), write, sorted(_outermost(undone)))
 
 
