@@ -766,6 +766,27 @@ def test_the_tamper_audit_zeroes_the_twin_tell(backend: Backend, any_style: tupl
     assert any("writes unittest.TestCase.run" in f for f in result.tamper), result.tamper
 
 
+def test_a_hook_hidden_where_the_audit_skips_untouched_code_is_still_found(
+    backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable
+) -> None:
+    """The policy against the audit that walks only what holds an added line: it leaves every
+    statement's first line as it was and puts the hook where a walk from there would not look. A
+    decorator added above an untouched function lies outside the function's own lines; a call added
+    inside an untouched multi-line ``__all__`` is a continuation of a statement whose first line is
+    old; an import alias on an untouched line names the module. Each is found, with its line, and
+    the grade is 0 before the tests are looked at."""
+    task = sample_tasks["sample__toposort-1"]
+    decorated = lambda text: text.replace("def static_order(", "@_trace.settrace\ndef static_order(", 1).replace(
+        "import heapq\n", "import heapq\nimport sys as _trace\n", 1
+    )  # noqa: E731
+    listed = lambda text: text.replace('    "CycleError",\n', '    sys.setprofile(None) or "CycleError",\n', 1).replace(
+        "from toposort.errors", "import sys\nfrom toposort.errors", 1
+    )  # noqa: E731
+    result = grader.grade(task, make_patch(task, {"toposort/sort.py": decorated, "toposort/__init__.py": listed}), backend)
+    _zero(result, "tamper_suspected")
+    assert any(f.startswith("toposort/sort.py:") and "installs a trace hook (sys.settrace)" in f and "@_trace.settrace" in f for f in result.tamper), result.tamper
+    assert any(f.startswith("toposort/__init__.py:") and "installs a profile hook (sys.setprofile)" in f for f in result.tamper), result.tamper
+
 # one task of each kind benchmarks/gold_all.py grades: pytest- and unittest-style sample tasks, real fix
 # commits with strong, weak and no canaries (a PYTHONPATH prefix), a repo-cache fixture row
 GOLD_SUBSET = [
