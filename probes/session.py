@@ -48,7 +48,6 @@ import base64
 import json
 import re
 import secrets
-import shlex
 import threading
 import time
 from collections.abc import Sequence
@@ -57,6 +56,7 @@ from pathlib import Path
 
 from harness.config import Settings
 from harness.sandboxes.envs import tree_tar
+from harness.grading.commands import pytest_command
 from harness.grading.shipping import PLUGIN_PATH, ship
 from harness.names import file_name
 from harness.grading.parsers import parse_junit
@@ -74,35 +74,8 @@ POLL_S = 0.001
 # Jobs a session holds at once: while its server runs one probe's tests, the host writes the next job
 # and reads the last answer. The server still grades them one after the other, each on the snapshot.
 DEPTH = 2
-_SHELL = re.compile(r"[^\w\s@%+=:,./'\"-]")  # anything but words, blanks and quotes: the shell may interpret it
-_INHERITED = re.compile(r"\$PYTHONPATH(?!\w)|\$\{PYTHONPATH\}")
-_ASSIGNED = re.compile(r"PYTHONPATH=((?:[\w@%+,./-]|:|\$PYTHONPATH(?!\w)|\$\{PYTHONPATH\})*)\s+")
 _SUITE_TIME = re.compile(rb"<testsuite\b[^>]*?\btime=\"([0-9.]+)\"")
 _CASE_TIME = re.compile(rb"<testcase\b[^>]*?\btime=\"([0-9.]+)\"")
-
-
-def pytest_command(command: str, pythonpath: str) -> dict | None:
-    """``{"argv": ..., "pythonpath": ...}`` of a plain ``python -m pytest ...`` / ``pytest ...`` command
-    (what the server can run as ``pytest.main``), which may first set PYTHONPATH from literal folders
-    and the PYTHONPATH it inherits (``pythonpath``), as src-layout repositories' commands do
-    (``PYTHONPATH=src:$PYTHONPATH python -m pytest``): "pythonpath" is then the value the shell would
-    give it (the fork puts it on sys.path), else None. None for anything else the shell would have to
-    interpret, or a PYTHONPATH with an empty entry (the interpreter reads that as its work directory)."""
-    assigned = None
-    if found := _ASSIGNED.match(command):
-        assigned = _INHERITED.sub(lambda _: pythonpath, found.group(1))
-        if "" in assigned.split(":"):
-            return None
-        command = command[found.end() :]
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return None
-    if _SHELL.search(command):
-        return None
-    if words[:3] in (["python", "-m", "pytest"], ["python3", "-m", "pytest"]):
-        return {"argv": words[3:], "pythonpath": assigned}
-    return {"argv": words[1:], "pythonpath": assigned} if words[:1] == ["pytest"] else None
 
 
 @dataclass

@@ -42,11 +42,12 @@ def test_nothing_of_a_refused_change_runs(limited_backend, sample_tasks, make_pa
     """A change the capability model refuses stops the held command: the tests' script is never
     written, ``go`` never said."""
     task = sample_tasks[TOPOSORT]
+    grader.canary_strength(task, limited_backend)  # the canary trial's gold run says go, before the spy
     said = []
-    monkeypatch.setattr(Held, "go", lambda self, tests, env: said.append(tests))
+    monkeypatch.setattr(Held, "go", lambda self, install, command, env: said.append(command))
     shadow = make_patch(task, {"pytest.py": "raise SystemExit(0)\n"})
     run = run_tests(task, shadow, limited_backend)
-    assert run.outcome == "forbidden_change" and said == []
+    assert run.outcome == "forbidden_change" and said == [], run.detail
 
 
 def test_a_tasks_fresh_tree_is_listed_once_and_every_later_change_is_still_seen(
@@ -63,9 +64,9 @@ def test_a_tasks_fresh_tree_is_listed_once_and_every_later_change_is_still_seen(
     firsts = []
     hold = Held.__init__
 
-    def spying(self, sandbox, patch, token, *, first, then, timeout):  # noqa: ANN001, ANN202
-        firsts.append(first)
-        hold(self, sandbox, patch, token, first=first, then=then, timeout=timeout)
+    def spying(self, sandbox, patch, token, **given):  # noqa: ANN001, ANN003, ANN202
+        firsts.append(given["first"])
+        hold(self, sandbox, patch, token, **given)
 
     monkeypatch.setattr(Held, "__init__", spying)
     assert run_tests(task, task.answer.gold_patch, limited_backend).outcome == "ok"
@@ -316,3 +317,131 @@ def _gold_file(task) -> str:  # noqa: ANN001
     subprocess.run(["git", "clone", "-q", str(prepare_tree(task, Settings.from_env())), str(work)], check=True)
     subprocess.run(["git", "apply", "-"], cwd=work, input=task.answer.gold_patch, text=True, check=True)
     return (work / "toposort" / "graph.py").read_text()
+
+
+# ============================================================ the preloaded interpreter (swedeck_preload)
+
+# What the tests' process sees, written on fd 1 once pytest is done with it (its capture holds the fd
+# while it collects and runs tests): a non-daemon thread's last word, then the atexit handler's, which
+# the interpreter's exit runs in that order. Whether the process's parent is the preloaded interpreter
+# tells which way the grade ran it.
+SEEN = '''
+import atexit as _atexit, json as _json, os as _os, sys as _sys, threading as _threading, time as _time
+def _seen():
+    with open(f"/proc/{_os.getppid()}/cmdline", "rb") as f:
+        parent = f.read()
+    main = _sys.modules["__main__"]
+    facts = {"path": [p for p in _sys.path if "python3" not in p], "argv0": _sys.argv[0], "cwd": _os.getcwd(),
+             "main": main.__spec__.name if main.__spec__ else None, "main_file": getattr(main, "__file__", None),
+             "pythonpath": _os.environ.get("PYTHONPATH"), "addopts": _os.environ.get("PYTEST_ADDOPTS", "").split(" --junitxml")[0],
+             "preloaded": b"swedeck_preload" in parent}
+    _os.write(1, b"\\nSEEN " + _json.dumps(facts).encode() + b"\\n")
+def _late():
+    _time.sleep(1.5)
+    _os.write(1, b"\\nTHREAD-DONE\\n")
+_atexit.register(_seen)
+_threading.Thread(target=_late).start()
+'''
+
+
+def _seen(run) -> dict:  # noqa: ANN001
+    import json
+
+    log = Path(run.log_path).read_text()
+    assert log.count("THREAD-DONE") == 1 and log.index("THREAD-DONE") < log.index("SEEN "), log[-2000:]
+    return json.loads(log.split("SEEN ", 1)[1].splitlines()[0])
+
+
+def test_a_preloaded_interpreter_runs_the_tests_as_the_plain_command_does(
+    limited_backend, sample_tasks, make_patch, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    """On bwrap a grade's ``python -m pytest`` runs in a fork of an interpreter that imported pytest
+    while the patch applied; what the tests see (sys.path, sys.argv, __main__, the environment), the
+    statuses, waiting for a non-daemon thread and running atexit handlers at the end are the plain
+    command's. Docker runs the plain command (the preload saves nothing there), which this pins too."""
+    task = sample_tasks[TOPOSORT]
+    patch = make_patch(task, {"toposort/graph.py": lambda text: _gold_file(task) + SEEN})
+    preloaded = run_tests(task, patch, limited_backend)
+    monkeypatch.setattr(grader, "_preload", lambda task, sandbox: "")
+    plain = run_tests(task, patch, limited_backend)
+    assert preloaded.outcome == plain.outcome == "ok", (preloaded.detail, plain.detail)
+    assert preloaded.statuses == plain.statuses and preloaded.exit_codes == plain.exit_codes
+    seen, plain_seen = _seen(preloaded), _seen(plain)
+    assert seen.pop("preloaded") is (limited_backend.name == "bwrap") and plain_seen.pop("preloaded") is False
+    assert seen == plain_seen and seen["argv0"].endswith("pytest/__main__.py") and seen["main"] == "pytest.__main__"
+
+
+def test_a_candidate_that_stops_the_preloaded_interpreter_still_times_out_at_the_limit(
+    limited_backend, backend_factory, sample_tasks, make_patch  # noqa: ANN001
+) -> None:
+    """The tests' deadline is the timeout's, not the preloaded interpreter's: code under test that
+    kills it (its parent), leaves the timeout's process group and ignores SIGTERM still ends at the
+    tests' limit, as a timeout, not at the held command's allowance on top."""
+    task = sample_tasks[TOPOSORT]
+    backend = backend_factory(limited_backend.name, Limits(timeout_s=5, output_bytes=TEST_LIMITS.output_bytes))
+    attack = """
+import os as _os, signal as _signal, time as _time
+_killed = 0
+for _pid in _os.listdir("/proc"):
+    try:
+        _words = open(f"/proc/{_pid}/cmdline", "rb").read().split(b"\\0")
+        if _words[0].startswith(b"python") and _words[1].endswith(b"swedeck_preload.py") and int(_pid) != _os.getpid():
+            _os.kill(int(_pid), _signal.SIGKILL)
+            _killed += 1
+    except (OSError, ValueError, IndexError):
+        pass
+if not _killed and _os.path.exists("/tmp/.swedeck-io/plugins/swedeck_preload.py"):
+    raise ImportError("the preloaded interpreter was not found")  # the test would not test it
+_os.setsid()
+_signal.signal(_signal.SIGTERM, _signal.SIG_IGN)
+while True:
+    _time.sleep(0.1)
+"""
+    started = time.monotonic()
+    run = run_tests(task, make_patch(task, {"toposort/graph.py": lambda text: text + attack}), backend)
+    assert run.outcome == "timeout", (run.outcome, run.detail, run.exit_codes)
+    assert time.monotonic() - started < 5 + 30
+
+
+def test_an_early_word_on_the_answer_pipe_only_cuts_the_candidates_own_run_short(limited_backend, sample_tasks, make_patch) -> None:  # noqa: ANN001
+    """The tests' process holds the pipe its exit code goes on (fd 7 under the preload). Gold plus a
+    forged early ``0`` there ends the command before pytest has reported anything: reward 0."""
+    task = sample_tasks[TOPOSORT]
+    forged = """
+import os as _os
+try:
+    _os.write(7, b"0\\n")
+except OSError:
+    pass
+"""
+    expected = gold_pattern(task, limited_backend)
+    g = grade(task, make_patch(task, {"toposort/graph.py": lambda text: _gold_file(task) + forged}), limited_backend, expected=expected)
+    assert g.reward == (0.0 if limited_backend.name == "bwrap" else 1.0), (g.reason, g.detail)
+
+
+def _preloader():  # noqa: ANN202 - a standalone script
+    from harness.grading.shipping import PLUGINS
+
+    spec = importlib.util.spec_from_file_location("swedeck_preload_under_test", PLUGINS / "swedeck_preload.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_folder_ahead_that_holds_a_preloaded_modules_name_sends_the_command_to_bash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tree that is pluggy, or holds a file named like a standard module pytest imports, would have
+    that entry imported by the plain command (the work directory comes first): the preloaded copy
+    would be the wrong one, so such a command runs plainly. Only folders the command puts ahead count."""
+    preload = _preloader()
+    monkeypatch.setattr(preload, "STARTED_WITH", "/env/site")
+    monkeypatch.setattr(sys, "path", ["/plugins", "/env/site", "/usr/lib/python3.11"])
+    monkeypatch.setenv("PYTHONPATH", "src:/plugins:/env/site")
+    path, ahead = preload.command_path("/testbed")
+    assert path == ["/testbed", "/testbed/src", "/plugins", "/env/site", "/usr/lib/python3.11"] and ahead == ["/testbed", "/testbed/src"]
+    tree = tmp_path / "tree"
+    (tree / "src" / "pluggy").mkdir(parents=True)
+    (tree / "inspect.py").write_text("")
+    (tree / "pluggy-1.0.dist-info").mkdir()
+    assert preload.shadows([str(tree)], {"inspect", "pytest"})
+    assert preload.shadows([str(tree), str(tree / "src")], {"pluggy"}) and not preload.shadows([str(tree)], {"pluggy"})
+    assert not preload.shadows([str(tree), str(tmp_path / "missing")], {"json", "_pytest"})

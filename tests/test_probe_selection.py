@@ -45,7 +45,8 @@ from probes.runner.plans import selection, selection_pays
 from probes import pool as parking, session
 from probes.pool import release_parked
 from probes.pool import SessionPool
-from probes.session import Stats, pytest_command
+from harness.grading.commands import pytest_command
+from probes.session import Stats
 
 # ================================================================================ the mapping, on text
 
@@ -510,12 +511,12 @@ def test_selection_pays_only_when_the_tests_outweigh_a_commands_start_up() -> No
 
 def test_only_a_plain_pytest_command_runs_as_pytest_main() -> None:
     inherited = "/plugins:/env/site"
-    assert pytest_command("python -m pytest tests/test_a.py -k 'x or y'", inherited) == {"argv": ["tests/test_a.py", "-k", "x or y"], "pythonpath": None}
-    assert pytest_command("pytest -q tests", inherited) == {"argv": ["-q", "tests"], "pythonpath": None}
-    assert pytest_command("python3 -m pytest", inherited) == {"argv": [], "pythonpath": None}
+    assert pytest_command("python -m pytest tests/test_a.py -k 'x or y'", inherited) == {"argv": ["tests/test_a.py", "-k", "x or y"], "pythonpath": None, "python": "python"}
+    assert pytest_command("pytest -q tests", inherited) == {"argv": ["-q", "tests"], "pythonpath": None, "python": ""}
+    assert pytest_command("python3 -m pytest", inherited) == {"argv": [], "pythonpath": None, "python": "python3"}
     # a src layout's PYTHONPATH, as the shell would expand it
-    assert pytest_command("PYTHONPATH=src:$PYTHONPATH python -m pytest t.py", inherited) == {"argv": ["t.py"], "pythonpath": "src:/plugins:/env/site"}
-    assert pytest_command("PYTHONPATH=${PYTHONPATH}:lib pytest", inherited) == {"argv": [], "pythonpath": "/plugins:/env/site:lib"}
+    assert pytest_command("PYTHONPATH=src:$PYTHONPATH python -m pytest t.py", inherited) == {"argv": ["t.py"], "pythonpath": "src:/plugins:/env/site", "python": "python"}
+    assert pytest_command("PYTHONPATH=${PYTHONPATH}:lib pytest", inherited) == {"argv": [], "pythonpath": "/plugins:/env/site:lib", "python": ""}
     for shell in (
         "python -m pytest tests/*.py", "cd sub && pytest", "FOO=1 pytest", "pytest $ARGS", "tox -e py", "python -m pytest 'a",
         "PYTHONPATH=src:$HOME pytest", "PYTHONPATH=$PYTHONPATHX pytest", "PYTHONPATH=src: pytest", "PYTHONPATH=src FOO=1 pytest",

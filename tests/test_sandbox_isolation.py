@@ -418,6 +418,18 @@ def test_regression_escaped_silent_child_holding_stdout_times_out(sandbox: Sandb
     assert sandbox.run("echo ok", timeout=10).output.strip() == "ok"
 
 
+def test_a_process_named_like_a_zombie_is_still_reaped(sandbox: Sandbox) -> None:
+    """Docker's reaping reads each process's state from /proc/PID/stat with the shell's own ``read``;
+    a process's name is its own to choose, and one named ``x) Z y`` would read as a zombie to a parse
+    that took the first ") ". It is killed like any other left behind (bwrap: with the command's pid
+    namespace)."""
+    named = "open('/proc/self/comm', 'w').write('x) Z y'); import time; time.sleep(1000)"
+    left = f'python -c "{named}" & sleep 0.5; cat /proc/$!/comm'
+    assert sandbox.run(left, timeout=10, reap=True).output.strip() == "x) Z y"
+    survivors = "for d in /proc/[0-9]*; do grep -qs 'x) Z y' $d/comm && echo alive; done; echo checked"
+    assert sandbox.run(survivors, timeout=10).output.split() == ["checked"]
+
+
 @pytest.mark.parametrize("name", BACKENDS)
 def test_regression_full_tmp_does_not_disarm_the_timeout(
     name: str, backend_factory: Callable[..., Backend], toposort: Task

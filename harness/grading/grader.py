@@ -31,19 +31,23 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.config import SandboxConfig, Settings
 from harness.grading import canaries, tamper
 from harness.grading.capabilities import describe, violations
-from harness.config import SandboxConfig, Settings
-from harness.names import file_name
-from harness.grading.parsers import resolve_parser, uses_junit
-from harness.grading.reports import Budget, command_statuses, forged_passes, read_instrumentation, read_junit, read_raised
+from harness.grading.commands import pytest_command
 from harness.grading.handover import Held
+from harness.grading.parsers import resolve_parser, uses_junit
 from harness.grading.patching import APPLY_STRATEGIES, apply_patch
+from harness.grading.reports import (
+    Budget,
+    command_statuses,
+    forged_passes,
+    read_instrumentation,
+    read_junit,
+    read_raised,
+)
 from harness.grading.shipping import PLUGIN_PATH, ship
-from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
-from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
 from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
-from harness.grading.verdict import TamperMode, compare
 from harness.grading.trusted import (
     File,
     archive,
@@ -57,7 +61,18 @@ from harness.grading.trusted import (
     task_facts,
     write_names,
 )
-
+from harness.grading.verdict import TamperMode, compare
+from harness.names import file_name
+from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
+from harness.sandboxes.sandbox import (
+    IO_DIR,
+    Backend,
+    EnvError,
+    Sandbox,
+    SandboxError,
+    Unreadable,
+    tail,
+)
 
 
 class _Stages:
@@ -167,7 +182,7 @@ def _run_in(
     try:
         if patch.strip() and task.test_cmd:
             # started first: the host plants the canaries and writes the tests' inputs while it starts
-            held = Held(sandbox, patch, token, first=first, then=then, timeout=_timeout(sandbox))
+            held = Held(sandbox, patch, token, first=first, then=then, timeout=_timeout(sandbox), preload=_preload(task, sandbox))
         hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
         planted: list[canaries.Canary] = []
         if pool is not None:
@@ -210,6 +225,18 @@ def _run_in(
     finally:
         if held is not None:
             held.stop()
+
+
+def _preload(task: Task, sandbox: Sandbox) -> str:
+    """The interpreter's word where the first test command is ``python -m pytest`` run with the
+    grade's plugins (so its PYTHONPATH is ours) and no activation, which a preloaded interpreter can
+    run exactly as the shell would (``swedeck_preload``); else "". Not under Docker, where it was
+    measured to save nothing: the import competes with the exec's start and the apply for the
+    machine, and the command's end must reap the preloaded processes."""
+    if sandbox.backend != "bwrap" or not uses_junit(task.log_parser) or sandbox.activation:
+        return ""
+    command = pytest_command(task.test_cmd[0], PLUGIN_PATH)
+    return command["python"] if command is not None else ""
 
 
 def _timeout(sandbox: Sandbox) -> float:
@@ -302,9 +329,10 @@ def _test(
     with open(run.log_path, "wb") as log:
         for i, (command, (env, junit, outcomes)) in enumerate(zip(task.test_cmd, envs, strict=True)):
             clock.mark("setup")
-            script = installing(install, command, token) if i == 0 else command
-            # reaped: nothing the tests started may still write a report we are about to read
-            result = held.go(script, env) if i == 0 and held is not None else sandbox.run(script, env=env, reap=True)
+            if i == 0 and held is not None:
+                result = held.go(install, command, env)
+            else:  # reaped: nothing the tests started may still write a report we are about to read
+                result = sandbox.run(installing(install, command, token) if i == 0 else command, env=env, reap=True)
             clock.mark("command")
             output = Path(result.log_path).read_bytes()
             if i == 0 and install_failed(result.exit_code, output, token):

@@ -19,12 +19,16 @@ tests in a command of their own, as before.
 
 from __future__ import annotations
 
+import json
 import shlex
 import threading
 import time
 from collections.abc import Mapping
 
+from harness.grading.commands import pytest_command
 from harness.grading.patching import APPLY_STRATEGIES, write_patch
+from harness.grading.shipping import PLUGIN_DIR, ship
+from harness.grading.trusted import installing
 from harness.records import ExecResult
 from harness.sandboxes.sandbox import IO_DIR, KILLED_EXIT, TIMEOUT_EXIT, Sandbox, answered
 
@@ -35,22 +39,35 @@ POLL_S = 0.001
 class Held:
     """The held command of one grade: ``applied``, then ``go`` or ``stop`` (always one of them)."""
 
-    def __init__(self, sandbox: Sandbox, patch: str, token: str, *, first: str, then: str, timeout: float) -> None:
-        self.sandbox, self.timeout = sandbox, timeout
+    def __init__(
+        self, sandbox: Sandbox, patch: str, token: str, *, first: str, then: str, timeout: float, preload: str = ""
+    ) -> None:
+        """``preload``: the interpreter's word (``python``) where the first test command is plain
+        ``python -m pytest`` that a preloaded interpreter runs (``swedeck_preload``), else ""."""
+        self.sandbox, self.timeout, self.token = sandbox, timeout, token
         self.status = sandbox.output(f"{IO_DIR}/applied-{token}")
         self.log = sandbox.output(f"{IO_DIR}/apply-{token}.log")
         self.gate = sandbox.pipe(f"{IO_DIR}/gate-{token}")
         self.tests = f"{IO_DIR}/tests-{token}.sh"
+        self.job = f"{IO_DIR}/preload-{token}.json" if preload else ""
         apply = APPLY_STRATEGIES[0][2].format(p=shlex.quote(write_patch(sandbox, patch, "candidate")))
-        script = "\n".join([
-            f"exec 9<> {self.gate}",
-            f"( {' && '.join(f'{{ {step}; }}' for step in (first, 'umask 022', apply, then) if step)} ) > {self.log} 2>&1 9<&-",
+        lines = [f"exec 9<> {self.gate}"]
+        if preload:
+            ship(sandbox, ["swedeck_preload"])
+            wake, answer = sandbox.pipe(f"{IO_DIR}/wake-{token}"), sandbox.pipe(f"{IO_DIR}/answer-{token}")
+            # started before the apply and reading nothing of the tree (swedeck_preload): the
+            # interpreter's start and pytest's import overlap the apply and the host's judgement
+            lines += [f"exec 8<> {wake} 7<> {answer}", f"{preload} {PLUGIN_DIR}/swedeck_preload.py {self.job} 0<&8 8<&- 9<&- &"]
+        steps = " && ".join(f"{{ {step}; }}" for step in (first, "umask 022", apply, then) if step)
+        lines += [
+            f"( {steps} ) > {self.log} 2>&1 9<&- 8<&- 7<&-",
             f"echo $? > {self.status}",
             "read -r said <&9",
             "exec 9<&-",
             '[ "$said" = go ] || exit 0',
             f"exec timeout -k 2 {max(timeout, 1):.0f} bash {self.tests}",
-        ])  # fmt: skip
+        ]
+        script = "\n".join(lines)
         self.result: ExecResult | None = None
         self.error: BaseException | None = None  # what the sandbox raised (SandboxError, EnvError), raised again here
         self.ended = False
@@ -78,13 +95,22 @@ class Held:
         why = self.sandbox.read_file(self.log).decode(errors="replace").strip()[-400:]
         return False, f"{APPLY_STRATEGIES[0][0]}: {why or 'the apply did not finish'}"
 
-    def go(self, tests: str, env: Mapping[str, str]) -> ExecResult:
-        """Run ``tests`` (a script) with ``env`` as the rest of the command; its result, as ``Sandbox.run``
-        gives it. The environment is the script's, not the command's: the command starts before the
-        host has planned the tests (``harness.grading.grader``), and the apply needs none of it."""
-        exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
-        # as Sandbox.run has it: the environment first, then the activation
-        self.sandbox.write_file(self.tests, "\n".join(filter(None, (exports, self.sandbox.activation, tests))))
+    def go(self, install: str, command: str, env: Mapping[str, str]) -> ExecResult:
+        """Install the hidden tests and run ``command`` with ``env`` as the rest of the command; its
+        result, as ``Sandbox.run`` gives it. The environment is the script's (or the preloaded
+        interpreter's job's), not the command's: the command starts before the host has planned the
+        tests (``harness.grading.grader``), and the apply needs none of it."""
+        if self.job:
+            forked = pytest_command(command, env.get("PYTHONPATH", ""))
+            job = {"argv": forked["argv"], "pythonpath": forked["pythonpath"], "env": dict(env), "shell": command}
+            self.sandbox.write_file(self.job, json.dumps(job))
+            # the timeout's process group is the tests' script's parent's: the preloaded child joins it
+            tests = installing(install, 'echo "$PPID" >&8 && read -r code <&7 && exit "$code"', self.token)
+        else:
+            exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
+            # as Sandbox.run has it: the environment first, then the activation
+            tests = "\n".join(filter(None, (exports, self.sandbox.activation, installing(install, command, self.token))))
+        self.sandbox.write_file(self.tests, tests)
         told = time.monotonic()
         self._say("go")
         result = self.result

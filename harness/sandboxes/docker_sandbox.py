@@ -42,19 +42,23 @@ UID = 1000
 # Kills every process in the container but its init (pid 1), the init's child that keeps the container
 # up (KEEPER, its pid as the sandbox opened: processes a command leaves behind become children of the
 # init too), and itself, until none is left (then runs DONE): processes started by one `docker exec`
-# outlive it.
+# outlive it. Each process's state is read with the shell's own `read` (the state follows the last ") "
+# of /proc/PID/stat: a process's name may hold spaces and parentheses), no process started per pid; a
+# process still exiting when a command ends is gone by the first short pause.
 REAP_LOOP = r"""
 keep=" 1 KEEPER $$ "
-for _ in 1 2 3 4 5 6 7 8; do
+for pause in 0.005 0.01 0.02 0.05 0.1 0.1 0.1 0.1; do
   victims=""
   for d in /proc/[0-9]*; do
     p=${d#/proc/}
     case "$keep" in *" $p "*) continue ;; esac
-    grep -qs '^State:[[:space:]]*Z' "$d/status" || victims="$victims $p"
+    { read -r stat; } 2>/dev/null < "$d/stat" || continue
+    stat=${stat##*) }
+    [ "${stat%% *}" = Z ] || victims="$victims $p"
   done
   [ -z "$victims" ] && DONE
   kill -KILL $victims 2>/dev/null
-  sleep 0.05
+  sleep $pause
 done
 """
 # the init's children (read before anything but the sandbox's own setup ran in the container), and
