@@ -57,7 +57,7 @@ from pathlib import Path
 from harness.config import Settings
 from harness.sandboxes.envs import tree_tar
 from harness.grading.commands import pytest_command
-from harness.grading.shipping import PLUGIN_PATH, ship
+from harness.grading.shipping import PLUGIN_PATH, PLUGINS, ship
 from harness.names import file_name
 from harness.grading.parsers import parse_junit
 from harness.records import Task, TestRun, content_hash
@@ -68,6 +68,7 @@ from probes.checks import Files
 
 SERVER = Path(__file__).with_name("session_server.py")
 WARMUP = SERVER.with_name("session_warmup.py")  # the server imports it from its own folder
+PRELOAD = PLUGINS / "swedeck_preload.py"  # and the grades' rule for a tree that shadows what it imported
 SESSION_S = 6 * 3600.0  # the server's own command: it lives as long as the task's probing
 READY_S = 120.0  # the server's start: the tree's snapshot and pytest's import (its warm-up on top)
 POLL_S = 0.001
@@ -155,6 +156,7 @@ class ProbeSession:
         box.write_file(f"{self.folder}/warm.json", json.dumps(warm))
         box.write_file(f"{self.folder}/server.py", SERVER.read_bytes())
         box.write_file(f"{self.folder}/{WARMUP.name}", WARMUP.read_bytes())
+        box.write_file(f"{self.folder}/{PRELOAD.name}", PRELOAD.read_bytes())
         # before the server starts: Python remembers a folder on its path that was empty or missing
         ship(box, ("swedeck_select", "swedeck_coverage"))
         command = f"python {self.folder}/server.py {self.folder}"

@@ -35,6 +35,11 @@ stays imported and warm, so the interpreter's start, pytest's import and its war
 session, not once per task.
 """
 
+import sys
+
+AT_START = set(sys.modules)  # the interpreter's start-up imports, which a plain command makes as well
+
+# after AT_START: a plain command might import these from the tree
 import base64
 import gc
 import json
@@ -43,14 +48,15 @@ import select
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 from session_warmup import ahead, preload, warm_pytest  # shipped beside this file
+from swedeck_preload import shadows  # shipped beside this file too
 
 POLL_S = 0.001
 STARTED_WITH = os.environ.get("PYTHONPATH", "")  # the server's own, whose entries follow sys.path[0]
+SERVER_PATH = list(sys.path)
 BASE = "/tmp/.swedeck-probe-base"  # the prepared tree's snapshot, which every job's tree is put back to
 COLLECT_EVERY = 8  # switches between collections of what earlier tasks' configurations left (take_tree)
 
@@ -170,6 +176,16 @@ def child(command, root, env, log, tmpdir, said, bytecode=False, config=None):
         traceback.print_exc()
         sys.stderr.flush()
         os._exit(70)
+
+
+def shadowed(command, root):
+    """Whether a folder the command puts ahead of what this process imported (the work directory, a
+    ``PYTHONPATH=src``) holds an entry named like one of those modules (a tree that is pluggy, a file
+    named like a standard module pytest imports): the plain command would import that entry, so a
+    fork, which has the other, may not run it."""
+    entries = [os.path.normpath(os.path.join(root, p)) for p in (command.get("pythonpath") or "").split(":") if p]
+    ahead = [p for p in (root, *entries) if p not in SERVER_PATH]
+    return shadows(ahead, {name.partition(".")[0] for name in set(sys.modules) - AT_START})
 
 
 def ancestors():
@@ -305,7 +321,7 @@ def warm_up(root, warm):
         log = tmpdir + ".log"
         open(log, "w").close()
         command = {"argv": [*each["argv"], "--collect-only", "-q"], "shell": "", "pythonpath": each["pythonpath"]}
-        pid, said = start_command(command, root, warm["env"], log, tmpdir, True, bytecode=True)
+        pid, said = start_command(command, root, warm["env"], log, tmpdir, not shadowed(command, root), bytecode=True)
         started.append((pid, said, log, tmpdir, time.monotonic()))
     return started
 
@@ -412,7 +428,7 @@ def main():
         for command in job["commands"]:
             remove(tmpdir)
             os.mkdir(tmpdir, 0o700)
-            fork = forkable and command["argv"] is not None and threading.active_count() == 1
+            fork = forkable and command["argv"] is not None and threading.active_count() == 1 and not shadowed(command, root)
             config = configs.get(tuple(command["argv"] or ())) if fork else None
             code, timed_out, limited, seconds, unreaped = run_command(
                 command, root, command["env"], command["log"], job["timeout"], job["output_bytes"], tmpdir, fork, config

@@ -174,8 +174,12 @@ def test_regression_the_base_rootfs_carries_pytests_bytecode(swedeck_env: Settin
 
 
 def _server(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN202 - the probe server is a standalone script
+    from harness.grading.shipping import PLUGINS
+
     folder = Path(grader.__file__).parents[2] / "probes"
-    monkeypatch.syspath_prepend(str(folder))  # it imports its warm-up module from its own folder
+    # it imports its warm-up module and the preloader's rule from its own folder, where both are shipped
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.syspath_prepend(str(PLUGINS))
     spec = importlib.util.spec_from_file_location("swedeck_session_server", folder / "session_server.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -445,3 +449,22 @@ def test_a_folder_ahead_that_holds_a_preloaded_modules_name_sends_the_command_to
     assert preload.shadows([str(tree)], {"inspect", "pytest"})
     assert preload.shadows([str(tree), str(tree / "src")], {"pluggy"}) and not preload.shadows([str(tree)], {"pluggy"})
     assert not preload.shadows([str(tree), str(tmp_path / "missing")], {"json", "_pytest"})
+
+
+def test_the_probe_server_runs_plainly_a_command_whose_tree_shadows_what_it_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe server forks pytest from a process that imported pytest, its plugins and modules of
+    its own: a tree (or its ``PYTHONPATH=src``) holding an entry named like one of those would have
+    that entry imported by the plain command, so such a command is not forked (as a grade's is not)."""
+    server = _server(monkeypatch)
+    # as in a sandbox, where the server's interpreter had imported only its start-up modules
+    monkeypatch.setattr(server, "AT_START", {"sys", "builtins", "os", "posix"})
+    tree = tmp_path / "tree"
+    (tree / "src").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "setup.py").write_text("")
+    plain = {"argv": [], "pythonpath": None}
+    assert not server.shadowed(plain, str(tree))
+    (tree / "src" / "pluggy").mkdir()
+    assert not server.shadowed(plain, str(tree)) and server.shadowed({"argv": [], "pythonpath": "src"}, str(tree))
+    (tree / "json.py").write_text("")  # the server imported json: a plain command's pytest would take this one
+    assert server.shadowed(plain, str(tree))
