@@ -468,3 +468,31 @@ def test_the_probe_server_runs_plainly_a_command_whose_tree_shadows_what_it_impo
     assert not server.shadowed(plain, str(tree)) and server.shadowed({"argv": [], "pythonpath": "src"}, str(tree))
     (tree / "json.py").write_text("")  # the server imported json: a plain command's pytest would take this one
     assert server.shadowed(plain, str(tree))
+
+
+@pytest.mark.docker
+def test_a_docker_spare_is_started_once_the_open_sandboxs_first_command_has_started(swedeck_env: Settings, sample_tasks) -> None:  # noqa: ANN001
+    """Each open warms the next sandbox of its task in the background. Started at the open, the
+    engine started that container while it started the grade's first exec, the one the grade waits
+    on; it now starts once that command has."""
+    from conftest import make_backend
+
+    backend = make_backend("docker", swedeck_env)  # its own backend: the session's spares stay out of this
+    task = sample_tasks["sample__semverlite-1"]
+    try:
+        box = backend.open(task)
+        try:
+            time.sleep(0.5)
+            assert not backend._warming and not backend._spares
+            assert box.run("echo ran", timeout=30).output.strip() == "ran"
+            deadline = time.monotonic() + 60
+            while not backend._spares and time.monotonic() < deadline:
+                time.sleep(0.1)
+            (spare,) = backend._spares.values()
+        finally:
+            box.close()
+        again = backend.open(task)
+        assert again is spare
+        again.close()
+    finally:
+        backend.drain()

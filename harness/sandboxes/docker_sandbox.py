@@ -12,7 +12,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
@@ -130,6 +130,8 @@ class DockerSandbox:
             release(self.root)
             raise
         self._runs = itertools.count(1)  # next() is atomic: commands may run from several threads
+        # what the backend does once this sandbox's first command has started (DockerBackend.open)
+        self.when_started: Callable[[], None] | None = None
         self._reaping = threading.Lock()
         self._setpriv = ""  # its path in the image, found as the tree is unpacked (see run)
         self._keeper = ""  # the pid of the process that keeps the container up (REAP_LOOP)
@@ -241,6 +243,9 @@ class DockerSandbox:
             self.container.id, argv, user=user, workdir=self.workdir, environment=dict(env or {})
         )["Id"]
         chunks: Iterator[bytes] = api.exec_start(exec_id, stream=True)
+        if self.when_started is not None:
+            started_hook, self.when_started = self.when_started, None
+            started_hook()
         # exec streams block while the command is silent, so the host-side backstop is a timer
         killers: list[threading.Thread] = []
         kill = lambda: killers.append(self._kill_all())
