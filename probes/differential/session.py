@@ -84,13 +84,11 @@ class DifferentialSession:
         self.values = pool(task.problem_statement, sources.values())
         self._gold: Observed | None = None
         self.programs: list[Program] = []
-        self.runs = 0  # sandbox runs of the driver
         self._opaque: dict[tuple[str, str, str], bool] = {}
 
     def gold(self) -> Observed:
         if self._gold is None:
             first = run_programs(self.task, self.backend, self.task.answer.gold_patch, self.base, self.changed, discover=True)
-            self.runs += 1
             progs = [p for p in self.base if p.key in first.results]
             per_test = max(8, self.budget // max(len(progs), 1))
             extra: list[Program] = []
@@ -100,7 +98,6 @@ class DifferentialSession:
                 extra += variants(base, reached, self.values, first.alternatives.get(base.key, {}), per_test)
             extra = extra[: self.budget]
             second = run_programs(self.task, self.backend, self.task.answer.gold_patch, extra, self.changed) if extra else Observed({})
-            self.runs += bool(extra)
             self.programs = progs + [p for p in extra if p.key in second.results]
             self._gold = Observed({**first.results, **second.results}, first.alternatives, first.error or second.error)
         return self._gold
@@ -117,7 +114,6 @@ class DifferentialSession:
         if not self.programs:
             return Differential(None, 0, gold.error or "no FAIL_TO_PASS test could be replayed")
         other = run_programs(self.task, self.backend, patch, self.programs, self.changed)
-        self.runs += 1
         if other.error:
             return Differential(None, 0, other.error)
         tried, names, unconfirmed = 0, 0, 0
@@ -145,10 +141,8 @@ class DifferentialSession:
     def confirmed(self, program: Program, patch: str, gold: Sequence[dict], other: Sequence[dict]) -> bool:
         """The program alone, in a fresh sandbox on each tree, behaves as in the batch (no state left by
         an earlier program, no flake): the rule ``probes.observe`` applies to its calls."""
-        again = [run_programs(self.task, self.backend, p, [program], self.changed).results.get(program.key)
-                 for p in (self.task.answer.gold_patch, patch)]  # fmt: skip
-        self.runs += 2
-        g, o = again
+        g, o = [run_programs(self.task, self.backend, p, [program], self.changed).results.get(program.key)
+                for p in (self.task.answer.gold_patch, patch)]  # fmt: skip
         return g is not None and o is not None and [behaviour(x) for x in g] == [behaviour(x) for x in gold] \
             and [behaviour(x) for x in o] == [behaviour(x) for x in other]
 
@@ -163,7 +157,6 @@ class DifferentialSession:
             base = self.gold().results.get(program.base_key)
             renamed = renamed_everywhere(next(p for p in self.base if p.key == program.base_key), old, new)
             observed = run_programs(self.task, self.backend, self.task.answer.gold_patch, [renamed], self.changed)
-            self.runs += 1
             got = observed.results.get(renamed.key)
             self._opaque[key] = base is not None and got is not None and equivariant(base, got, old, new)
         return self._opaque[key]

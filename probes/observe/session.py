@@ -146,12 +146,10 @@ class ObservationSession:
         self.rows: list[dict] = []
         self.paths: list[str] = []
         self._gold: Replay | None = None
-        self.runs = 0
         self.seconds = 0.0  # spent on this task so far
 
     def replay(self, patch: str, calls: Sequence[tuple[str, Call]]) -> dict[str, list[dict]]:
         progs = [call_program(call, key) for key, call in calls]
-        self.runs += 1
         got = run_programs(self.task, self.backend, patch, progs, [], paths=self.paths, timeout_s=REPLAY_TIMEOUT_S,
                            program_timeout_s=CALL_TIMEOUT_S)  # fmt: skip
         return got.results
@@ -161,7 +159,6 @@ class ObservationSession:
             replay = Replay()
             if self.ctx.watched:
                 self.rows, replay.error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
-                self.runs += 1
             seeds = prioritised(seeds_from_records(self.rows), self.ctx.fail_to_pass)[: self.budget // 2]
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
             documented = documented_calls(self.ctx.documents, one_per_target, iterators(self.rows))
