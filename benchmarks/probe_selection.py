@@ -130,7 +130,7 @@ def main() -> int:
             )
             print(
                 f"{task.instance_id:26} {len(candidates):6} {traced:4} {sel_exec:9} {full_exec:9} {ratio:6.2f}"
-                + "".join(f" {wall[arm]:12.1f}" for arm in arms)
+                + "".join(f" {wall[arm]:12.2f}" for arm in arms)
                 + f" {floor:6.1f} {over:7.2f} {str(same):>12}{note}"
             )
             for i, (a, b) in enumerate(zip(selected, full, strict=True)):
