@@ -37,9 +37,7 @@ session, not once per task.
 
 import sys
 
-AT_START = set(sys.modules)  # the interpreter's start-up imports, which a plain command makes as well
-
-# after AT_START: a plain command might import these from the tree
+AT_START = set(sys.modules)  # start-up imports, which a plain command makes too; it may take the rest from the tree
 import base64
 import gc
 import json
@@ -52,7 +50,7 @@ import threading
 import time
 
 from session_warmup import ahead, preload, warm_pytest  # shipped beside this file
-from swedeck_preload import shadows  # shipped beside this file too
+from swedeck_preload import shadowed  # shipped beside this file too: the grades' rule
 
 POLL_S = 0.001
 STARTED_WITH = os.environ.get("PYTHONPATH", "")  # the server's own, whose entries follow sys.path[0]
@@ -176,16 +174,6 @@ def child(command, root, env, log, tmpdir, said, bytecode=False, config=None):
         traceback.print_exc()
         sys.stderr.flush()
         os._exit(70)
-
-
-def shadowed(command, root):
-    """Whether a folder the command puts ahead of what this process imported (the work directory, a
-    ``PYTHONPATH=src``) holds an entry named like one of those modules (a tree that is pluggy, a file
-    named like a standard module pytest imports): the plain command would import that entry, so a
-    fork, which has the other, may not run it."""
-    entries = [os.path.normpath(os.path.join(root, p)) for p in (command.get("pythonpath") or "").split(":") if p]
-    ahead = [p for p in (root, *entries) if p not in SERVER_PATH]
-    return shadows(ahead, {name.partition(".")[0] for name in set(sys.modules) - AT_START})
 
 
 def ancestors():
@@ -321,7 +309,7 @@ def warm_up(root, warm):
         log = tmpdir + ".log"
         open(log, "w").close()
         command = {"argv": [*each["argv"], "--collect-only", "-q"], "shell": "", "pythonpath": each["pythonpath"]}
-        pid, said = start_command(command, root, warm["env"], log, tmpdir, not shadowed(command, root), bytecode=True)
+        pid, said = start_command(command, root, warm["env"], log, tmpdir, not shadowed(root, each["pythonpath"] or "", SERVER_PATH, AT_START), bytecode=True)
         started.append((pid, said, log, tmpdir, time.monotonic()))
     return started
 
@@ -428,7 +416,7 @@ def main():
         for command in job["commands"]:
             remove(tmpdir)
             os.mkdir(tmpdir, 0o700)
-            fork = forkable and command["argv"] is not None and threading.active_count() == 1 and not shadowed(command, root)
+            fork = forkable and command["argv"] is not None and threading.active_count() == 1 and not shadowed(root, command.get("pythonpath") or "", SERVER_PATH, AT_START)
             config = configs.get(tuple(command["argv"] or ())) if fork else None
             code, timed_out, limited, seconds, unreaped = run_command(
                 command, root, command["env"], command["log"], job["timeout"], job["output_bytes"], tmpdir, fork, config

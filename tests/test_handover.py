@@ -366,7 +366,7 @@ def test_a_preloaded_interpreter_runs_the_tests_as_the_plain_command_does(
     task = sample_tasks[TOPOSORT]
     patch = make_patch(task, {"toposort/graph.py": lambda text: _gold_file(task) + SEEN})
     preloaded = run_tests(task, patch, limited_backend)
-    monkeypatch.setattr(grader, "_preload", lambda task, sandbox: "")
+    monkeypatch.setattr(grader, "preload_word", lambda task, sandbox: "")
     plain = run_tests(task, patch, limited_backend)
     assert preloaded.outcome == plain.outcome == "ok", (preloaded.detail, plain.detail)
     assert preloaded.statuses == plain.statuses and preloaded.exit_codes == plain.exit_codes
@@ -440,8 +440,7 @@ def test_a_folder_ahead_that_holds_a_preloaded_modules_name_sends_the_command_to
     monkeypatch.setattr(preload, "STARTED_WITH", "/env/site")
     monkeypatch.setattr(sys, "path", ["/plugins", "/env/site", "/usr/lib/python3.11"])
     monkeypatch.setenv("PYTHONPATH", "src:/plugins:/env/site")
-    path, ahead = preload.command_path("/testbed")
-    assert path == ["/testbed", "/testbed/src", "/plugins", "/env/site", "/usr/lib/python3.11"] and ahead == ["/testbed", "/testbed/src"]
+    assert preload.command_path("/testbed") == ["/testbed", "/testbed/src", "/plugins", "/env/site", "/usr/lib/python3.11"]
     tree = tmp_path / "tree"
     (tree / "src" / "pluggy").mkdir(parents=True)
     (tree / "inspect.py").write_text("")
@@ -449,25 +448,38 @@ def test_a_folder_ahead_that_holds_a_preloaded_modules_name_sends_the_command_to
     assert preload.shadows([str(tree)], {"inspect", "pytest"})
     assert preload.shadows([str(tree), str(tree / "src")], {"pluggy"}) and not preload.shadows([str(tree)], {"pluggy"})
     assert not preload.shadows([str(tree), str(tmp_path / "missing")], {"json", "_pytest"})
+    (tree / "_speedups.cpython-311-x86_64-linux-gnu.so").write_text("")
+    assert preload.shadows([str(tree)], {"_speedups"})
 
 
-def test_the_probe_server_runs_plainly_a_command_whose_tree_shadows_what_it_imported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The probe server forks pytest from a process that imported pytest, its plugins and modules of
-    its own: a tree (or its ``PYTHONPATH=src``) holding an entry named like one of those would have
-    that entry imported by the plain command, so such a command is not forked (as a grade's is not)."""
+def test_regression_a_pytest_ini_is_no_module_named_pytest(tmp_path: Path) -> None:
+    """The rule first took any entry's name up to its first dot, so a tree with a ``pytest.ini`` (or
+    ``setup.cfg`` beside a preloaded ``setup``) shadowed pytest, and every probe of such a tree ran as
+    a plain command; only suffixes the interpreter imports count."""
+    preload = _preloader()
+    for name in ("pytest.ini", "tox.ini", "json.txt", "pluggy-1.0.dist-info", "inspect.py.orig"):
+        (tmp_path / name).write_text("")
+    assert not preload.shadows([str(tmp_path)], {"pytest", "tox", "json", "pluggy", "inspect"})
+
+
+def test_a_command_whose_tree_shadows_what_the_process_imported_is_not_forked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grades' preloaded interpreter and the probe server fork pytest from a process that imported
+    pytest, its plugins and modules of their own: a tree (or its ``PYTHONPATH=src``) holding an entry
+    named like one of those would have that entry imported by the plain command, so such a command is
+    not forked. Only folders the command puts ahead of the process's own path count."""
     server = _server(monkeypatch)
-    # as in a sandbox, where the server's interpreter had imported only its start-up modules
-    monkeypatch.setattr(server, "AT_START", {"sys", "builtins", "os", "posix"})
+    at_start = set(sys.modules) - {"json", "pluggy"}  # as if the process had imported these itself
     tree = tmp_path / "tree"
     (tree / "src").mkdir(parents=True)
     (tree / "tests").mkdir()
     (tree / "setup.py").write_text("")
-    plain = {"argv": [], "pythonpath": None}
-    assert not server.shadowed(plain, str(tree))
+    known = [str(tmp_path / "plugins")]
+    assert not server.shadowed(str(tree), "", known, at_start)
     (tree / "src" / "pluggy").mkdir()
-    assert not server.shadowed(plain, str(tree)) and server.shadowed({"argv": [], "pythonpath": "src"}, str(tree))
-    (tree / "json.py").write_text("")  # the server imported json: a plain command's pytest would take this one
-    assert server.shadowed(plain, str(tree))
+    assert not server.shadowed(str(tree), "", known, at_start) and server.shadowed(str(tree), "src", known, at_start)
+    assert not server.shadowed(str(tree), "src", [*known, str(tree / "src")], at_start)  # not ahead: the process had it
+    (tree / "json.py").write_text("")
+    assert server.shadowed(str(tree), "", known, at_start)
 
 
 @pytest.mark.docker

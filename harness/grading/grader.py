@@ -34,18 +34,10 @@ from pathlib import Path
 from harness.config import SandboxConfig, Settings
 from harness.grading import canaries, tamper
 from harness.grading.capabilities import describe, violations
-from harness.grading.commands import pytest_command
-from harness.grading.handover import Held
+from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
 from harness.grading.patching import APPLY_STRATEGIES, apply_patch
-from harness.grading.reports import (
-    Budget,
-    command_statuses,
-    forged_passes,
-    read_instrumentation,
-    read_junit,
-    read_raised,
-)
+from harness.grading.reports import Budget, command_statuses, forged_passes, read_instrumentation, read_junit, read_raised
 from harness.grading.shipping import PLUGIN_PATH, ship
 from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
 from harness.grading.trusted import (
@@ -64,15 +56,7 @@ from harness.grading.trusted import (
 from harness.grading.verdict import TamperMode, compare
 from harness.names import file_name
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
-from harness.sandboxes.sandbox import (
-    IO_DIR,
-    Backend,
-    EnvError,
-    Sandbox,
-    SandboxError,
-    Unreadable,
-    tail,
-)
+from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
 
 
 class _Stages:
@@ -182,7 +166,7 @@ def _run_in(
     try:
         if patch.strip() and task.test_cmd:
             # started first: the host plants the canaries and writes the tests' inputs while it starts
-            held = Held(sandbox, patch, token, first=first, then=then, timeout=_timeout(sandbox), preload=_preload(task, sandbox))
+            held = Held(sandbox, patch, token, first=first, then=then, timeout=_timeout(sandbox), preload=preload_word(task, sandbox))
         hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
         planted: list[canaries.Canary] = []
         if pool is not None:
@@ -225,18 +209,6 @@ def _run_in(
     finally:
         if held is not None:
             held.stop()
-
-
-def _preload(task: Task, sandbox: Sandbox) -> str:
-    """The interpreter's word where the first test command is ``python -m pytest`` run with the
-    grade's plugins (so its PYTHONPATH is ours) and no activation, which a preloaded interpreter can
-    run exactly as the shell would (``swedeck_preload``); else "". Not under Docker, where it was
-    measured to save nothing: the import competes with the exec's start and the apply for the
-    machine, and the command's end must reap the preloaded processes."""
-    if sandbox.backend != "bwrap" or not uses_junit(task.log_parser) or sandbox.activation:
-        return ""
-    command = pytest_command(task.test_cmd[0], PLUGIN_PATH)
-    return command["python"] if command is not None else ""
 
 
 def _timeout(sandbox: Sandbox) -> float:

@@ -76,27 +76,42 @@ def exit_code(raised):
 
 
 def command_path(root):
-    """(sys.path as ``python -m pytest`` builds it here, the folders in it this process did not have):
-    the work directory, PYTHONPATH's entries, then the rest (site removes duplicates); this script's
-    folder and the entries this process started with go."""
+    """sys.path as ``python -m pytest`` builds it here: the work directory, PYTHONPATH's entries, then
+    the rest (site removes duplicates); this script's folder and the entries this process started
+    with go."""
     inherited = {os.path.abspath(p) for p in STARTED_WITH.split(":") if p}
     entries = [os.path.abspath(os.path.join(root, p)) for p in os.environ.get("PYTHONPATH", "").split(":") if p]
     rest = [p for p in sys.path[1:] if p not in inherited]
-    path = list(dict.fromkeys([root, *entries, *rest]))
-    return path, [p for p in path if p not in sys.path]
+    return list(dict.fromkeys([root, *entries, *rest]))
+
+
+def shadowed(root, pythonpath, known, at_start):
+    """Whether a folder a command puts ahead of ``known`` (this process's sys.path): the work
+    directory, a ``PYTHONPATH=src``, holds an entry named like a module this process imported since
+    ``at_start`` (a tree that is pluggy, a ``json.py``). The plain command would import that entry, so
+    a fork, which has the other, may not run the command. The probe server asks too."""
+    entries = [os.path.abspath(os.path.join(root, p)) for p in pythonpath.split(":") if p]
+    ahead = [p for p in (root, *entries) if p not in known]
+    return shadows(ahead, {name.partition(".")[0] for name in set(sys.modules) - at_start})
 
 
 def shadows(folders, names):
-    """Whether a folder holds an entry a plain command would import as one of ``names``: any entry
-    whose name before its first dot is one (a module, package, namespace or extension), which is
-    more than the import system would take, never less."""
+    """Whether a folder holds an entry a plain command would import as one of ``names``: a folder of
+    that name (a package or a namespace), or a file of that name with a suffix the interpreter imports
+    (source, bytecode, an extension). More than the import system would take, never less; a
+    ``pytest.ini`` is no module."""
+    from importlib.machinery import all_suffixes
+
+    suffixes = sorted(all_suffixes(), key=len, reverse=True)  # ".cpython-311-...so" before ".so"
     for folder in folders:
         try:
             entries = os.listdir(folder)
         except OSError:
             continue
-        if any(entry.partition(".")[0] in names for entry in entries):
-            return True
+        for entry in entries:
+            stem = next((entry[: -len(suffix)] for suffix in suffixes if entry.endswith(suffix)), entry)
+            if stem in names:
+                return True
     return False
 
 
@@ -140,10 +155,9 @@ def child(job, group, preloaded):
     if job["pythonpath"] is not None:
         os.environ["PYTHONPATH"] = job["pythonpath"]
     root = os.getcwd()
-    path, ahead = command_path(root)
-    if not preloaded or shadows(ahead, {name.partition(".")[0] for name in set(sys.modules) - AT_START}):
+    if not preloaded or shadowed(root, os.environ.get("PYTHONPATH", ""), sys.path, AT_START):
         os.execvp("bash", ["bash", "-c", job["shell"]])
-    run_as_python_m_pytest(job, root, path)
+    run_as_python_m_pytest(job, root, command_path(root))
 
 
 def main():
