@@ -15,6 +15,11 @@ The tests run under a ``timeout`` of their own, of the configured length, so the
 into their time, and a timeout there reads as the sandbox's own. A patch plain ``git apply`` refuses
 goes on through the rest of the cascade in commands of its own (``harness.grading.patching``), and its
 tests in a command of their own, as before.
+
+Where the first test command is plain ``python -m pytest`` (``preload_word``), the command also starts
+an interpreter before the apply that imports pytest, nothing of the tree, and runs the tests in a fork
+once the tests' script wakes it (``harness/grading/plugins/swedeck_preload.py``): the tests' deadline
+and the command's end are the same as for the plain command.
 """
 
 from __future__ import annotations
