@@ -49,11 +49,10 @@ import subprocess
 import threading
 import time
 
-from session_warmup import ahead, preload, warm_pytest  # shipped beside this file
-from swedeck_preload import shadowed  # shipped beside this file too: the grades' rule
+from session_warmup import ahead, warm_pytest  # shipped beside this file
+from swedeck_preload import command_path, preload, shadowed  # shipped beside this file too: the grades' own
 
 POLL_S = 0.001
-STARTED_WITH = os.environ.get("PYTHONPATH", "")  # the server's own, whose entries follow sys.path[0]
 SERVER_PATH = list(sys.path)
 BASE = "/tmp/.swedeck-probe-base"  # the prepared tree's snapshot, which every job's tree is put back to
 COLLECT_EVERY = 8  # switches between collections of what earlier tasks' configurations left (take_tree)
@@ -147,9 +146,7 @@ def child(command, root, env, log, tmpdir, said, bytecode=False, config=None):
         sys.path[0] = root  # as `python -m pytest` has it
         if command.get("pythonpath") is not None:  # the command's own PYTHONPATH in place of the server's
             os.environ["PYTHONPATH"] = command["pythonpath"]
-            inherited = {os.path.abspath(p) for p in STARTED_WITH.split(":") if p}
-            entries = [os.path.normpath(os.path.join(root, p)) for p in command["pythonpath"].split(":")]
-            sys.path[:] = list(dict.fromkeys([root, *entries, *(p for p in sys.path[1:] if p not in inherited)]))
+            sys.path[:] = command_path(root)
         import pytest
 
         if config is not None:

@@ -1,28 +1,11 @@
-"""The probe server's warm-up (probes/session_server.py, shipped beside it): pytest imported, one
-pytest session of its own run on a test file outside the tree, and each command's configuration object
-built ahead. Standalone like the server: the standard library, then pytest."""
+"""The probe server's warm-up (probes/session_server.py, shipped beside it), once pytest is imported
+(``swedeck_preload.preload``, the grades' own): one pytest session of its own run on a test file
+outside the tree, and each command's configuration object built ahead. Standalone like the server:
+the standard library, then pytest."""
 
 import os
 import shutil
 import sys
-
-
-def preload():
-    """pytest and its default plugins; never anything of the tree."""
-    try:
-        import importlib
-
-        import _pytest.config
-        import pytest  # noqa: F401
-
-        for name in _pytest.config.default_plugins:
-            try:
-                importlib.import_module("_pytest." + name)
-            except Exception:  # noqa: BLE001 - a plugin pytest itself may fail to load is loaded later or not at all
-                pass
-        return True
-    except Exception:  # noqa: BLE001 - no pytest here: every command runs plainly
-        return False
 
 
 # a fixture, a parametrized test, pytest.raises and a test class: what most suites use

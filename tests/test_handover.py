@@ -251,9 +251,12 @@ def test_the_probe_server_answers_on_pytests_word_and_leaves_the_exited_child_to
 def test_regression_forked_probes_do_not_import_tomllib_each_run() -> None:
     """Most trees configure pytest in pyproject.toml. The server's warm-up read an ini file, so every
     fork imported tomllib and compiled its patterns again: about 5 ms of each probe's run."""
+    from harness.grading.shipping import PLUGINS
+
     folder = Path(grader.__file__).parents[2] / "probes"
-    code = "import sys, session_warmup as w; w.preload(); w.warm_pytest(); print('tomllib' in sys.modules)"
-    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=120)
+    code = "import sys, session_warmup as w, swedeck_preload as p; p.preload(); w.warm_pytest(); print('tomllib' in sys.modules)"
+    env = {**os.environ, "PYTHONPATH": str(PLUGINS)}  # shipped beside the server, as in a sandbox
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=120, env=env)
     assert done.stdout.split()[-1:] == ["True"], done.stdout + done.stderr
 
 # What a patch's code can newly reach: the held command's tests script (bash reads it as it goes, so
