@@ -6,6 +6,8 @@ and a size-capped /tmp. The sealed buggy tree is copied in at open; corpus image
 repository are sealed in place. Commands run through ``docker exec`` with the same wrapper as bwrap,
 inside a root wrapper that drops to the sandbox user with setpriv where the image has it
 (``harness.sandboxes.docker_sandbox.DockerSandbox._as_user``).
+A sandbox's first command runs in an exec started as the sandbox opened (``DockerSandbox._stand_by``):
+starting an exec is most of a short command's cost, and spares open ahead of their first command.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import tarfile
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
@@ -65,6 +65,9 @@ done
 # where setpriv is (see DockerSandbox.run)
 CHILDREN = 'echo "children: $(cat /proc/1/task/1/children)"'
 SETPRIV = 'echo "setpriv: $(command -v setpriv)"'
+# The standby exec (DockerSandbox._stand_by): started as the sandbox opens, it waits for the host's word
+# on a pipe only root opens, then runs the script the host wrote for the sandbox's first command
+STANDBY = 'read -r said < {pipe} && [ "$said" = go ] && exec bash {script}'
 
 
 class Owner(Protocol):
@@ -135,14 +138,54 @@ class DockerSandbox:
         self._reaping = threading.Lock()
         self._setpriv = ""  # its path in the image, found as the tree is unpacked (see run)
         self._keeper = ""  # the pid of the process that keeps the container up (REAP_LOOP)
+        self._standby: tuple[str, Any, str, str] | None = None  # exec id, its stream, pipe, script
+        self._standing = threading.Lock()
         try:
             if tar is None:
                 self._seal_in_place(task)
             else:
                 self._unpack_tree(tar)
+            self._stand_by()
         except BaseException:
             self.close()
             raise
+
+    def _stand_by(self) -> None:
+        """Start the exec the first command will run in, now: starting an exec is the slowest part of
+        a short command (50-100 ms), and a sandbox is mostly opened ahead of its first command (a spare,
+        ``harness.sandboxes.docker.DockerBackend``). Only where that command runs as root (the wrapper
+        that drops to the sandbox user, or a repository that lives in its image), so the exec's user
+        is the same either way. Nothing of the sandbox's commands runs before the standby's command:
+        it is the first, and it is gone (consumed, or killed by a reaping) before the second."""
+        if not (self._setpriv or self.user == "root"):
+            return
+        token = secrets.token_hex(8)
+        pipe, script = make_pipe(self.io, f"{IO_DIR}/.standby-{token}", 0), f"{IO_DIR}/.standby-{token}.sh"
+        api = self.client.api
+        command = STANDBY.format(pipe=pipe, script=script)
+        exec_id = api.exec_create(self.container.id, ["bash", "-c", command], user="root", workdir=self.workdir)["Id"]
+        self._standby = (exec_id, api.exec_start(exec_id, stream=True), pipe, script)
+
+    def _take_standby(self, argv: list[str], env: Mapping[str, str]) -> tuple[str, Any, int] | None:
+        """The standby's exec id and stream, told to run ``argv`` with ``env``, and the pipe's file
+        descriptor, to close once the command ended (until the standby opens the pipe, the word waits
+        in it only while a writer holds it open); None where there is no standby any more."""
+        with self._standing:
+            standby, self._standby = self._standby, None
+        if standby is None:
+            return None
+        exec_id, chunks, pipe, script = standby
+        exports = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in env.items())
+        write_io(Path(io_target(self.io, script)), f"{exports}exec {shlex.join(argv)}\n".encode())
+        held = os.open(io_target(self.io, pipe), os.O_RDWR | os.O_NOFOLLOW)  # never blocks on a pipe
+        os.write(held, b"go\n")
+        return exec_id, chunks, held
+
+    def _drop_standby(self) -> None:
+        with self._standing:
+            standby, self._standby = self._standby, None
+        if standby is not None:
+            standby[1].close()
 
     def _unpack_tree(self, tar: Path) -> None:
         """The workdir is a tmpfs, which the engine's archive copy cannot see into: the tree's tar is
@@ -239,10 +282,14 @@ class DockerSandbox:
         if self._setpriv:
             status = self.io / f".status-{secrets.token_hex(8)}"
             argv, user = ["bash", "-c", self._as_user(argv, f"{IO_DIR}/{status.name}", reap)], "root"
-        exec_id = api.exec_create(
-            self.container.id, argv, user=user, workdir=self.workdir, environment=dict(env or {})
-        )["Id"]
-        chunks: Iterator[bytes] = api.exec_start(exec_id, stream=True)
+        standby = self._take_standby(argv, env or {}) if user == "root" else None
+        if standby is not None:
+            exec_id, chunks, held = standby
+        else:
+            exec_id = api.exec_create(
+                self.container.id, argv, user=user, workdir=self.workdir, environment=dict(env or {})
+            )["Id"]
+            chunks, held = api.exec_start(exec_id, stream=True), None
         if self.when_started is not None:
             started_hook, self.when_started = self.when_started, None
             started_hook()
@@ -257,6 +304,8 @@ class DockerSandbox:
         finally:
             watchdog.cancel()
             watchdog.join()
+            if held is not None:
+                os.close(held)
         for killer in killers:  # done before the next command starts, or it would kill that one too
             killer.join()
         code = _status(status)
@@ -294,6 +343,7 @@ class DockerSandbox:
         return REAP_LOOP.replace("KEEPER", self._keeper).replace("DONE", done)
 
     def _reap(self) -> tuple[int, bytes]:
+        self._drop_standby()  # it is one of the processes killed
         # one reaper at a time: two would kill each other
         with self._reaping:
             return self.container.exec_run(["bash", "-c", self._reap_loop("exit 0") + "exit 1\n"], user="root")
@@ -308,6 +358,7 @@ class DockerSandbox:
         """Remove the container, then its folder, in the background: nothing waits for them, and a
         non-daemon thread still finishes before the interpreter exits, so nothing is leaked."""
         container, root = self.container, self.root
+        self._drop_standby()
 
         def remove() -> None:
             try:
