@@ -8,6 +8,9 @@ grades every probe in each mode (``--arms``) on the same backend:
     files each test runs; a probe then runs only the tests its change can impact, the binding
     (FAIL_TO_PASS) ones first, each run stopping at its first failure; the other tests keep gold's status;
   * full       -- the full suite for every probe, in probe sessions;
+  * sel-solo   -- selection in probe sessions without mutant schemata (``probes.schema``), which sel and
+    full use: probes that each rewrite one function's body run in one collected pytest session, a fork
+    per probe;
   * sel-grade  -- selection with every run a ``harness.grading.grader.grade`` of its own (before probe sessions);
   * full-grade -- the full suite, each probe a ``grade`` of its own (the baseline issue 24 measured).
 With ``--repeat N`` each task's arms run N rounds, in reverse order every other round, and each
@@ -21,7 +24,7 @@ run a probe needed; a test that kept gold's status without running costs nothing
 count and wall time include the task's traced gold run (column ``cov``, paid once per task). The floor
 is the sum, over every test command the sel mode ran, of pytest's own time for it (the JUnit report's
 testsuite time: collecting the selected tests' modules and running them; the traced gold run's
-included), measured in the same run; probing's multiple is sel's wall time over that floor (target <= 2x).
+included; a schema's collection counted once, each of its runs' own time on top), measured in the same run; probing's multiple is sel's wall time over that floor (target <= 2x).
 The process's first probe session is opened before the first task's timed arms (one probe of it graded,
 untimed) and parked, as a curate run's sessions are between tasks: every arm of every task then takes
 a parked session over, instead of the first arm of the first task alone paying a fresh start (its time
@@ -51,7 +54,7 @@ from probes.pool import release_parked
 from probes.session import Stats
 
 
-ARMS = ("sel", "full", "sel-grade", "full-grade")
+ARMS = ("sel", "full", "sel-solo", "sel-grade", "full-grade")
 
 
 def main() -> int:
@@ -101,6 +104,7 @@ def main() -> int:
                     results[(arm, round_)] = run_probes(
                         task, candidates, backend, p1, stamp, selection=arm.startswith("sel"), workers=args.workers,
                         timeout_s=timeout, tree=tree, sessions=not arm.endswith("grade"), stats=runs[arm][-1],
+                        schemata=not arm.endswith("solo"),
                     )  # fmt: skip
                     walls[arm].append(time.perf_counter() - started)
             wall = {arm: statistics.median(walls[arm]) for arm in arms}
@@ -125,7 +129,7 @@ def main() -> int:
             ses = stats["sel"]
             note = "" if traced else "  (not traced)"
             note += (
-                f"  (sessions: {ses.graded} runs, {ses.fallback} by the grader, {ses.forked} forked, {ses.plain} plain, {ses.switched} taken over;"
+                f"  (sessions: {ses.graded} runs, {ses.schema_runs} of them in {ses.schemata} schemata, {ses.fallback} by the grader, {ses.forked} forked, {ses.plain} plain, {ses.switched} taken over;"
                 f" s: start {ses.start_s:.1f}, commands {ses.command_s:.1f}, host {ses.host_s:.1f}, restore {ses.restore_s:.1f})"
             )
             print(

@@ -17,7 +17,10 @@ from harness.grading.verdict import compare
 from harness.records import Grade, Status, Task, TestRun
 from harness.sandboxes.sandbox import Backend
 from probes.checks import Checks
-from probes.session import DEPTH, ProbeSession, Stats, ServerGone, fit
+from probes.schema import BATCH, Schema
+from probes.session import DEPTH, ProbeSession, ServerGone, Stats, fit
+
+Step = tuple[str, frozenset[str] | None, int | None]  # a probe's run: (patch, its tests or None for all, maxfail)
 
 
 PARKED_MAX = 4  # idle sessions kept for later tasks; the oldest is closed first
@@ -194,6 +197,47 @@ class SessionPool:
             expected = {test_id: expected[test_id] for test_id in select if test_id in expected}
         config = getattr(backend, "config", None)
         return compare(run, expected, task, getattr(config, "tamper", "zero"))
+
+    def schema_grades(
+        self, task: Task, backend: Backend, expected: dict[str, Status], steps: Sequence[tuple[str, Sequence[str] | None, int | None]],
+        log_dir: Path | None = None,
+    ) -> dict[Step, Grade]:
+        """The grades of those of ``steps`` (patch, tests or None for all, maxfail) that mutant schemata
+        could run (``probes.schema``, up to BATCH probes a schema), each what ``grade`` gives that run,
+        keyed by ``Step``. A task with one pytest command only; every other step is left to ``grade``."""
+        if len(task.test_cmd) != 1:
+            return {}
+        session = self._take()
+        if session is None:
+            return {}
+        out: dict[Step, Grade] = {}
+        broken = False
+        tamper = getattr(getattr(backend, "config", None), "tamper", "zero")
+        try:
+            gold = self.checks.get(task.answer.gold_patch)
+            batches: list[tuple[Schema, list]] = []
+            for number, (patch, tests, maxfail) in enumerate(steps, 1):
+                if gold is None or (files := self.checks.get(patch)) is None:
+                    continue
+                if not batches or len(batches[-1][1]) == BATCH:
+                    batches.append((Schema(gold), []))
+                schema, joined = batches[-1]
+                if schema.add(number, files):
+                    joined.append((patch, number, schema.numbers[number], tests, maxfail))
+            for schema, joined in batches:
+                if len(joined) < 2:  # one probe alone gains nothing from a schema
+                    continue
+                runs = session.run_schema(schema.files(), joined, log_dir)
+                for patch, number, _, tests, maxfail in joined:
+                    if number in runs:
+                        wanted = expected if tests is None else {t: expected[t] for t in tests if t in expected}
+                        out[(patch, None if tests is None else frozenset(tests), maxfail)] = compare(runs[number], wanted, task, tamper)
+        except (ServerGone, OSError):
+            broken = True
+        finally:
+            self._give_back(session, broken)
+        self.stats.add(graded=len(out))
+        return out
 
     def close(self) -> None:
         """Sessions still healthy are parked for a later task (``park``), the others closed."""

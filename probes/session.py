@@ -96,6 +96,8 @@ class Stats:
     restore_s: float = 0.0  # putting the tree back after each probe (after its answer, while the host reads it)
     start_s: float = 0.0  # opening sessions: sandbox, hidden tests, the server's imports, warm-up, snapshot
     switched: int = 0  # sessions a task took over from another (parked, ``fit``), its tree swapped in
+    schemata: int = 0  # schema runs (``run_schema``): one collection, many probes
+    schema_runs: int = 0  # probe runs in them
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **counts: float) -> None:
@@ -158,7 +160,7 @@ class ProbeSession:
         box.write_file(f"{self.folder}/{WARMUP.name}", WARMUP.read_bytes())
         box.write_file(f"{self.folder}/{PRELOAD.name}", PRELOAD.read_bytes())
         # before the server starts: Python remembers a folder on its path that was empty or missing
-        ship(box, ("swedeck_select", "swedeck_coverage"))
+        ship(box, ("swedeck_select", "swedeck_coverage", "swedeck_schema"))
         command = f"python {self.folder}/server.py {self.folder}"
 
         def serve() -> None:
@@ -241,8 +243,7 @@ class ProbeSession:
         """``harness.grading.grader.run_tests`` for one of our patches, whose ``files`` passed the checks
         (``Checks.files``). ``coverage``: the paths the coverage plugin traces. Raises ServerGone."""
         started = time.monotonic()
-        with self.numbering:
-            n, self.jobs = self.jobs, self.jobs + 1
+        n = self._number()
         box, folder = self.box, self.folder
         addopts = self._addopts(maxfail)
         env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": PLUGIN_PATH}
@@ -255,29 +256,82 @@ class ProbeSession:
             env["SWEDECK_COVER_FILES"], env["SWEDECK_COVER_ROOT"] = f"{folder}/cover-files-{n}", box.workdir
             env["SWEDECK_COVER_LOG"] = box.output(f"{folder}/cover-{n}.jsonl")
             box.write_file(env["SWEDECK_COVER_FILES"], "".join(f"{path}\n" for path in coverage))
-        commands = []
-        for i, command in enumerate(self.task.test_cmd):
-            junit, log = box.output(f"{folder}/junit-{n}-{i}.xml"), box.output(f"{folder}/log-{n}-{i}")
-            commands.append({
-                **(pytest_command(command, env["PYTHONPATH"]) or {"argv": None}), "shell": command, "log": log, "junit": junit,
-                "env": {**env, "PYTEST_ADDOPTS": f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}{addopts}"},
-            })  # fmt: skip
-        result = box.output(f"{folder}/result-{n}.json")
-        job = {
-            "files": {p: None if f is None else [f[0], base64.b64encode(f[1]).decode()] for p, f in files.items()},
-            "commands": commands, "timeout": self.timeout_s, "output_bytes": self.output_bytes,
-        }  # fmt: skip
-        box.write_file(f"{folder}/job-{n}.json", json.dumps(job))
-        box.write_file(f"{folder}/job-{n}.go", "")
-        sent = time.monotonic()
-        # the jobs ahead of this one in the server's queue (DEPTH) are waited for too
-        ran = json.loads(self._wait(result, DEPTH * len(commands) * (self.timeout_s + 30) + 30))
+        commands = self._commands(n, self.task.test_cmd, env, addopts)
+        ran = self._serve(n, files, commands, self.timeout_s)
         answered = time.monotonic()
         run = self._run_of(patch, commands, ran, log_dir, answered - started)
         if coverage is not None:
             run.coverage = box.read_file(env["SWEDECK_COVER_LOG"], limit=REPORT_BYTES).decode(errors="replace")
-        self.stats.add(host_s=sent - started + time.monotonic() - answered, restore_s=ran[-1].get("restore", 0.0))
+        self.stats.add(host_s=time.monotonic() - answered)
         return run
+
+    def run_schema(
+        self, files: Files, mutants: Sequence[tuple[str, int, str, Sequence[str] | None, int | None]], log_dir: Path | None
+    ) -> dict[int, TestRun]:
+        """Probes switched into one tree (``probes.schema``: ``files``), each run on its own in a fork of
+        one collected session (``swedeck_schema``). ``mutants``: (patch, number, the key of the function
+        it rewrites, the tests to run or None for all, maxfail). Each probe run gives the ``TestRun`` its
+        own ``run_tests`` would; a probe missing from the answer was not run (its function ran during
+        collection, a run before it changed the tree, or the session's command failed): the caller
+        grades it on its own. Only for a task with one pytest command. Raises ServerGone."""
+        started = time.monotonic()
+        n = self._number()
+        box, folder = self.box, self.folder
+        job = {"mutants": [], "timeout": self.timeout_s, "output_bytes": self.output_bytes, "answer": box.output(f"{folder}/schema-{n}.json")}
+        env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": PLUGIN_PATH, "SWEDECK_SCHEMA": f"{folder}/schema-job-{n}.json"}
+        commands = self._commands(n, self.task.test_cmd[:1], env, self._addopts(None) + " -p swedeck_schema")
+        job["log"] = commands[0]["log"]
+        for _, number, key, tests, maxfail in mutants:
+            junit, log = box.output(f"{folder}/junit-{n}-m{number}.xml"), box.output(f"{folder}/log-{n}-m{number}")
+            job["mutants"].append({"number": number, "key": key, "tests": None if tests is None else list(tests), "maxfail": maxfail, "junit": junit, "log": log})
+        box.write_file(env["SWEDECK_SCHEMA"], json.dumps(job))
+        # the runs one after the other, each under the probes' timeout, after one collection
+        ran = self._serve(n, files, commands, len(mutants) * (self.timeout_s + 5) + self.timeout_s)
+        seconds = time.monotonic() - started
+        said = answered(box, job["answer"])  # written before the command ended, or never
+        answers = json.loads(said) if said is not None else {}
+        out = {}
+        for (patch, number, *_), mutant in zip(mutants, job["mutants"], strict=True):
+            outcome = answers.get(str(number))
+            if outcome is None or "skipped" in outcome:
+                continue
+            each = [{**commands[0], "log": mutant["log"], "junit": mutant["junit"]}]
+            out[number] = self._run_of(patch, each, [{**outcome, "forked": ran[0]["forked"]}], log_dir, outcome["seconds"])
+        # collection is pytest's own time too, paid once for the schema
+        self.stats.add(host_s=time.monotonic() - started - seconds, schema_runs=len(out), schemata=1, suite_s=answers.get("collection_s", 0.0))
+        return out
+
+    def _number(self) -> int:
+        with self.numbering:
+            n, self.jobs = self.jobs, self.jobs + 1
+        return n
+
+    def _commands(self, n: int, shells: Sequence[str], env: dict[str, str], addopts: str) -> list[dict]:
+        """The job's test commands, each with its log and JUnit report reserved."""
+        commands = []
+        for i, command in enumerate(shells):
+            junit, log = self.box.output(f"{self.folder}/junit-{n}-{i}.xml"), self.box.output(f"{self.folder}/log-{n}-{i}")
+            commands.append({
+                **(pytest_command(command, env["PYTHONPATH"]) or {"argv": None}), "shell": command, "log": log, "junit": junit,
+                "env": {**env, "PYTEST_ADDOPTS": f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}{addopts}"},
+            })  # fmt: skip
+        return commands
+
+    def _serve(self, n: int, files: Files, commands: list[dict], timeout: float) -> list[dict]:
+        """Job ``n``: the probe's files written, the commands run; the server's answer."""
+        started = time.monotonic()
+        result = self.box.output(f"{self.folder}/result-{n}.json")
+        job = {
+            "files": {p: None if f is None else [f[0], base64.b64encode(f[1]).decode()] for p, f in files.items()},
+            "commands": commands, "timeout": timeout, "output_bytes": self.output_bytes,
+        }  # fmt: skip
+        self.box.write_file(f"{self.folder}/job-{n}.json", json.dumps(job))
+        self.box.write_file(f"{self.folder}/job-{n}.go", "")
+        sent = time.monotonic()
+        # the jobs ahead of this one in the server's queue (DEPTH) are waited for too
+        ran = json.loads(self._wait(result, DEPTH * len(commands) * (timeout + 30) + 30))
+        self.stats.add(host_s=sent - started, restore_s=ran[-1].get("restore", 0.0))
+        return ran
 
     def _run_of(self, patch: str, commands: list[dict], ran: list[dict], log_dir: Path | None, seconds: float) -> TestRun:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"

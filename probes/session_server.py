@@ -51,29 +51,12 @@ import time
 
 from session_warmup import ahead, warm_pytest  # shipped beside this file
 from swedeck_preload import command_path, preload, shadowed  # shipped beside this file too: the grades' own
+from swedeck_schema_tree import snapshot  # on the server's PYTHONPATH, with the plugins
 
 POLL_S = 0.001
 SERVER_PATH = list(sys.path)
 BASE = "/tmp/.swedeck-probe-base"  # the prepared tree's snapshot, which every job's tree is put back to
 COLLECT_EVERY = 8  # switches between collections of what earlier tasks' configurations left (take_tree)
-
-
-def snapshot(root):
-    """path -> (is_dir, mode, size, mtime_ns) of every entry under root (links not followed): one
-    lstat per entry, the kinds from the folder listing itself."""
-    out = {}
-    folders = [""]
-    while folders:
-        rel = folders.pop()
-        with os.scandir(os.path.join(root, rel) if rel else root) as entries:
-            for entry in entries:
-                path = os.path.join(rel, entry.name) if rel else entry.name
-                st = entry.stat(follow_symlinks=False)
-                is_dir = entry.is_dir(follow_symlinks=False)
-                out[path] = (is_dir, st.st_mode, 0 if is_dir else st.st_size, 0 if is_dir else st.st_mtime_ns)
-                if is_dir:
-                    folders.append(path)
-    return out
 
 
 def remove(path):

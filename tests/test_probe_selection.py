@@ -401,7 +401,8 @@ def test_a_test_that_killed_an_earlier_probe_runs_first_in_the_next_probes_run(c
     change = ("a + b", "(a + b if a != 0 else 1)")  # only add(0, 0) sees it
     first = _probe(task, swedeck_env, "plausible_wrong", *change)  # the binding test_add, then test_add_zero
     second = _probe(task, swedeck_env, "correct_alternative", *change)  # its impacted tests in one run
-    r_first, r_second = run_probes(task, [first, second], backend, p1, _stamp(task), coverage=cov, log_dir=tmp_path)
+    # without schemata: a schema runs its probes' first runs before any has killed (probes.schema)
+    r_first, r_second = run_probes(task, [first, second], backend, p1, _stamp(task), coverage=cov, log_dir=tmp_path, schemata=False)
     assert r_first.tests_run == [add, add_zero] and r_first.differing == [add_zero]
     assert r_second.reward == 0.0 and r_second.decided_by == "selection"
     assert r_second.tests_run == [add_zero] and r_second.executions == 1
@@ -665,7 +666,8 @@ def test_one_worker_keeps_its_sessions_queue_full_when_no_probe_waits_on_the_kil
         return run
 
     monkeypatch.setattr(session.ProbeSession, "run_tests", counted("session", session.ProbeSession.run_tests))
-    results = run_probes(task, probes, backend, p1, _stamp(task), selection=False, log_dir=tmp_path, stats=(stats := Stats()))
+    # without schemata, which would run all four in one command (probes.schema)
+    results = run_probes(task, probes, backend, p1, _stamp(task), selection=False, log_dir=tmp_path, stats=(stats := Stats()), schemata=False)
     assert [r.reward for r in results] == [0.0, 1.0, 0.0, 1.0] and stats.graded == 4
     assert most["session"] == session.DEPTH
 

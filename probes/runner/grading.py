@@ -71,9 +71,9 @@ from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, c
 from harness.sandboxes.backends import get_backend
 from harness.sandboxes.envs import prepare_tree
 from probes.generate import Candidate
+from probes.pool import SessionPool
 from probes.runner.coverage import GoldCoverage, gold_coverage
 from probes.runner.plans import CHEAP_SUITE, Plan, plan_probes, selection_pays, worth_tracing
-from probes.pool import SessionPool
 from probes.session import Stats
 
 TRUSTED_SELECTED_REASONS = {"pattern_mismatch", "patch_apply_failed", "forbidden_change", "timeout", "output_limit"}
@@ -202,6 +202,32 @@ def run_one(
     )
 
 
+class Primed:
+    """A grader (``grade``'s signature) that first gives the runs answered ahead (``SessionPool.schema_grades``:
+    keyed by patch, the run's tests as a set or None for all, and maxfail), each once, and asks
+    ``grader`` for every other run."""
+
+    def __init__(self, grader, answers: dict) -> None:  # noqa: ANN001 - a grader as run_one takes it
+        self.grader, self.answers = grader, dict(answers)
+
+    def __call__(self, task: Task, patch: str, backend, *, expected: dict[str, Status], select=None, maxfail=None, log_dir=None) -> Grade:  # noqa: ANN001
+        found = self.answers.pop((patch, None if select is None else frozenset(select), maxfail), None)
+        if found is not None:
+            return found
+        return self.grader(task, patch, backend, expected=expected, select=select, maxfail=maxfail, log_dir=log_dir)
+
+
+def first_step(candidate: Candidate, plan: Plan, expected: Mapping[str, Status]) -> tuple[str, list[str] | None, int | None] | None:
+    """The first run ``run_one`` gives the probe (patch, tests or None for all, maxfail), with no kills
+    recorded yet; None where the plan runs nothing."""
+    if plan.runs:
+        tests = plan.runs[0]
+        return candidate.patch, tests, _maxfail(tests, expected) if plan.stop_early else None
+    if plan.full:
+        return candidate.patch, None, _maxfail(expected, expected) if plan.stop_early else None
+    return None
+
+
 def run_probes(
     task: Task,
     candidates: Sequence[Candidate],
@@ -218,6 +244,7 @@ def run_probes(
     sessions: bool = True,
     stats: Stats | None = None,
     coverage_cache: Path | None = None,
+    schemata: bool = True,
 ) -> list[ProbeResult]:
     """Grade each candidate against Pipeline 1's gold pattern; results in candidate order.
 
@@ -229,6 +256,8 @@ def run_probes(
     With ``sessions`` (the default) the probes are graded in probe sessions (``probes.session``: one
     prepared sandbox per worker, start-up paid once per task; ``stats`` collects what they did),
     else each by ``harness.grading.grader.grade`` in a sandbox of its own; the rewards are the same.
+    With ``schemata`` (and sessions) the probes' first runs go through mutant schemata where they can
+    (``probes.schema``): one collection of the suite for up to BATCH probes.
     """
     if timeout_s is not None:
         backend = with_timeout(backend, timeout_s)
@@ -243,8 +272,10 @@ def run_probes(
     measured: dict[int, ProbeResult] = {}  # a probe graded in full to measure the suite
     history = KillHistory(expected)
 
+    grader = pool.grade if pool else grade
+
     def one(item: tuple[Candidate, Plan]) -> ProbeResult:
-        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, pool.grade if pool else grade, history)
+        return run_one(task, item[0], backend, expected, item[1], stamp, log_dir, grader, history)
 
     try:
         if selection:
@@ -266,6 +297,9 @@ def run_probes(
                         stats.add(traced=coverage.executions)
             plans = [Plan(runs=[], full=True, why=CHEAP_SUITE)] * len(candidates) if cheap else plan_probes(task, candidates, p1, coverage, tree)
         todo = [(c, p) for i, (c, p) in enumerate(zip(candidates, plans, strict=True)) if i not in measured]
+        if pool is not None and schemata:
+            steps = [step for c, p in todo if (step := first_step(c, p, expected)) is not None]
+            grader = Primed(pool.grade, pool.schema_grades(task, backend, expected, steps, log_dir))
         # a session holds DEPTH jobs however few the workers, so its server never waits on the host; but
         # a selected run is ordered by the kills so far, so where probes have selected runs each waits
         # for the ones handed over before it (a full grade keeps pytest's order: nothing to wait for)

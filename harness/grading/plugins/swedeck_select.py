@@ -14,15 +14,19 @@ def pytest_collection_modifyitems(config, items):
     if not path:
         return
     with open(path, encoding="utf-8") as handle:
-        wanted = {}
-        for line in handle:
-            if line.strip():
-                wanted.setdefault(line.rstrip("\n"), len(wanted))
-    # an id without parameters selects every case of a parametrized test, as on pytest's command
-    # line: the grader's canaries copy parametrized tests and know their ids only without parameters
-    rank = {item: wanted.get(item.nodeid, wanted.get(item.nodeid.partition("[")[0])) for item in items}
-    keep = sorted((item for item in items if rank[item] is not None), key=rank.__getitem__)
-    dropped = [item for item in items if rank[item] is None]
+        keep, dropped = chosen(items, [line.rstrip("\n") for line in handle if line.strip()])
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
+
+
+def chosen(items, wanted):
+    """(the items ``wanted`` names, in its order; the others). An id without parameters selects every
+    case of a parametrized test, as on pytest's command line: the grader's canaries copy parametrized
+    tests and know their ids only without parameters."""
+    rank = {}
+    for test_id in wanted:
+        rank.setdefault(test_id, len(rank))
+    ranks = {item: rank.get(item.nodeid, rank.get(item.nodeid.partition("[")[0])) for item in items}
+    keep = sorted((item for item in items if ranks[item] is not None), key=ranks.__getitem__)
+    return keep, [item for item in items if ranks[item] is None]
