@@ -44,6 +44,7 @@ import tokenize
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from harness.pyast import parse
 from probes.checks import Files
 
 SWITCH = "__swedeck_mutant__"
@@ -87,7 +88,7 @@ def _functions(text: str) -> tuple[tuple[str, int, int, int], ...] | None:
     """(key suffix, the ``def`` line, the body's start, its end) of every function of gold's file
     (0-based lines, end exclusive) whose body, after the docstring, starts on a line of its own."""
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError):
         return None
     lines = text.splitlines(keepends=True)
@@ -156,7 +157,7 @@ def _snippet(header: Sequence[str], body: Sequence[str]) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _parsed(snippet: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     try:
-        tree = ast.parse(snippet)
+        tree = parse(snippet)
     except (SyntaxError, ValueError):
         return None
     if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -30,7 +30,9 @@ gold therefore proves reward 0 (the full run holds that test to the same expecta
    then a deviation. Within a run, the tests that killed the task's earlier probes go first, most
    kills first (``KillHistory``; the others keep gold's report order): probes of one task rewrite the
    same gold files, so what killed one tends to kill the next, and a stopping run stops sooner. Full
-   grades keep pytest's own order. The patch not applying and a run hitting the time or output limit are final too
+   grades keep pytest's own order. In probe sessions the probes' first runs go through mutant
+   schemata where they can (``probes.schema``: one collection for many probes, each run in a fork of
+   its own), before any kill is recorded, so in gold's order; the runs after them are as above. The patch not applying and a run hitting the time or output limit are final too
    (they do not depend on which tests run, or the full run would only take longer and print more). A
    run that is inconclusive (ran nothing, errored before a selected test reported, looked forged)
    hands the probe to a full grade.
