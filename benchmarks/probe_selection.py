@@ -170,7 +170,8 @@ def main() -> int:
         f"executions: {ratio:.2f}x fewer with selection, traced gold runs included (target >= 3x); "
         f"{totals['full_exec'] / probes_only if probes_only else float('inf'):.2f}x without them; wall time of each mode "
         f"over selection: {walls}; selection faster than the full suite on every task: {all_faster}; probing "
-        f"{probing:.1f} s = {over:.2f}x the floor {totals['floor_s']:.1f} s (target <= 2x); identical rewards: {all_same}"
+        f"{probing:.2f} s = {over:.3f}x the floor {totals['floor_s']:.2f} s (target <= 2x: {'met' if over <= 2 else 'MISSED'}); "
+        f"identical rewards: {all_same}"
     )
     if first_start is not None:
         print(f"the process's first probe session started in {first_start:.2f} s, before any timed arm (one probe, untimed)")
