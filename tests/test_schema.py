@@ -253,9 +253,12 @@ def test_a_run_that_leaves_a_process_behind_sends_the_probes_after_it_back(tmp_p
 def test_a_run_that_hangs_or_floods_is_cut_alone(tmp_path: Path) -> None:
     hangs = GOLD + SLOW.replace("    return 1\n", "    import time\n    time.sleep(60)\n    return 1\n")
     floods = GOLD + SLOW.replace("    return 1\n", "    print('x' * 10**6)\n    assert False\n")
-    tree, keys = schema_tree(GOLD + SLOW, {1: hangs, 2: floods, 4: MUTANTS[4] + SLOW})
+    slow_collection = "import time\ntime.sleep(1)\n" + TESTS
+    tree, keys = schema_tree(GOLD + SLOW, {1: hangs, 2: floods, 4: MUTANTS[4] + SLOW}, slow_collection)
     answers, statuses = run_plugin(tmp_path, tree, [{"number": n, "key": keys[n]} for n in (1, 2, 4)], timeout=3, output_bytes=10**5)
     assert answers["1"]["timed_out"] and answers["1"]["exit"] is None
+    # its deadline is its own run's: the collection it shares (over a second here) counts against it
+    assert answers["collection_s"] > 1 and answers["collection_s"] + answers["1"]["seconds"] < 3 + 0.5
     assert answers["2"]["limited"] and answers["2"]["exit"] is None
     assert answers["4"]["exit"] == 1 and statuses[4]["test_m.py::test_norm"] == "FAILED"
 

@@ -5,7 +5,8 @@ PYTEST_DONT_REWRITE. Loaded with ``-p swedeck_schema`` into probe sessions only,
 candidate's grade. ``SWEDECK_SCHEMA`` names the job (JSON, written by the host): ``mutants``, each
 with its ``number``, the ``key`` of the function it rewrites, the ``tests`` to run (node ids, in
 order; null: every test), ``maxfail``, and where its JUnit report and output go (``junit``, ``log``);
-``log``, the command's own output; ``timeout`` and ``output_bytes``, each run's limits; ``answer``,
+``log``, the command's own output; ``timeout`` (a probe's own run's: each run gets it less the
+collection's time, which its own run would have spent) and ``output_bytes``, each run's limits; ``answer``,
 where the runs' results go (one JSON object, ending in a newline, written once every run ended: each
 probe's by its number, and ``collection_s``, the session's time up to its test loop).
 
@@ -82,7 +83,8 @@ def pytest_runtestloop(session):
         pid = os.fork()
         if pid == 0:
             _run(session, job, mutant, tmpdir)
-        answers[number] = _wait(pid, mutant["log"], job, started)
+        # the probe's own run would have spent its deadline on the collection too
+        answers[number] = _wait(pid, mutant["log"], job["output_bytes"], job["timeout"] - answers["collection_s"], started)
         shutil.rmtree(tmpdir, ignore_errors=True)
         dirty = _left_behind(ours) or (snapshot(root), snapshot(home, skip)) != before
     with open(job["answer"], "w", encoding="utf-8") as handle:
@@ -125,16 +127,16 @@ def _left_behind(ours):
                 pass
 
 
-def _wait(pid, log, job, started):
+def _wait(pid, log, cap, limit, started):
     """The run's exit code, or its kill at the deadline or the output limit (its whole group)."""
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
-            limited = os.path.getsize(log) > job["output_bytes"]
+            limited = os.path.getsize(log) > cap
             return {"exit": None if limited else code, "timed_out": False, "limited": limited, "seconds": time.monotonic() - started}
-        limited = os.path.getsize(log) > job["output_bytes"]
-        timed_out = time.monotonic() - started > job["timeout"]
+        limited = os.path.getsize(log) > cap
+        timed_out = time.monotonic() - started > limit
         if limited or timed_out:
             try:
                 os.killpg(pid, signal.SIGKILL)
