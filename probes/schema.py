@@ -29,9 +29,9 @@ switch would not be transparent: a change anywhere but one function's body (a si
 decorator, the docstring, module code, another file), a function nested in a function, a body on its
 ``def``'s line, a multi-line string or tab indentation in a body (re-indenting would change them), a
 body that starts or stops being a generator, and a name whose scope differs between the variants
-(local in one, global in another: the schema makes it local in all). What a schema cannot keep: line
-numbers below a switched body, and a function's code object; tests that read source text or line
-numbers, already outside what selection assumes (``probes.runner.grading``), see them differ.
+(local in one, global in another: the schema makes it local in all). What a schema cannot keep: a
+switched function's source text and code object, and the line numbers below a switched body; a task
+whose tests or gold's changed files read source or line numbers (``reads_source``) gets no schema.
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import re
 import symtable
 import tokenize
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from harness.pyast import parse
@@ -49,6 +50,12 @@ from probes.checks import Files
 
 SWITCH = "__swedeck_mutant__"
 BATCH = 16  # probes in one schema run: a run that times out or dies costs its batch a second try
+# What reads a function's source text or line numbers, both of which a switch changes: a task whose
+# tests or gold's changed files name one of these gets no schema
+READS_SOURCE = re.compile(
+    rb"\b(getsource|getsourcelines|findsource|getframeinfo|getouterframes|getinnerframes|co_firstlineno|"
+    rb"co_lines|f_lineno|tb_lineno|linecache|extract_tb|extract_stack|walk_tb|walk_stack|co_code)\b"
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,11 @@ class Site:
     end: int
     header: tuple[str, ...]
     body: tuple[str, ...]
+
+
+def reads_source(texts: Iterable[bytes]) -> bool:
+    """Whether any of these files reads source text or line numbers (``READS_SOURCE``)."""
+    return any(READS_SOURCE.search(text) for text in texts)
 
 
 def _defs(tree: ast.Module) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:

@@ -288,3 +288,53 @@ def test_schema_runs_give_every_probe_the_grade_its_own_runs_give(backend, sampl
         assert (stats.schema_runs >= len(candidates) - 1) == schemata, stats
     assert graded[True] == graded[False]
     assert {reward for _, reward, *_ in graded[True]} == {0.0, 1.0}
+
+
+def test_what_reads_source_text_or_line_numbers_is_recognised() -> None:
+    from probes.schema import reads_source
+
+    assert reads_source([b"x = 1\n", b"import inspect\nsrc = inspect.getsource(f)\n"])
+    assert reads_source([b"line = sys._getframe().f_lineno\n"]) and reads_source([b"import linecache\n"])
+    assert not reads_source([b"import inspect\nsig = inspect.signature(f)\n", b"# getsourcefile\n"])
+
+
+SOURCE_TEST = """\
+import inspect
+
+import toposort.graph
+
+
+def test_the_module_reads_as_written():
+    assert "__swedeck_mutant__" not in inspect.getsource(toposort.graph)
+"""
+
+
+def test_a_task_whose_tests_read_source_gets_no_schema(backend, sample_tasks, tmp_path: Path) -> None:  # noqa: ANN001
+    """A schema's switched module is not the probe's text: a test that reads the module's source fails
+    in every schema run where the probe's own run passes it. Such a task's probes run on their own, with
+    the rewards of their own runs."""
+    from curation.pipeline1 import Pipeline1Config, process_task
+    from harness.sandboxes.envs import prepare_tree
+    from probes.runner import generate, run_probes
+    from probes.session import Stats
+
+    base = sample_tasks["sample__toposort-1"]
+    lines = SOURCE_TEST.splitlines(keepends=True)
+    added = "diff --git a/tests/test_zz_source.py b/tests/test_zz_source.py\nnew file mode 100644\n--- /dev/null\n"
+    added += f"+++ b/tests/test_zz_source.py\n@@ -0,0 +1,{len(lines)} @@\n" + "".join(f"+{line}" for line in lines)
+    hidden = base.answer.hidden_tests.model_copy(update={"patch": base.answer.hidden_tests.patch + added})
+    task = base.model_copy(update={
+        "answer": base.answer.model_copy(update={"hidden_tests": hidden}),
+        "test_cmd": [f"{base.test_cmd[0]} tests/test_zz_source.py"],
+    })  # fmt: skip
+    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path / "p1")
+    assert p1.expected_status["tests/test_zz_source.py::test_the_module_reads_as_written"] == "PASSED"
+    tree = prepare_tree(task, backend.settings)
+    candidates = generate(task, tree, p1)
+    stamp = {"config_hash": "test", "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    rewards = {}
+    for schemata in (True, False):
+        stats = Stats()
+        rewards[schemata] = [r.reward for r in run_probes(task, candidates, backend, p1, stamp, tree=tree, stats=stats, schemata=schemata)]
+        assert stats.schemata == 0
+    assert rewards[True] == rewards[False] and 1.0 in rewards[True]
