@@ -17,7 +17,7 @@ from harness.grading.verdict import compare
 from harness.records import Grade, Status, Task, TestRun
 from harness.sandboxes.sandbox import Backend
 from probes.checks import Checks
-from probes.schema import BATCH, Schema, reads_source
+from probes.schema import BATCH, Schema, reads_source, tree_tests
 from probes.session import DEPTH, ProbeSession, ServerGone, Stats, fit
 
 Step = tuple[str, frozenset[str] | None, int | None]  # a probe's run: (patch, its tests or None for all, maxfail)
@@ -204,9 +204,9 @@ class SessionPool:
     ) -> dict[Step, Grade]:
         """The grades of those of ``steps`` (patch, tests or None for all, maxfail) that mutant schemata
         could run (``probes.schema``, up to BATCH probes a schema), each what ``grade`` gives that run,
-        keyed by ``Step``. A task with one pytest command only, whose hidden tests and gold's files read
-        no source text or line numbers (``probes.schema.reads_source``); every other step is left to
-        ``grade``."""
+        keyed by ``Step``. A task with one pytest command only, whose tests (the tree's and the hidden
+        ones) and gold's files read no source text or line numbers (``probes.schema.reads_source``);
+        every other step is left to ``grade``."""
         if len(task.test_cmd) != 1:
             return {}
         session = self._take()
@@ -218,7 +218,8 @@ class SessionPool:
         try:
             gold = self.checks.get(task.answer.gold_patch)
             hidden = [decode(stored).data for stored in self.facts.hidden.values() if stored is not None]
-            if gold is not None and reads_source([*hidden, *(f[1] for f in gold.values() if f is not None)]):
+            texts = [*hidden, *tree_tests(self.tree), *(f[1] for f in gold.values() if f is not None)] if gold else []
+            if reads_source(texts):
                 gold = None  # a switch would change what they read
             batches: list[tuple[Schema, list]] = []
             for number, (patch, tests, maxfail) in enumerate(steps, 1):

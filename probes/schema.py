@@ -31,7 +31,8 @@ decorator, the docstring, module code, another file), a function nested in a fun
 body that starts or stops being a generator, and a name whose scope differs between the variants
 (local in one, global in another: the schema makes it local in all). What a schema cannot keep: a
 switched function's source text and code object, and the line numbers below a switched body; a task
-whose tests or gold's changed files read source or line numbers (``reads_source``) gets no schema.
+whose tests (the tree's, the hidden ones) or gold's changed files read source or line numbers
+(``reads_source``) gets no schema.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ import symtable
 import tokenize
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from harness.grading.diffs import is_r2e_test_path
 from harness.pyast import parse
 from probes.checks import Files
 
@@ -71,6 +74,15 @@ class Site:
     end: int
     header: tuple[str, ...]
     body: tuple[str, ...]
+
+
+def tree_tests(tree: Path) -> list[bytes]:
+    """The Python test files of a tree (R2E-Gym's rule, conftest.py files too)."""
+    return [
+        path.read_bytes()
+        for path in tree.rglob("*.py")
+        if ".git" not in path.parts and (path.name == "conftest.py" or is_r2e_test_path(path.relative_to(tree).as_posix()))
+    ]
 
 
 def reads_source(texts: Iterable[bytes]) -> bool:
