@@ -8,9 +8,9 @@ own body the default::
 
     def f(x):
         "docstring"                              # outside the switch, the same in every variant
-        if __swedeck_mutant__('pkg/m.py:f#0') == 3:
+        if __import__('swedeck_schema_switch').which('pkg/m.py:f#0') == 3:
             <probe 3's body>
-        elif __swedeck_mutant__('pkg/m.py:f#0') == 7:
+        elif __import__('swedeck_schema_switch').which('pkg/m.py:f#0') == 7:
             <probe 7's body>
         else:
             <gold's body>
@@ -51,7 +51,8 @@ from harness.grading.diffs import is_r2e_test_path
 from harness.pyast import parse
 from probes.checks import Files
 
-SWITCH = "__swedeck_mutant__"
+# the switch every switched body asks (harness/grading/plugins/swedeck_schema_switch.py)
+SWITCH = "__import__('swedeck_schema_switch').which"
 BATCH = 16  # probes in one schema run: a run that times out or dies costs its batch a second try
 # What reads a function's source text or line numbers, both of which a switch changes: a task whose
 # tests or gold's changed files name one of these gets no schema

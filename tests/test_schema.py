@@ -5,7 +5,6 @@ those of runs of their own."""
 
 from __future__ import annotations
 
-import builtins
 import json
 import os
 import subprocess
@@ -16,7 +15,7 @@ import pytest
 
 from harness.grading.parsers import parse_junit
 from harness.grading.shipping import PLUGINS
-from probes.schema import SWITCH, Schema
+from probes.schema import Schema
 
 GOLD = '''\
 import math
@@ -57,26 +56,26 @@ def files(text: str, path: str = "m.py") -> dict:
     return {path: (0o644, text.encode())}
 
 
-def load(text: str, number: int) -> dict:
-    """The module ``text`` run with probe ``number`` switched on."""
+def load(text: str) -> dict:
     namespace: dict = {}
-    builtins.__dict__[SWITCH] = lambda key: number
-    try:
-        exec(compile(text, "m.py", "exec"), namespace)
-    finally:
-        del builtins.__dict__[SWITCH]
+    exec(compile(text, "m.py", "exec"), namespace)
     return namespace
 
 
-def behaviour(namespace: dict, number: int | None = None) -> tuple:
-    if number is not None:
-        builtins.__dict__[SWITCH] = lambda key: number
-    try:
-        box = namespace["Box"]()
-        box.side = 4
-        return box.area(2, 5), box.side, namespace["norm"]([3, 4]), list(namespace["evens"](7))
-    finally:
-        builtins.__dict__.pop(SWITCH, None)
+def behaviour(namespace: dict) -> tuple:
+    box = namespace["Box"]()
+    box.side = 4
+    return box.area(2, 5), box.side, namespace["norm"]([3, 4]), list(namespace["evens"](7))
+
+
+@pytest.fixture
+def switch(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 - the switch module
+    """The switch the schema's bodies import, from the plugins' folder, as a sandbox has it."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    import swedeck_schema_switch
+
+    yield swedeck_schema_switch
+    swedeck_schema_switch.ACTIVE[0] = 0
 
 
 MUTANTS = {
@@ -89,13 +88,16 @@ MUTANTS = {
 }
 
 
-def test_a_schema_runs_each_probes_body_while_it_is_switched_on_and_gold_otherwise() -> None:
+def test_a_schema_runs_each_probes_body_while_it_is_switched_on_and_gold_otherwise(switch) -> None:  # noqa: ANN001
     schema = Schema(files(GOLD))
     assert all(schema.add(n, files(text)) for n, text in MUTANTS.items())
     text = schema.files()["m.py"][1].decode()
+    module = load(text)
     for number, mutant in MUTANTS.items():
-        assert behaviour(load(text, number), number) == behaviour(load(mutant, 0)), number
-    assert behaviour(load(text, 0), 0) == behaviour(load(GOLD, 0)) == (30, 4, 5.0, [0, 2, 4, 6])
+        switch.ACTIVE[0] = number
+        assert behaviour(module) == behaviour(load(mutant)), number
+    switch.ACTIVE[0] = 0
+    assert behaviour(module) == behaviour(load(GOLD)) == (30, 4, 5.0, [0, 2, 4, 6])
     assert len({m for m in schema.numbers.values()}) == 4  # area, the setter, norm, evens
 
 
@@ -240,14 +242,30 @@ def test_a_run_that_changes_the_tree_sends_the_probes_after_it_back(tmp_path: Pa
 
 
 def test_a_run_that_leaves_a_process_behind_sends_the_probes_after_it_back(tmp_path: Path) -> None:
-    """A daemon that left the run's process group would still be running in the next probe's run."""
-    spawns = GOLD + SLOW.replace(
-        "    return 1\n", "    import subprocess\n    subprocess.Popen(['setsid', 'sleep', '307'])\n    return 1\n"
+    """A daemon that left the run's process group (a fork: no program started) would still be running
+    in the next probe's run. It is killed."""
+    pid_file = tmp_path / "daemon.pid"
+    daemon = (
+        "    import os, time\n    if os.fork() == 0:\n        os.setsid()\n"
+        f"        open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n        time.sleep(60)\n        os._exit(0)\n    return 1\n"
     )
+    spawns = GOLD + SLOW.replace("    return 1\n", daemon)
     tree, keys = schema_tree(spawns, {1: spawns.replace("total = w * h", "total = w + h"), 4: spawns.replace("        acc += x * x\n", "        acc += x\n")})
     answers, _ = run_plugin(tmp_path, tree, [{"number": 1, "key": keys[1]}, {"number": 4, "key": keys[4]}])
     assert answers["1"]["exit"] == 1 and answers["4"] == {"skipped": "dirty"}
-    assert "sleep 307" not in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert not Path(f"/proc/{pid_file.read_text()}").exists()
+
+
+def test_a_run_that_starts_a_program_is_answered_spawned(tmp_path: Path) -> None:
+    """Another interpreter a test starts imports the tree's modules itself: a probe whose run starts a
+    program is graded on its own. The runs after it are not affected."""
+    spawns = GOLD + SLOW.replace("    return 1\n", "    import subprocess\n    subprocess.run(['true'])\n    return 1\n")
+    mutant = spawns.replace("total = w * h", "total = w + h")
+    tree, keys = schema_tree(spawns, {1: mutant, 4: spawns.replace("        acc += x * x\n", "        acc += x\n")})
+    tests = [{"number": 1, "key": keys[1]}, {"number": 4, "key": keys[4], "tests": ["test_m.py::test_norm"]}]
+    answers, statuses = run_plugin(tmp_path, tree, tests)
+    assert answers["1"] == {"skipped": "spawned"}
+    assert answers["4"]["exit"] == 1 and statuses[4] == {"test_m.py::test_norm": "FAILED"}
 
 
 def test_a_run_that_hangs_or_floods_is_cut_alone(tmp_path: Path) -> None:
@@ -305,7 +323,7 @@ import toposort.graph
 
 
 def test_the_module_reads_as_written():
-    assert "__swedeck_mutant__" not in inspect.getsource(toposort.graph)
+    assert "swedeck_schema_switch" not in inspect.getsource(toposort.graph)
 """
 
 

@@ -10,8 +10,8 @@ collection's time, which its own run would have spent) and ``output_bytes``, eac
 where the runs' results go (one JSON object, ending in a newline, written once every run ended: each
 probe's by its number, and ``collection_s``, the session's time up to its test loop).
 
-The switched functions call ``__swedeck_mutant__(key)``, installed in the builtins here: the number of
-the probe switched on, 0 outside a probe's run. A function entered with none switched on (during
+The switched functions call ``swedeck_schema_switch.which(key)``: the number of the probe switched
+on, 0 outside a probe's run. A function entered with none switched on (during
 collection) has run gold's body where the probe's own tree would have run the probe's: its probes
 are answered ``early`` and not run. Each run is a fork of the collected session in a process group of
 its own, under its own deadline and output limit: its output goes to its own log (every descriptor
@@ -20,10 +20,11 @@ probe's tests, its JUnit report its own, and it ends as pytest's session would (
 the reports written, pytest's exit code). A run that changed the work tree or HOME (/tmp in a
 sandbox; the runs' own TMPDIRs apart), or left a process behind (this process is their subreaper, and
 kills them), would hand the next run a state the next probe's own run never sees: the probes after it
-are answered ``dirty`` and not run. Probes not run are graded on their own by the host.
+are answered ``dirty`` and not run. A run that started another program (an audit hook sees it; where
+the interpreter has none, no run is made) is answered ``spawned``: another interpreter may have run
+the tree's modules outside the switch's reach. Probes not run are graded on their own by the host.
 """
 
-import builtins
 import json
 import os
 import shutil
@@ -33,24 +34,18 @@ import tempfile
 import time
 
 import pytest
+from swedeck_schema_switch import ACTIVE, EARLY
 from swedeck_schema_tree import snapshot
 from swedeck_select import chosen
 
-ACTIVE = [0]
-EARLY = set()
 POLL_S = 0.002
 STARTED = [time.monotonic()]  # the session's start: collection's time is answered too
 
 
-def _mutant(key):
-    if not ACTIVE[0]:
-        EARLY.add(key)
-    return ACTIVE[0]
-
-
-def pytest_configure(config):
-    if os.environ.get("SWEDECK_SCHEMA"):
-        builtins.__swedeck_mutant__ = _mutant
+# what starts another program: a run that does is answered ``spawned`` (the program may be another
+# interpreter, with the tree's modules of its own)
+SPAWNS = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn")
+SPAWNED = ".swedeck-spawned"  # in the run's TMPDIR, once it started one
 
 
 def pytest_sessionstart(session):
@@ -74,8 +69,8 @@ def pytest_runtestloop(session):
     answers, dirty = {"collection_s": time.monotonic() - STARTED[0]}, False
     for mutant in job["mutants"]:
         number = str(mutant["number"])
-        if dirty or mutant["key"] in EARLY:
-            answers[number] = {"skipped": "dirty" if dirty else "early"}
+        if dirty or mutant["key"] in EARLY or not hasattr(sys, "addaudithook"):
+            answers[number] = {"skipped": "dirty" if dirty else "early" if mutant["key"] in EARLY else "no audit hooks"}
             continue
         tmpdir = os.path.join(tmp, "mutant-%s" % number)
         os.mkdir(tmpdir, 0o700)
@@ -85,6 +80,8 @@ def pytest_runtestloop(session):
             _run(session, job, mutant, tmpdir)
         # the probe's own run would have spent its deadline on the collection too
         answers[number] = _wait(pid, mutant["log"], job["output_bytes"], job["timeout"] - answers["collection_s"], started)
+        if os.path.exists(os.path.join(tmpdir, SPAWNED)):
+            answers[number] = {"skipped": "spawned"}
         shutil.rmtree(tmpdir, ignore_errors=True)
         dirty = _left_behind(ours) or (snapshot(root), snapshot(home, skip)) != before
     with open(job["answer"], "w", encoding="utf-8") as handle:
@@ -155,6 +152,14 @@ def _run(session, job, mutant, tmpdir):
         os.environ["TMPDIR"] = tmpdir
         tempfile.tempdir = None
         ACTIVE[0] = mutant["number"]
+        os.environ["SWEDECK_MUTANT"] = str(mutant["number"])
+        marker = os.path.join(tmpdir, SPAWNED)
+
+        def spawns(event, args):
+            if event.startswith(SPAWNS) and not os.path.exists(marker):
+                open(marker, "w").close()
+
+        sys.addaudithook(spawns)
         config = session.config
         config.option.maxfail = mutant["maxfail"] or 0
         _report_to(config, mutant["junit"])
