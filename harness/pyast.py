@@ -1,4 +1,5 @@
-"""``ast.parse`` that is safe to call from several threads at once.
+"""``ast.parse`` that is safe to call from several threads at once, and what the probes ask of a
+parsed function.
 
 CPython 3.11 keeps the AST constructor's recursion counter in interpreter-wide state. When a thread
 switch lands inside a parse (a finaliser run by the garbage collector is enough), two parses share
@@ -34,3 +35,18 @@ def literal_eval(source: str) -> object:
     """``ast.literal_eval`` of source text: it parses, so the parse takes the lock (evaluating the
     parsed node builds no AST and needs none)."""
     return ast.literal_eval(parse(source.lstrip(" \t"), mode="eval"))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def is_generator(fn: ast.AST) -> bool:
+    """Whether ``fn`` itself (not a function nested in it) yields."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        child = stack.pop()
+        if isinstance(child, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(child, _SCOPES):
+            stack.extend(ast.iter_child_nodes(child))
+    return False

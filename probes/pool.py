@@ -23,6 +23,11 @@ from probes.session import DEPTH, ProbeSession, ServerGone, Stats, fit
 Step = tuple[str, frozenset[str] | None, int | None]  # a probe's run: (patch, its tests or None for all, maxfail)
 
 
+def step(patch: str, tests: Sequence[str] | None, maxfail: int | None) -> Step:
+    """The key of a probe's run, whatever order its tests are listed in."""
+    return patch, None if tests is None else frozenset(tests), maxfail
+
+
 PARKED_MAX = 4  # idle sessions kept for later tasks; the oldest is closed first
 _parked: list[ProbeSession] = []
 _parking = threading.Lock()
@@ -237,7 +242,7 @@ class SessionPool:
                 for patch, number, _, tests, maxfail in joined:
                     if number in runs:
                         wanted = expected if tests is None else {t: expected[t] for t in tests if t in expected}
-                        out[(patch, None if tests is None else frozenset(tests), maxfail)] = compare(runs[number], wanted, task, tamper)
+                        out[step(patch, tests, maxfail)] = compare(runs[number], wanted, task, tamper)
         except (ServerGone, OSError):
             broken = True
         finally:

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.grading.diffs import is_r2e_test_path
-from harness.pyast import parse
+from harness.pyast import is_generator, parse
 from probes.checks import Files
 
 # the switch every switched body asks (harness/grading/plugins/swedeck_schema_switch.py)
@@ -145,11 +145,10 @@ def site(path: str, gold: str, probe: str) -> Site | None:
         if start <= first and len(old) - last <= end:
             body = new[start : end + len(new) - len(old)]
             header = old[line:start]
-            if _function(header, body) is None or _function(header, old[start:end]) is None:
-                return None
-            if _generator(_function(header, body)) != _generator(_function(header, old[start:end])):
-                return None
             if not body or _indent(old[start]) != _indent(body[0]):
+                return None
+            ours, theirs = _function(header, old[start:end]), _function(header, body)
+            if ours is None or theirs is None or is_generator(ours) != is_generator(theirs):
                 return None
             return Site(path, f"{path}:{key}", start, end, tuple(header), tuple(body))
     return None
@@ -194,18 +193,6 @@ def _function(header: Sequence[str], body: Sequence[str]) -> ast.FunctionDef | a
     """The function the header and body make, alone; None where it is not one function."""
     snippet = _snippet(header, body)
     return None if snippet is None else _parsed(snippet)
-
-
-def _generator(node: ast.AST) -> bool:
-    """Whether the function's own body yields (nested scopes are theirs)."""
-    todo = list(ast.iter_child_nodes(node))
-    while todo:
-        child = todo.pop()
-        if isinstance(child, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(child))
-    return False
 
 
 @functools.lru_cache(maxsize=256)
@@ -273,9 +260,10 @@ class Schema:
         if found is None:
             return False
         joined = [*self.sites.get(found.key, []), (number, found)]
-        switched = _snippet(found.header, _switch(found.key, joined, self._gold_body(found)))
+        gold_body = self._gold_body(found)
+        switched = _snippet(found.header, _switch(found.key, joined, gold_body))
         schema = None if switched is None else _scopes(switched)
-        variants = [self._gold_body(found), *(one.body for _, one in joined)]
+        variants = [gold_body, *(one.body for _, one in joined)]
         if schema is None or _parsed(switched) is None:
             return False
         if not all(_same_scopes(_scopes(_snippet(found.header, body) or ""), schema) for body in variants):

@@ -449,6 +449,46 @@ if _m:
 """
 
 
+# Written as the policy after docker's first command moved into an exec started as the sandbox opens
+# (the standby): its pipe and script lie in the IO folder the tests can see. Rewrite the script, feed
+# the pipe, add a script of its own; then say what it managed, in the collection error it raises.
+STANDBY_HIJACK = """\
+import glob as _glob, os as _os
+_io = "/tmp/.swedeck-io"
+_seen = sorted(_glob.glob(_io + "/.standby-*"))
+_did = []
+for _path in _seen:
+    for _flags, _data in ((_os.O_TRUNC, b"exit 0\\n"), (_os.O_APPEND, b"go\\n")):
+        try:
+            _fd = _os.open(_path, _os.O_WRONLY | _os.O_NONBLOCK | _flags)
+            _os.write(_fd, _data)
+            _os.close(_fd)
+            _did.append(_path)
+        except OSError:
+            pass
+try:
+    with open(_io + "/.standby-0000000000000000.sh", "w") as _f:
+        _f.write("exit 0\\n")
+    _did.append("added")
+except OSError:
+    pass
+raise RuntimeError("STANDBY-ATTACK seen %d did %r" % (len(_seen), _did))
+"""
+
+
+def test_a_candidate_cannot_rewrite_or_feed_the_docker_standby(
+    backend: Backend, target: tuple[Task, str], make_patch: Callable
+) -> None:
+    """On docker the attack finds the standby's pipe and script (the exec it runs in started from
+    them), and can neither write them nor add one; bwrap has none. It earns 0 either way."""
+    task, package = target
+    result = grade(task, make_patch(task, {package: _append(STANDBY_HIJACK)}), backend)
+    _zero(result, "pattern_mismatch")
+    log = Path(result.log_path).read_text(errors="replace")
+    seen = 2 if backend.name == "docker" else 0
+    assert f"STANDBY-ATTACK seen {seen} did []" in log, log[-2000:]
+
+
 class MeasuredBackend:
     """Delegates to a real backend; each sandbox's IO folder is measured (du, from inside) as it closes."""
 

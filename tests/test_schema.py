@@ -284,16 +284,14 @@ def test_a_run_that_hangs_or_floods_is_cut_alone(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------- in probe sessions
 
 
-def test_schema_runs_give_every_probe_the_grade_its_own_runs_give(backend, sample_tasks, tmp_path: Path) -> None:  # noqa: ANN001
-    """Real probes of a sample task (each rewrites one function of gold's), graded in probe sessions
-    with and without schemata: the same reward, reason, tests run and differing tests, and the
-    schemata answered most of them."""
+def graded_both_ways(task, backend, tmp_path: Path) -> tuple:  # noqa: ANN001
+    """Pipeline 1's result for ``task``, and its probes graded in probe sessions with and without
+    schemata: {schemata: (results, stats)}."""
     from curation.pipeline1 import Pipeline1Config, process_task
     from harness.sandboxes.envs import prepare_tree
     from probes.runner import generate, run_probes
     from probes.session import Stats
 
-    task = sample_tasks["sample__toposort-1"]
     p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path / "p1")
     tree = prepare_tree(task, backend.settings)
     candidates = generate(task, tree, p1)
@@ -301,11 +299,21 @@ def test_schema_runs_give_every_probe_the_grade_its_own_runs_give(backend, sampl
     graded = {}
     for schemata in (True, False):
         stats = Stats()
-        results = run_probes(task, candidates, backend, p1, stamp, tree=tree, stats=stats, schemata=schemata, log_dir=tmp_path)
-        graded[schemata] = [(r.probe_id, r.reward, r.reason, r.tests_run, r.differing) for r in results]
-        assert (stats.schema_runs >= len(candidates) - 1) == schemata, stats
-    assert graded[True] == graded[False]
-    assert {reward for _, reward, *_ in graded[True]} == {0.0, 1.0}
+        graded[schemata] = run_probes(task, candidates, backend, p1, stamp, tree=tree, stats=stats, schemata=schemata, log_dir=tmp_path), stats
+    return p1, graded
+
+
+def test_schema_runs_give_every_probe_the_grade_its_own_runs_give(backend, sample_tasks, tmp_path: Path) -> None:  # noqa: ANN001
+    """Real probes of a sample task (each rewrites one function of gold's), graded in probe sessions
+    with and without schemata: the same reward, reason, tests run and differing tests, and the
+    schemata answered most of them."""
+    _, graded = graded_both_ways(sample_tasks["sample__toposort-1"], backend, tmp_path)
+    seen = {}
+    for schemata, (results, stats) in graded.items():
+        seen[schemata] = [(r.probe_id, r.reward, r.reason, r.tests_run, r.differing) for r in results]
+        assert (stats.schema_runs >= len(results) - 1) == schemata, stats
+    assert seen[True] == seen[False]
+    assert {reward for _, reward, *_ in seen[True]} == {0.0, 1.0}
 
 
 def test_what_reads_source_text_or_line_numbers_is_recognised() -> None:
@@ -331,11 +339,6 @@ def test_a_task_whose_tests_read_source_gets_no_schema(backend, sample_tasks, tm
     """A schema's switched module is not the probe's text: a test that reads the module's source fails
     in every schema run where the probe's own run passes it. Such a task's probes run on their own, with
     the rewards of their own runs."""
-    from curation.pipeline1 import Pipeline1Config, process_task
-    from harness.sandboxes.envs import prepare_tree
-    from probes.runner import generate, run_probes
-    from probes.session import Stats
-
     base = sample_tasks["sample__toposort-1"]
     lines = SOURCE_TEST.splitlines(keepends=True)
     added = "diff --git a/tests/test_zz_source.py b/tests/test_zz_source.py\nnew file mode 100644\n--- /dev/null\n"
@@ -345,14 +348,8 @@ def test_a_task_whose_tests_read_source_gets_no_schema(backend, sample_tasks, tm
         "answer": base.answer.model_copy(update={"hidden_tests": hidden}),
         "test_cmd": [f"{base.test_cmd[0]} tests/test_zz_source.py"],
     })  # fmt: skip
-    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path / "p1")
+    p1, graded = graded_both_ways(task, backend, tmp_path)
     assert p1.expected_status["tests/test_zz_source.py::test_the_module_reads_as_written"] == "PASSED"
-    tree = prepare_tree(task, backend.settings)
-    candidates = generate(task, tree, p1)
-    stamp = {"config_hash": "test", "task_hash": task.task_hash(), "instance_id": task.instance_id}
-    rewards = {}
-    for schemata in (True, False):
-        stats = Stats()
-        rewards[schemata] = [r.reward for r in run_probes(task, candidates, backend, p1, stamp, tree=tree, stats=stats, schemata=schemata)]
-        assert stats.schemata == 0
+    rewards = {schemata: [r.reward for r in results] for schemata, (results, _) in graded.items()}
+    assert all(stats.schemata == 0 for _, stats in graded.values())
     assert rewards[True] == rewards[False] and 1.0 in rewards[True]

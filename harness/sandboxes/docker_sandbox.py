@@ -170,8 +170,7 @@ class DockerSandbox:
         """The standby's exec id and stream, told to run ``argv`` with ``env``, and the pipe's file
         descriptor, to close once the command ended (until the standby opens the pipe, the word waits
         in it only while a writer holds it open); None where there is no standby any more."""
-        with self._standing:
-            standby, self._standby = self._standby, None
+        standby = self._pop_standby()
         if standby is None:
             return None
         exec_id, chunks, pipe, script = standby
@@ -181,10 +180,13 @@ class DockerSandbox:
         os.write(held, b"go\n")
         return exec_id, chunks, held
 
-    def _drop_standby(self) -> None:
+    def _pop_standby(self) -> tuple[str, Any, str, str] | None:
         with self._standing:
             standby, self._standby = self._standby, None
-        if standby is not None:
+        return standby
+
+    def _drop_standby(self) -> None:
+        if (standby := self._pop_standby()) is not None:
             standby[1].close()
 
     def _unpack_tree(self, tar: Path) -> None:

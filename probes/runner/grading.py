@@ -73,7 +73,7 @@ from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, c
 from harness.sandboxes.backends import get_backend
 from harness.sandboxes.envs import prepare_tree
 from probes.generate import Candidate
-from probes.pool import SessionPool
+from probes.pool import SessionPool, step
 from probes.runner.coverage import GoldCoverage, gold_coverage
 from probes.runner.plans import CHEAP_SUITE, Plan, plan_probes, selection_pays, worth_tracing
 from probes.session import Stats
@@ -213,7 +213,7 @@ class Primed:
         self.grader, self.answers = grader, dict(answers)
 
     def __call__(self, task: Task, patch: str, backend, *, expected: dict[str, Status], select=None, maxfail=None, log_dir=None) -> Grade:  # noqa: ANN001
-        found = self.answers.pop((patch, None if select is None else frozenset(select), maxfail), None)
+        found = self.answers.pop(step(patch, select, maxfail), None)
         if found is not None:
             return found
         return self.grader(task, patch, backend, expected=expected, select=select, maxfail=maxfail, log_dir=log_dir)

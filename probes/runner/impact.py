@@ -9,7 +9,7 @@ import symtable
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from harness.pyast import parse
+from harness.pyast import is_generator, parse
 from probes.runner.coverage import GoldCoverage
 
 ALL = None  # every test is impacted
@@ -36,7 +36,6 @@ class _Unsure(Exception):
 _STMT_FIELDS = ("body", "orelse", "finalbody")
 _RECURSE = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def _docstring(body: list[ast.stmt]) -> ast.stmt | None:
@@ -149,7 +148,7 @@ def _block_regions(gold: list[ast.stmt], probe: list[ast.stmt], owner: Region) -
 def _stmt_regions(block: list[ast.stmt], i: int, probe: ast.stmt, owner: Region) -> Iterator[Region]:
     gold = block[i]
     same_head = type(gold) is type(probe) and isinstance(gold, _RECURSE) and _header(gold) == _header(probe)
-    if same_head and (not isinstance(gold, _FUNCTIONS) or _is_generator(gold) == _is_generator(probe)):
+    if same_head and (not isinstance(gold, _FUNCTIONS) or is_generator(gold) == is_generator(probe)):
         inner = _entry(gold) if isinstance(gold, _FUNCTIONS) else _span(gold)
         for g_block, p_block in _blocks(gold, probe):
             yield from _block_regions(g_block, p_block, inner)
@@ -183,18 +182,6 @@ def _scopes(text: str, name: str) -> dict[tuple[str, ...], dict[str, str]]:
     return out
 
 
-def _is_generator(fn: ast.AST) -> bool:
-    """Whether ``fn`` itself (not a function nested in it) yields."""
-    stack = list(ast.iter_child_nodes(fn))
-    while stack:
-        child = stack.pop()
-        if isinstance(child, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(child, _SCOPES):
-            stack.extend(ast.iter_child_nodes(child))
-    return False
-
-
 def changed_regions(gold: str, probe: str, path: str = "<file>") -> list[Region] | None:
     """Gold-tree regions of ``path`` whose tests may see ``probe`` behave differently from ``gold``;
     None (``ALL``) when the change is outside function bodies or cannot be mapped."""
@@ -211,7 +198,7 @@ def changed_regions(gold: str, probe: str, path: str = "<file>") -> list[Region]
         for g_fn, p_fn in zip(_units(g_tree), _units(p_tree), strict=True):
             if ast.dump(g_fn) == ast.dump(p_fn):
                 continue
-            if _is_generator(g_fn) != _is_generator(p_fn):
+            if is_generator(g_fn) != is_generator(p_fn):
                 raise _Unsure  # a caller that never iterated may see the difference
             rescoped = any(
                 g_scopes[key][name] != p_scopes[key][name]

@@ -67,10 +67,11 @@ def pytest_runtestloop(session):
     _subreaper()
     ours = _children()  # what collection started (a server a conftest runs) stays
     answers, dirty = {"collection_s": time.monotonic() - STARTED[0]}, False
+    blind = not hasattr(sys, "addaudithook")  # no way to see a run start a program
     for mutant in job["mutants"]:
         number = str(mutant["number"])
-        if dirty or mutant["key"] in EARLY or not hasattr(sys, "addaudithook"):
-            answers[number] = {"skipped": "dirty" if dirty else "early" if mutant["key"] in EARLY else "no audit hooks"}
+        if dirty or blind or mutant["key"] in EARLY:
+            answers[number] = {"skipped": "dirty" if dirty else "no audit hooks" if blind else "early"}
             continue
         tmpdir = os.path.join(tmp, "mutant-%s" % number)
         os.mkdir(tmpdir, 0o700)
@@ -128,11 +129,10 @@ def _wait(pid, log, cap, limit, started):
     """The run's exit code, or its kill at the deadline or the output limit (its whole group)."""
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
+        limited = os.path.getsize(log) > cap
         if done:
             code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
-            limited = os.path.getsize(log) > cap
             return {"exit": None if limited else code, "timed_out": False, "limited": limited, "seconds": time.monotonic() - started}
-        limited = os.path.getsize(log) > cap
         timed_out = time.monotonic() - started > limit
         if limited or timed_out:
             try:
