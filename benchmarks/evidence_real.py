@@ -1,6 +1,8 @@
 """Evidence on real test suites: what Pipeline 2 without a judge and test strengthening find on real fix
-commits whose label we know (``data/real/benchmark.toml``: too loose, adequate, over-restrictive, each
-backed by hand-written patches in the task folder), and what that costs against Pipeline 1.
+commits whose label we know (``data/real_libraries/*.toml``, read by ``data.benchmark``: too loose,
+adequate, over-restrictive, each backed by hand-written patches in the task folder), and what that costs
+against Pipeline 1. Each library is in the development part or the held-out part; the report covers
+each part apart (``--part`` runs one).
 
 It runs what a user runs, one stage after another into one run folder (a rerun resumes each stage):
 
@@ -30,7 +32,8 @@ Test executions are the records' own counts (Pipeline 1: statuses of its runs; p
 each grade; strengthening: its validation and final grades); inputs the differential engine runs
 outside a grade are not in them.
 
-    python benchmarks/evidence_real.py [--out RUN] [--tasks ID ...] [--backend bwrap] [--workers 2] [--report-only]
+    python benchmarks/evidence_real.py [--out RUN] [--tasks ID ...] [--part dev|heldout] [--backend bwrap] [--workers 2]
+                                         [--report-only]
 
 ``--report-only`` reports on a run folder as it is (a stage still running or stopped): tasks without
 Pipeline 2 or strengthening records show "-", and their patches are graded on the raw tests.
@@ -43,7 +46,6 @@ import json
 import subprocess
 import sys
 import time
-import tomllib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -61,7 +63,9 @@ STAGES = {
 
 
 def benchmark_labels() -> dict[str, dict]:
-    return tomllib.loads((REAL / "benchmark.toml").read_text())["tasks"]
+    from data.benchmark import real_tasks
+
+    return {t.name: {"label": t.label, "patches": t.patches, "part": t.part} for t in real_tasks()}
 
 
 def done(run: Path, folder: str, name: str) -> int:
@@ -223,19 +227,25 @@ def walls_per_task(timing: dict) -> dict[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("runs/evidence-real"), help="run folder (a rerun resumes it)")
-    parser.add_argument("--tasks", nargs="*", default=None, help="task folder names (default: every task of benchmark.toml)")
+    parser.add_argument("--tasks", nargs="*", default=None, help="task folder names (default: every labelled task)")
+    parser.add_argument("--part", choices=["dev", "heldout"], default=None, help="only the tasks of one part (default: both)")
     parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker"])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--report-only", action="store_true", help="build the deck of what RUN holds now, grade and report; run no stage")
     args = parser.parse_args()
 
     labels = benchmark_labels()
-    ids = sorted(args.tasks or labels, key=lambda i: (LABELS.index(labels[i]["label"]), i))
+    chosen = [i for i in args.tasks or labels if args.part in (None, labels[i]["part"])]
+    ids = sorted(chosen, key=lambda i: (LABELS.index(labels[i]["label"]), i))
     if not args.report_only:
         run_stages(args.out, [str(REAL / iid) for iid in ids], args.backend, args.workers)
     build_deck(args.out)
     rewards = grade_patches(args.out, ids, labels, args.backend, args.workers)
-    report(args.out, ids, labels, rewards)
+    for part in ("dev", "heldout"):
+        in_part = [i for i in ids if labels[i]["part"] == part]
+        if in_part:
+            print(f"\n=== {part} part: {len(in_part)} tasks of {len({i.rsplit('-', 1)[0] for i in in_part})} libraries ===")
+            report(args.out, in_part, labels, rewards)
     return 0
 
 

@@ -1,5 +1,5 @@
-"""The real-code benchmark's data (data/real, labelled in data/real/benchmark.toml): every labelled task
-loads, its hand-written patches apply to its buggy tree and differ from gold, and (slow, bwrap) the one
+"""The real-code benchmark's data (data/real, labelled in data/real_libraries/*.toml): every labelled task
+loads, the libraries split into a development and a held-out part, its hand-written patches apply to its buggy tree and differ from gold, and (slow, bwrap) the one
 grader gives each shortcut of a too-loose task reward 1 on the raw tests, and each correct alternative
 reward 1, except on an over-restrictive task, whose raw tests reject it: what the labels claim."""
 
@@ -9,18 +9,18 @@ import functools
 import importlib.util
 import subprocess
 import sys
-import tomllib
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from curation.sources import load_sources
+from data.benchmark import real_tasks
 from harness.grading.grader import grade
 from harness.records import Task
 
 REAL = Path(__file__).resolve().parent.parent / "data" / "real"
-LABELS = tomllib.loads((REAL / "benchmark.toml").read_text())["tasks"]
+LABELS = {t.name: {"label": t.label, "patches": list(t.patches), "note": t.note, "part": t.part} for t in real_tasks()}
 PATCHES = ("shortcut", "alternative")
 PAIRS = [(iid, kind) for iid, label in sorted(LABELS.items()) for kind in label["patches"]]
 
@@ -47,7 +47,9 @@ def test_every_labelled_task_is_built_by_make_real_and_loads(tasks: dict[str, Ta
     assert {label["label"] for label in LABELS.values()} <= {"too_loose", "adequate", "over_restrictive"}
     libraries = Counter(tasks[iid].repo for iid in LABELS)
     assert len(LABELS) >= 30 and len(libraries) >= 5, libraries
-    assert not {"andialbrecht/sqlparse", "python-humanize/humanize", "astanin/python-tabulate"} & set(libraries)
+    assert not {"andialbrecht/sqlparse", "python-humanize/humanize", "astanin/python-tabulate", "python-validators/validators",
+                "dgilland/pydash", "keleshev/schema"} & set(libraries)
+    assert {label["part"] for label in LABELS.values()} <= {"dev", "heldout"}
 
 
 def test_labels_are_backed_by_the_patches_they_name() -> None:
