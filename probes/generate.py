@@ -5,7 +5,10 @@ Two kinds (``harness.records.ProbeKind``):
 * ``plausible_wrong``: variants of gold that should break the fix: drop one hunk or change block of
   gold, revert one file of a multi-file gold, the operator mutants of ``probes.mutants``, the
   data-level operators of ``probes.data_ops`` (regexes, container entries, decorators and string
-  constants gold added) and the ``special_case`` guards of ``probes.special_case``. Only files the
+  constants gold added), the ``special_case`` guards of ``probes.special_case`` and the other
+  implementations of ``probes.implementations`` (gold's guards narrowed or with a conjunct dropped, a
+  normalising call left out, a parameter pinned to the tests' value, gold at one of several similar
+  sites or next to its lines, mutmut's operators on gold's lines). Only files the
   tests can import are probed (``probes.workspace.importable``). A survivor (reward 1) means the tests cannot
   tell the variant from gold; it may still be equivalent to gold, so it is evidence of a too-loose
   suite only when ``probes.differential`` finds an input on which it behaves differently.
@@ -34,7 +37,6 @@ from probes.implementations import (
     one_similar_site,
 )
 from probes.implementations.calls import calls_in_tests
-from probes.implementations.external import changed_function_names
 from probes.mutants import mutants
 from probes.pycst import guarded, one_file, python_files
 from probes.rewrites import rewrites
@@ -93,11 +95,9 @@ def plausible_wrong(task: Task, tree: Path, test_ids: Sequence[str]) -> list[Can
                 add("revert_file", f"gold without its changes to {path}", {path: ws.old[path]})
         for operator, description, build in guarded(one_similar_site(ws), "gold's change blocks"):
             add(operator, description, build)
-        pys = python_files(ws)
-        changed = {name for py in pys for name in changed_function_names(py)}
-        for py in pys:
+        for py in python_files(ws):
             built = [mutants(py), data_mutants(py), narrow_guard(py, literals), drop_conjunct(py), drop_normaliser(py),
-                     constant_for_variable(py, calls), adjacent_edit(py), mutmut_mutants(py, changed)]  # fmt: skip
+                     constant_for_variable(py, calls), adjacent_edit(py), mutmut_mutants(py)]  # fmt: skip
             for operator, description, build in (site for sites in built for site in guarded(sites, py.path)):
                 add(operator, description, lambda build=build, path=py.path: one_file(path, build()))
             for operator, description, code in guarded(special_cases(py, literals), py.path):

@@ -11,8 +11,8 @@ sources and the FAIL_TO_PASS tests, with no model:
   parameter gold's new code reads replaced by the one literal the tests pass for it;
 * ``sites``: gold applied at only one of several similar change blocks, and a statement gold inserts
   moved past its neighbour (an edit next to gold's lines instead of on them);
-* ``external``: mutmut 3's operators (used as a library) on gold's changed lines, the rest of gold's
-  changed functions and the call sites of those functions, sites spread over every line.
+* ``external``: mutmut 3's operators (used as a library) on gold's changed lines, sites spread over
+  every line (not on the lines gold left alone: see that module).
 
 Like every model-free probe, a survivor is evidence only with an input that tells it from gold
 (``probes.differential``).
