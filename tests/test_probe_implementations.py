@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 from test_probes import applied, check_candidates, load, make_gold, make_repo, make_task
 
+from curation.sources import load_sources
+from harness.grading.grader import grade
+from harness.sandboxes.envs import prepare_tree
+from probes.differential import session_for
 from probes.generate import plausible_wrong
 from probes.implementations import (
     IMPLEMENTATION_OPERATORS,
@@ -216,3 +220,30 @@ def test_plausible_wrong_includes_the_other_implementations(tmp_path: Path) -> N
     assert found >= {"narrow_guard", "drop_conjunct", "drop_normaliser", "constant_for_variable", "mutmut"}, found
     assert all(c.kind == "plausible_wrong" for c in candidates)
     applied(tree, next(c for c in candidates if c.operator == "narrow_guard").patch, "narrow")
+
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "real"
+TOKEN_OPERATORS = {"mutate_compare", "mutate_arith", "mutate_logic", "mutate_constant", "negate_if", "early_return",
+                   "delete_statement", "drop_hunk", "drop_change", "revert_file"}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_a_pinned_parameter_survives_a_real_too_loose_suite_that_kills_every_token_edit(bwrap_backend, swedeck_env) -> None:  # noqa: ANN001
+    """A too-loose task of data/real whose gold is a two-line guard: every token edit of it is killed by
+    the upstream test, while gold with the guarded value pinned to the one literal the test passes
+    survives, and the differential engine finds an input that tells it from gold."""
+    instance_id, f2p = "mahmoud__boltons-435774e", "tests/test_strutils.py::test_multi_replace_empty_mapping"
+    (task,) = load_sources([REAL / instance_id]).tasks
+    bwrap_backend.prepare(task)
+    tree = prepare_tree(task, swedeck_env)
+    candidates = plausible_wrong(task, tree, [f2p])
+    token = [c for c in candidates if c.operator in TOKEN_OPERATORS]
+    pinned = [c for c in candidates if c.operator == "constant_for_variable"]
+    assert token and pinned, [c.operator for c in candidates]
+    assert all(grade(task, c.patch, bwrap_backend).reward == 0.0 for c in token)
+    survivors = [c for c in pinned if grade(task, c.patch, bwrap_backend).reward == 1.0]
+    assert survivors, [c.description for c in pinned]
+    session = session_for(task, bwrap_backend, [f2p], tree)
+    found = session.distinguish(survivors[0].patch).found
+    assert found is not None and found.gold != found.other, found
