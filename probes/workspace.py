@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import os
 import shutil
 import subprocess
@@ -226,7 +227,16 @@ def file_lines(text: str | None) -> list[str]:
 
 
 def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
-    return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    return _matcher(tuple(old), tuple(new)).get_opcodes()
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(old: tuple[str, ...], new: tuple[str, ...]) -> difflib.SequenceMatcher:
+    """Every operator asks for gold's change blocks of the same files, and the line diff of a large
+    module takes a second or more: matched once per pair of texts (the matcher keeps its opcodes)."""
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    matcher.get_opcodes()
+    return matcher
 
 
 def change_blocks(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
@@ -244,7 +254,7 @@ def revert_blocks(old: list[str], new: list[str], blocks: set[tuple[int, int, in
 
 def hunk_groups(old: list[str], new: list[str]) -> list[set[tuple[int, int, int, int]]]:
     """Change blocks grouped into hunks the way a unified diff with 3 lines of context groups them."""
-    groups = difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(CONTEXT)
+    groups = _matcher(tuple(old), tuple(new)).get_grouped_opcodes(CONTEXT)
     return [{(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in group if tag != "equal"} for group in groups]
 
 

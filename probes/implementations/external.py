@@ -1,0 +1,65 @@
+"""mutmut 3's mutation operators (``mutmut.mutation.mutators``, used as a library: its operator table,
+not its runner) on the lines gold added or changed, the sites spread over those lines (the first mutant
+of every line before a second of any), so a line with many tokens does not take the whole budget.
+
+Only gold's own lines: a mutant of a line gold left alone (the rest of a changed function, a caller's
+call of it) breaks behaviour the buggy and gold trees share, so the differential engine finds an input
+that tells it from gold on any suite that does not run the whole library, and an adequate task looks
+too loose (measured on data/real: tomli's ``out = Output(...)`` -> ``out = None`` three lines below
+gold's change passed a suite of one test file and was "confirmed" by a README example).
+
+mutmut's own runner copies the tree and switches mutants through trampolines; here each mutant is one
+plain file rewrite, graded like every other probe. Like mutmut's visitor, type annotations, decorators
+and non-trivial parameter defaults are never mutated, nor the arguments of ``len`` and ``isinstance``;
+nor is a ``raise`` statement (its message is all a mutant there could change that the grader sees).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import libcst as cst
+from mutmut.mutation.mutators import mutation_operators
+
+from probes.pycst import PyFile, code_of, line_of, short, spread
+
+Probe = tuple[str, str, Callable[[], "str | None"]]
+NEVER_CALLS = ("len", "isinstance")
+
+
+class _Sites(cst.CSTVisitor):
+    def __init__(self, py: PyFile, lines: set[int]) -> None:
+        super().__init__()
+        self.py, self.lines = py, lines
+        self.sites: list[tuple[int, str, cst.CSTNode, cst.CSTNode]] = []  # line, operator, node, mutant
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Annotation, cst.Decorator, cst.Raise)):
+            return False  # a raise's message and arguments: no input tells them apart but the message
+        if isinstance(node, cst.Param) and node.default and not isinstance(node.default, (cst.Name, cst.BaseNumber, cst.BaseString)):
+            return False
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in NEVER_CALLS:
+            return False
+        if self.py.pos.get(node) is None:
+            return True
+        line = self.py.start(node)
+        if line not in self.lines:
+            return True
+        for kind, operator in mutation_operators:
+            if isinstance(node, kind):
+                for mutant in operator(node):
+                    self.sites.append((line, operator.__name__.removeprefix("operator_"), node, mutant))
+        return True
+
+
+def mutmut_mutants(py: PyFile) -> Iterator[Probe]:
+    """mutmut's mutants of ``py`` on the lines gold added or changed inside functions."""
+    added = {line for a, b, _ in py.functions for line in range(a, b + 1)} & py.added
+    finder = _Sites(py, added)
+    for stmt in py.module.body:  # only the statements that hold a site are visited
+        first, last = py.lines(stmt)
+        if any(first <= line <= last for line in added):
+            stmt.visit(finder)
+    for _, name, node, mutant in spread(finder.sites, lambda s: s[0]):
+        what = f"mutmut {name} at {line_of(py, node)}: `{short(code_of(py, node).strip(), 30)}` -> `{short(code_of(py, mutant).strip(), 30)}`"
+        yield "mutmut", what, lambda node=node, mutant=mutant: py.replace(node, lambda n: mutant)
