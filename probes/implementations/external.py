@@ -52,9 +52,10 @@ class _Sites(cst.CSTVisitor):
         return True
 
 
-def mutmut_mutants(py: PyFile) -> Iterator[Probe]:
-    """mutmut's mutants of ``py`` on the lines gold added or changed inside functions."""
-    added = {line for a, b, _ in py.functions for line in range(a, b + 1)} & py.added
+def mutmut_mutants(py: PyFile, lines: set[int] | None = None) -> Iterator[Probe]:
+    """mutmut's mutants of ``py`` on ``lines``, by default the lines gold added or changed inside functions
+    (benchmarks/oracle_strengthening.py passes every line of the functions gold changed)."""
+    added = {line for a, b, _ in py.functions for line in range(a, b + 1)} & py.added if lines is None else lines
     finder = _Sites(py, added)
     for stmt in py.module.body:  # only the statements that hold a site are visited
         first, last = py.lines(stmt)
