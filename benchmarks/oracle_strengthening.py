@@ -23,7 +23,12 @@ lines and add at least three test functions; a test function, with all its param
 commit message. Every stage resumes from ``RUN``.
 
     python benchmarks/oracle_strengthening.py --mirrors DIR [--out RUN] [--per-library N] [--max-tasks N]
-                                              [--mutants N] [--backend bwrap] [--workers 2] [--report-only]
+                                              [--mutants N] [--backend bwrap] [--workers 2]
+                                              [--oracle-only] [--report-only]
+
+``--oracle-only`` stops before the engine: what the maintainers' suites say of each mutant does not
+depend on swedeck's engine, so it can be computed once and the engine's stages run later (only the
+mutants that pass a suite are graded on the strengthened arm).
 """
 
 from __future__ import annotations
@@ -256,16 +261,16 @@ def swedeck(args: Sequence[str]) -> None:
     subprocess.run(["swedeck", *args], stdout=subprocess.DEVNULL, check=False)
 
 
-def grade_all(jobs: Sequence[tuple[str, str, str]], tasks: dict, backend_name: str, workers: int) -> list[float | None]:
-    """Reward of each (task id, description, patch) job (None: the task is not there)."""
+def grade_all(jobs: Sequence[tuple[str, str]], tasks: dict, backend_name: str, workers: int) -> list[float | None]:
+    """Reward of each (task id, patch) job (None: the task is not there)."""
     from harness.config import SandboxConfig
     from harness.grading.grader import grade
     from harness.sandboxes.backends import get_backend
 
     backend = get_backend(SandboxConfig(backend=backend_name))
 
-    def one(job: tuple[str, str, str]) -> float | None:
-        iid, _, patch = job
+    def one(job: tuple[str, str]) -> float | None:
+        iid, patch = job
         return grade(tasks[iid], patch, backend).reward if iid in tasks else None
 
     with ThreadPoolExecutor(workers) as pool:
@@ -294,29 +299,32 @@ def run(args: argparse.Namespace) -> None:
         if made or (target / "task.toml").exists():
             thinned[iid] = target
     print(f"{len(thinned)} tasks thinned", flush=True)
+    full_tasks = {t.instance_id: t for t in load_sources([full_dir / iid for iid in thinned]).tasks}
+    thin_tasks = {t.instance_id: t for t in load_sources(list(thinned.values())).tasks}
+    mutants_path = out / "mutants.json"
+    graded: dict[str, list[dict]] = json.loads(mutants_path.read_text()) if mutants_path.exists() else {}
+    for iid in thinned:  # the oracle's side: every mutant on the full and the thinned upstream suites
+        if iid in graded or args.report_only:
+            continue
+        made = mutant_patches(full_tasks[iid], args.mutants)
+        r_full = grade_all([(iid, patch) for _, patch in made], full_tasks, args.backend, args.workers)
+        r_thin = grade_all([(f"{iid}-thin", patch) for _, patch in made], thin_tasks, args.backend, args.workers)
+        graded[iid] = [{"what": w, "patch": p, "full": f, "thin": t, "strengthened": None}
+                       for (w, p), f, t in zip(made, r_full, r_thin, strict=True)]  # fmt: skip
+        mutants_path.write_text(json.dumps(graded, indent=1))
     timing_path = out / "thin" / "evidence_timing.json"  # evidence_real's run_stages keeps it there
-    if not args.report_only and thinned:
+    if not args.report_only and not args.oracle_only and thinned:
         sys.path.insert(0, str(HERE))
         from evidence_real import run_stages
 
         run_stages(out / "thin", [str(p) for p in thinned.values()], args.backend, args.workers)
         swedeck(["deck", str(out / "thin"), "--out", str(out / "thin" / "deck")])
-    full_tasks = {t.instance_id: t for t in load_sources([full_dir / iid for iid in thinned]).tasks}
-    thin_tasks = {t.instance_id: t for t in load_sources(list(thinned.values())).tasks}
-    deck = out / "thin" / "deck"
-    strong = {t.instance_id: t for t in arm_tasks(deck, "strengthened")} if deck.exists() else {}
-    mutants_path = out / "mutants.json"
-    graded = json.loads(mutants_path.read_text()) if mutants_path.exists() else {}
-    for iid in thinned:
-        if iid in graded or args.report_only:
-            continue
-        made = mutant_patches(full_tasks[iid], args.mutants)
-        jobs_full = [(iid, what, patch) for what, patch in made]
-        jobs_thin = [(f"{iid}-thin", what, patch) for what, patch in made]
-        r_full = grade_all(jobs_full, full_tasks, args.backend, args.workers)
-        r_thin = grade_all(jobs_thin, thin_tasks, args.backend, args.workers)
-        r_strong = grade_all(jobs_thin, strong, args.backend, args.workers)
-        graded[iid] = [{"what": w, "full": f, "thin": t, "strengthened": s} for (w, _), f, t, s in zip(made, r_full, r_thin, r_strong, strict=True)]
+        deck = out / "thin" / "deck"
+        strong = {t.instance_id: t for t in arm_tasks(deck, "strengthened")} if deck.exists() else {}
+        todo = [(iid, m) for iid in thinned for m in graded.get(iid, []) if m["strengthened"] is None and (m["full"] == 1.0 or m["thin"] == 1.0)]
+        rewards = grade_all([(f"{iid}-thin", m["patch"]) for iid, m in todo], strong, args.backend, args.workers)
+        for (_, m), reward in zip(todo, rewards, strict=True):
+            m["strengthened"] = reward
         mutants_path.write_text(json.dumps(graded, indent=1))
     report(out, thinned, graded, timing_path)
 
@@ -375,6 +383,7 @@ def main() -> int:
     parser.add_argument("--mutants", type=int, default=24, help="mutants graded per task")
     parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker"])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--oracle-only", action="store_true", help="mine, thin and grade the mutants on the upstream suites; no engine stage")
     parser.add_argument("--report-only", action="store_true", help="report on RUN as it is; run nothing")
     run(parser.parse_args())
     return 0
