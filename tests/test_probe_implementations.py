@@ -198,6 +198,18 @@ def test_mutmut_needs_gold_s_lines_in_functions(tmp_path: Path) -> None:
     assert built(tmp_path, "X = 1\n", "X = 1 + 2\n", mutmut_mutants) == []
 
 
+def test_regression_mutants_of_code_gold_only_reindented(tmp_path: Path) -> None:
+    """mutmut's operators mutated a statement gold only wrapped in a new ``try`` (the buggy tree's code,
+    now on a changed line): the mutant broke what buggy and gold share and made an adequate suite look
+    too loose. Only what gold wrote is mutated now, and only guards gold wrote are narrowed."""
+    base = "def parse(s, n):\n    if n < 0:\n        n = 0\n    src = s.replace('a', 'b')\n    return src, n\n"
+    gold = ("def parse(s, n):\n    try:\n        if n < 0:\n            n = 0\n        src = s.replace('a', 'b')\n"
+            "    except AttributeError:\n        raise TypeError(s) from None\n    return src, n\n")  # fmt: skip
+    mutated = [what for what, _ in built(tmp_path, base, gold, mutmut_mutants)]
+    assert all("replace" not in what and "'a'" not in what and "n < 0" not in what for what in mutated), mutated
+    assert built(tmp_path, base, gold, lambda py: narrow_guard(py, ["-1"])) == []
+
+
 def test_regression_one_line_takes_the_whole_budget(tmp_path: Path) -> None:
     """Operator sites were kept in source order, so a line with many constants took an operator's whole
     cap: now every changed line has a constant mutant before any line has a second."""

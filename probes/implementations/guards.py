@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
+from probes.data_ops.added import _Old, added_part
 from probes.pycst import PyFile, code_of, keep_parens, line_of, parens, short, spread
 
 Probe = tuple[str, str, Callable[[], "str | None"]]  # operator, description, build
@@ -51,11 +52,11 @@ class _Guards(cst.CSTVisitor):
 
     def __init__(self, py: PyFile) -> None:
         super().__init__()
-        self.py = py
+        self.py, self.old = py, _Old(py)
         self.tests: list[cst.BaseExpression] = []
 
     def _guard(self, test: cst.BaseExpression) -> None:
-        if self.py.pos.get(test) is not None and self.py.start(test) in self.py.added:
+        if self.py.pos.get(test) is not None and added_part(self.py, self.old, test):  # not a guard gold re-indented
             self.tests.append(test)
 
     def visit_If(self, node: cst.If) -> None:
