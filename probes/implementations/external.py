@@ -17,15 +17,14 @@ nor is a ``raise`` statement (its message is all a mutant there could change tha
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 from mutmut.mutation.mutators import mutation_operators
 
-from probes.data_ops.added import _Old, added_part
+from probes.data_ops.added import Mutant, _Old, added_part
 from probes.pycst import PyFile, code_of, line_of, short, spread
 
-Probe = tuple[str, str, Callable[[], "str | None"]]
 NEVER_CALLS = ("len", "isinstance")
 
 
@@ -54,7 +53,7 @@ class _Sites(cst.CSTVisitor):
         return True
 
 
-def mutmut_mutants(py: PyFile) -> Iterator[Probe]:
+def mutmut_mutants(py: PyFile) -> Iterator[Mutant]:
     """mutmut's mutants of ``py`` on the lines gold added or changed inside functions."""
     added = {line for a, b, _ in py.functions for line in range(a, b + 1)} & py.added
     finder = _Sites(py, added)
