@@ -29,7 +29,7 @@ from probes.implementations import (
 )
 from probes.implementations.calls import calls_in_tests
 from probes.pycst import PyFile, python_files
-from probes.workspace import workspace
+from probes.workspace import change_blocks, hunk_groups, revert_blocks, workspace
 
 Probe = tuple[str, str, Callable[[], "str | None"]]
 _REPOS = itertools.count()
@@ -208,6 +208,17 @@ def test_regression_mutants_of_code_gold_only_reindented(tmp_path: Path) -> None
     mutated = [what for what, _ in built(tmp_path, base, gold, mutmut_mutants)]
     assert all("replace" not in what and "'a'" not in what and "n < 0" not in what for what in mutated), mutated
     assert built(tmp_path, base, gold, lambda py: narrow_guard(py, ["-1"])) == []
+
+
+def test_regression_grouping_hunks_keeps_the_diff_whole() -> None:
+    """Grouping change blocks into hunks trimmed the first and last equal runs of the line diff in
+    place (difflib's grouping edits the opcodes it is given), and once the diff was kept for every
+    operator, putting blocks back rebuilt a file without its head and tail."""
+    old = [f"line {i}\n" for i in range(30)]
+    new = old[:10] + ["added\n"] + old[10:20] + ["more\n"] + old[20:]
+    assert len(hunk_groups(old, new)) == 2
+    assert revert_blocks(old, new, set()) == "".join(new)
+    assert revert_blocks(old, new, set(change_blocks(old, new))) == "".join(old)
 
 
 def test_regression_one_line_takes_the_whole_budget(tmp_path: Path) -> None:
