@@ -23,8 +23,9 @@ from probes.data_ops.added import Mutant, _Old, added_part
 from probes.pycst import PyFile, code_of, keep_parens, line_of, parens, short, spread, walk
 from probes.special_case import find_def
 
-# functions whose one argument a wrong fix would pass on as it is
-NORMALISING_FUNCTIONS = {"abs", "str", "int", "float", "bool", "bytes", "list", "tuple", "set", "frozenset", "dict",
+# functions whose one argument a wrong fix would pass on as it is; not ``float``, which mostly widens an
+# int to an equal value of another type: leaving it out changes a representation, not what the code does
+NORMALISING_FUNCTIONS = {"abs", "str", "int", "bool", "bytes", "list", "tuple", "set", "frozenset", "dict",
                          "sorted", "repr", "round", "normpath", "abspath", "realpath", "normcase", "fspath", "expanduser"}  # fmt: skip
 # methods whose receiver a wrong fix would use as it is
 NORMALISING_METHODS = {"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize", "expanduser",
