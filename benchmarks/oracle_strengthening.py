@@ -2,9 +2,9 @@
 
 A real fix commit whose tests add three or more FAIL_TO_PASS tests is made into two tasks: the full
 one (the maintainers' suite) and a thinned one that keeps one of those tests and drops the others from
-the test files (removed, not deselected, so nothing downstream can read them). mutmut's mutants of
-gold's changed functions (its operators used as a library, ``probes.implementations.external``; none of
-our own operators) that pass the thinned suite but fail the full one are real shortcuts of the thinned
+the test files (removed, not deselected, so nothing downstream can read them). cosmic-ray's mutants of
+the lines gold added (its operators used as a library; neither our operators nor mutmut's, which the
+engine's own probes use) that pass the thinned suite but fail the full one are real shortcuts of the thinned
 task: wrong by the maintainers' own word. Then the thinned tasks go through what a user runs
 (``swedeck p1``, ``judge --no-judge``, ``strengthen --all``, ``deck``) and every mutant is graded on
 the strengthened arm. It prints:
@@ -215,38 +215,54 @@ def thin(full: Path, fail_to_pass: Sequence[str], out: Path) -> tuple[str, list[
 # ------------------------------------------------------------------------------------------ mutants
 
 
+def cosmic_ray_mutants(code: str, lines: set[int]) -> list[tuple[int, str, str]]:
+    """(line, description, mutated code) of every cosmic-ray mutant of ``code`` (its core operators that
+    take no arguments, used as a library) whose site starts on one of ``lines``."""
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.plugins import get_operator, operator_names
+
+    out = []
+    module = get_ast(code)
+    for name in operator_names():
+        operator_class = get_operator(name)
+        if operator_class.arguments():
+            continue
+        operator = operator_class()
+        positions = [start for node in ast_nodes(module) for start, _ in operator.mutation_positions(node)]
+        for occurrence, (line, column) in enumerate(positions):
+            if line in lines and (mutated := mutate_code(code, operator, occurrence)) is not None and mutated != code:
+                out.append((line, f"cosmic-ray {name.removeprefix('core/')} at line {line}:{column}", mutated))
+    return out
+
+
 def mutant_patches(task, limit: int) -> list[tuple[str, str]]:  # noqa: ANN001 - a harness.records.Task
-    """(description, patch) of up to ``limit`` mutmut mutants of gold's changed functions, spread over
-    their lines, each a patch against the buggy tree."""
+    """(description, patch) of up to ``limit`` cosmic-ray mutants of the lines gold added to library
+    files, spread over those lines (every line's first mutant before any line's second), each the whole
+    gold patch with one mutation, against the buggy tree. cosmic-ray, not mutmut: the engine's own probes
+    use mutmut's operators, and an oracle built from them would grade the engine on its own probes."""
     from harness.config import Settings
     from harness.sandboxes.envs import prepare_tree
-    from probes.implementations.external import mutmut_mutants
-    from probes.pycst import python_files, spread
-    from probes.workspace import workspace
+    from probes.pycst import spread
+    from probes.workspace import added_lines, file_lines, workspace
 
-    out: list[tuple[str, str]] = []
     tree = prepare_tree(task, Settings.from_env())
     with workspace(task, tree) as ws:
         if ws is None:
             return []
         found = []
-        for py in python_files(ws):
-            spans = [py.lines(fn) for fn in py.touched_functions()]
-            lines = {line for first, last in spans for line in range(first, last + 1)}
-            found += [(py, what, build) for _, what, build in mutmut_mutants(py, lines)]
-        for py, what, build in spread(found, lambda f: f[0].path)[: limit * 3]:
-            code = build()
-            if code is None or code == py.new:
+        for path in ws.paths:
+            new, old = ws.new[path], ws.old[path]
+            if new is None or not path.endswith(".py") or is_test(path):
                 continue
-            (ws.root / py.path).write_text(code)
-            patch = git(["diff", "HEAD", "--", py.path], ws.root)
-            others = [p for p in ws.paths if p != py.path]
-            gold_rest = git(["diff", "HEAD", "--", *others], ws.root) if others else ""
-            (ws.root / py.path).write_text(py.new)
-            out.append((what, gold_rest + patch))
-            if len(out) == limit:
-                break
-    return out
+            lines = added_lines(file_lines(old), file_lines(new))
+            found += [(path, line, what, code) for line, what, code in cosmic_ray_mutants(new, lines)]
+        out = []
+        for path, _, what, code in spread(found, lambda f: (f[0], f[1]))[:limit]:
+            (ws.root / path).write_text(code)
+            out.append((what, git(["diff", "HEAD"], ws.root)))
+            (ws.root / path).write_text(ws.new[path])
+        return out
 
 
 # ------------------------------------------------------------------------------------------- stages

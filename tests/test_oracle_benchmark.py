@@ -80,3 +80,11 @@ def test_added_test_functions_counts_only_added_definitions() -> None:
 def test_only_commits_that_say_they_fix_something_are_mined() -> None:
     assert oracle.FIX.search("Fix chunked for n=0") and oracle.FIX.search("handle the bug in split (#123)")
     assert not oracle.FIX.search("Add windowed_complete") and not oracle.FIX.search("Refactor the docs")
+
+
+def test_cosmic_ray_mutants_only_touch_the_lines_asked_for() -> None:
+    code = "def f(a, b):\n    x = a + b\n    return x < 3\n"
+    mutants = oracle.cosmic_ray_mutants(code, {3})
+    assert mutants and all(line == 3 for line, _, _ in mutants)
+    assert all(m.splitlines()[1] == "    x = a + b" and m != code for _, _, m in mutants)
+    assert any("x <= 3" in m or "x > 3" in m for _, _, m in mutants)

@@ -29,7 +29,7 @@ from probes.implementations import (
 )
 from probes.implementations.calls import calls_in_tests
 from probes.pycst import PyFile, python_files
-from probes.workspace import workspace
+from probes.workspace import change_blocks, hunk_groups, revert_blocks, workspace
 
 Probe = tuple[str, str, Callable[[], "str | None"]]
 _REPOS = itertools.count()
@@ -113,6 +113,8 @@ def test_drop_normaliser_needs_a_call_gold_added(tmp_path: Path) -> None:
     base = "def f(x, y):\n    return abs(x), y\n"
     assert built(tmp_path, base, "def f(x, y):\n    return abs(x), helper(y)\n", drop_normaliser) == []
     assert built(tmp_path, base, "def f(x, y):\n    return abs(x), y\n\n\nZ = 1\n", drop_normaliser) == []
+    # float(n) of an int is the same number in another type: leaving it out is no wrong fix
+    assert built(tmp_path, base, "def f(x, y):\n    return abs(x), float(y)\n", drop_normaliser) == []
 
 
 CLIP_BASE = "def clip(text, width=5):\n    return text[:5]\n"
@@ -196,6 +198,29 @@ def test_mutmut_sites_spread_over_gold_s_lines_only(tmp_path: Path) -> None:
 
 def test_mutmut_needs_gold_s_lines_in_functions(tmp_path: Path) -> None:
     assert built(tmp_path, "X = 1\n", "X = 1 + 2\n", mutmut_mutants) == []
+
+
+def test_regression_mutants_of_code_gold_only_reindented(tmp_path: Path) -> None:
+    """mutmut's operators mutated a statement gold only wrapped in a new ``try`` (the buggy tree's code,
+    now on a changed line): the mutant broke what buggy and gold share and made an adequate suite look
+    too loose. Only what gold wrote is mutated now, and only guards gold wrote are narrowed."""
+    base = "def parse(s, n):\n    if n < 0:\n        n = 0\n    src = s.replace('a', 'b')\n    return src, n\n"
+    gold = ("def parse(s, n):\n    try:\n        if n < 0:\n            n = 0\n        src = s.replace('a', 'b')\n"
+            "    except AttributeError:\n        raise TypeError(s) from None\n    return src, n\n")  # fmt: skip
+    mutated = [what for what, _ in built(tmp_path, base, gold, mutmut_mutants)]
+    assert all("replace" not in what and "'a'" not in what and "n < 0" not in what for what in mutated), mutated
+    assert built(tmp_path, base, gold, lambda py: narrow_guard(py, ["-1"])) == []
+
+
+def test_regression_grouping_hunks_keeps_the_diff_whole() -> None:
+    """Grouping change blocks into hunks trimmed the first and last equal runs of the line diff in
+    place (difflib's grouping edits the opcodes it is given), and once the diff was kept for every
+    operator, putting blocks back rebuilt a file without its head and tail."""
+    old = [f"line {i}\n" for i in range(30)]
+    new = old[:10] + ["added\n"] + old[10:20] + ["more\n"] + old[20:]
+    assert len(hunk_groups(old, new)) == 2
+    assert revert_blocks(old, new, set()) == "".join(new)
+    assert revert_blocks(old, new, set(change_blocks(old, new))) == "".join(old)
 
 
 def test_regression_one_line_takes_the_whole_budget(tmp_path: Path) -> None:

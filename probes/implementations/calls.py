@@ -14,18 +14,18 @@ rebinds is never replaced.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
 
 from harness.pyast import parse
-from probes.data_ops.added import _Old, added_part
+from probes.data_ops.added import Mutant, _Old, added_part
 from probes.pycst import PyFile, code_of, keep_parens, line_of, parens, short, spread, walk
 from probes.special_case import find_def
 
-Probe = tuple[str, str, Callable[[], "str | None"]]
-# functions whose one argument a wrong fix would pass on as it is
-NORMALISING_FUNCTIONS = {"abs", "str", "int", "float", "bool", "bytes", "list", "tuple", "set", "frozenset", "dict",
+# functions whose one argument a wrong fix would pass on as it is; not ``float``, which mostly widens an
+# int to an equal value of another type: leaving it out changes a representation, not what the code does
+NORMALISING_FUNCTIONS = {"abs", "str", "int", "bool", "bytes", "list", "tuple", "set", "frozenset", "dict",
                          "sorted", "repr", "round", "normpath", "abspath", "realpath", "normcase", "fspath", "expanduser"}  # fmt: skip
 # methods whose receiver a wrong fix would use as it is
 NORMALISING_METHODS = {"lower", "upper", "casefold", "strip", "lstrip", "rstrip", "title", "capitalize", "expanduser",
@@ -63,7 +63,7 @@ class _Calls(cst.CSTVisitor):
             self.found.append((node, inner))
 
 
-def drop_normaliser(py: PyFile) -> Iterator[Probe]:
+def drop_normaliser(py: PyFile) -> Iterator[Mutant]:
     """Each normalising call gold added, replaced by what it normalises."""
     finder = _Calls(py)
     py.module.visit(finder)
@@ -120,7 +120,7 @@ def _tested_value(fn: ast.FunctionDef | ast.AsyncFunctionDef, calls: list[tuple[
             if len(values) == 1 and UNKNOWN not in values and name not in stored}  # fmt: skip
 
 
-def constant_for_variable(py: PyFile, calls: Mapping[str, list[tuple[list[object], dict[str, object]]]]) -> Iterator[Probe]:
+def constant_for_variable(py: PyFile, calls: Mapping[str, list[tuple[list[object], dict[str, object]]]]) -> Iterator[Mutant]:
     """In each function gold changed that the tests call, every read on gold's added lines of a parameter
     the tests always pass as one literal, replaced by that literal."""
     try:

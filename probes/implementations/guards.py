@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
+from probes.data_ops.added import Mutant, _Old, added_part
 from probes.pycst import PyFile, code_of, keep_parens, line_of, parens, short, spread
 
-Probe = tuple[str, str, Callable[[], "str | None"]]  # operator, description, build
 MAX_VALUES = 3  # test values one narrowed guard admits
 _HOLDS: dict[type, Callable[[float, float], bool]] = {
     cst.LessThan: op.lt, cst.LessThanEqual: op.le, cst.GreaterThan: op.gt, cst.GreaterThanEqual: op.ge,
@@ -51,11 +51,11 @@ class _Guards(cst.CSTVisitor):
 
     def __init__(self, py: PyFile) -> None:
         super().__init__()
-        self.py = py
+        self.py, self.old = py, _Old(py)
         self.tests: list[cst.BaseExpression] = []
 
     def _guard(self, test: cst.BaseExpression) -> None:
-        if self.py.pos.get(test) is not None and self.py.start(test) in self.py.added:
+        if self.py.pos.get(test) is not None and added_part(self.py, self.old, test):  # not a guard gold re-indented
             self.tests.append(test)
 
     def visit_If(self, node: cst.If) -> None:
@@ -80,7 +80,7 @@ def _inside(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield from _inside(child)
 
 
-def narrow_guard(py: PyFile, literals: Sequence[str]) -> Iterator[Probe]:
+def narrow_guard(py: PyFile, literals: Sequence[str]) -> Iterator[Mutant]:
     """Each numeric comparison ``x < c`` in a guard gold added, as ``x == v`` (or ``x in (...)``) for the
     tests' numbers ``v`` it holds on; where none does, for the one value next to the bound it holds on
     (``n < 0`` -> ``n == -1``, ``n >= 5`` -> ``n == 5``)."""
@@ -122,7 +122,7 @@ def _operands(node: cst.BaseExpression, kind: type) -> list[cst.BaseExpression]:
     return [node]
 
 
-def drop_conjunct(py: PyFile) -> Iterator[Probe]:
+def drop_conjunct(py: PyFile) -> Iterator[Mutant]:
     """Each operand of an ``and`` / ``or`` chain in a guard gold added, dropped (the others kept)."""
     sites = []
     for test in _guard_tests(py):

@@ -14,6 +14,7 @@ import difflib
 from collections.abc import Callable, Iterator
 
 from harness.pyast import parse
+from probes.data_ops.added import Mutant
 from probes.pycst import PyFile, spread
 from probes.workspace import Contents, Workspace, change_blocks, file_lines, importable, parses, revert_blocks
 
@@ -75,7 +76,7 @@ def _span(stmt: ast.stmt) -> tuple[int, int]:
     return first, stmt.end_lineno or stmt.lineno
 
 
-def adjacent_edit(py: PyFile) -> Iterator[tuple[str, str, Callable[[], str | None]]]:
+def adjacent_edit(py: PyFile) -> Iterator[Mutant]:
     """Each run of whole statements gold inserted in a function, moved past the next statement of its
     block (or before the previous one) when that statement does not end the block's flow."""
     old, new = file_lines(py.old), file_lines(py.new)
