@@ -5,7 +5,10 @@ Two kinds (``harness.records.ProbeKind``):
 * ``plausible_wrong``: variants of gold that should break the fix: drop one hunk or change block of
   gold, revert one file of a multi-file gold, the operator mutants of ``probes.mutants``, the
   data-level operators of ``probes.data_ops`` (regexes, container entries, decorators and string
-  constants gold added) and the ``special_case`` guards of ``probes.special_case``. Only files the
+  constants gold added), the ``special_case`` guards of ``probes.special_case`` and the other
+  implementations of ``probes.implementations`` (gold's guards narrowed or with a conjunct dropped, a
+  normalising call left out, a parameter pinned to the tests' value, gold at one of several similar
+  sites or next to its lines, mutmut's operators on gold's lines). Only files the
   tests can import are probed (``probes.workspace.importable``). A survivor (reward 1) means the tests cannot
   tell the variant from gold; it may still be equivalent to gold, so it is evidence of a too-loose
   suite only when ``probes.differential`` finds an input on which it behaves differently.
@@ -24,6 +27,16 @@ from pathlib import Path
 
 from harness.records import ProbeKind, Task
 from probes.data_ops import data_mutants
+from probes.implementations import (
+    adjacent_edit,
+    constant_for_variable,
+    drop_conjunct,
+    drop_normaliser,
+    mutmut_mutants,
+    narrow_guard,
+    one_similar_site,
+)
+from probes.implementations.calls import calls_in_tests
 from probes.mutants import mutants
 from probes.pycst import guarded, one_file, python_files
 from probes.rewrites import rewrites
@@ -45,6 +58,8 @@ from probes.workspace import (
 )
 
 MAX_SPECIAL_CASE = 6  # special_case tries several guard names per change block
+MAX_MUTMUT = 6  # mutmut's operators are many: one budget for all of them, spread over the lines
+CAPS = {"special_case": MAX_SPECIAL_CASE, "mutmut": MAX_MUTMUT}
 MAX_TOTAL = 40  # candidates per task and per kind, operators interleaved round-robin
 
 
@@ -53,7 +68,8 @@ def plausible_wrong(task: Task, tree: Path, test_ids: Sequence[str]) -> list[Can
     with workspace(task, tree) as ws:
         if ws is None:
             return []
-        literals = test_literals(test_sources(task, tree, [t.partition("::")[0] for t in test_ids]), test_ids)
+        sources = test_sources(task, tree, [t.partition("::")[0] for t in test_ids])
+        literals, calls = test_literals(sources, test_ids), calls_in_tests(sources, test_ids)
         per_op: dict[str, list[tuple[str, Lazy]]] = {}
 
         def add(operator: str, description: str, contents: Contents | Lazy) -> None:
@@ -77,8 +93,12 @@ def plausible_wrong(task: Task, tree: Path, test_ids: Sequence[str]) -> list[Can
         if len(code_paths) > 1:
             for path in code_paths:
                 add("revert_file", f"gold without its changes to {path}", {path: ws.old[path]})
+        for operator, description, build in guarded(one_similar_site(ws), "gold's change blocks"):
+            add(operator, description, build)
         for py in python_files(ws):
-            for operator, description, build in [*guarded(mutants(py), py.path), *guarded(data_mutants(py), py.path)]:
+            built = [mutants(py), data_mutants(py), narrow_guard(py, literals), drop_conjunct(py), drop_normaliser(py),
+                     constant_for_variable(py, calls), adjacent_edit(py), mutmut_mutants(py)]  # fmt: skip
+            for operator, description, build in (site for sites in built for site in guarded(sites, py.path)):
                 add(operator, description, lambda build=build, path=py.path: one_file(path, build()))
             for operator, description, code in guarded(special_cases(py, literals), py.path):
                 add(operator, description, {py.path: code})
@@ -113,7 +133,7 @@ def _finish(
     seen = {gold, ""}
     kept: dict[str, list[Candidate]] = {}
     for operator, items in per_op.items():
-        cap = MAX_SPECIAL_CASE if operator == "special_case" else MAX_PER_OPERATOR
+        cap = CAPS.get(operator, MAX_PER_OPERATOR)
         for description, build in items:
             if len(kept.get(operator, [])) >= cap:
                 break

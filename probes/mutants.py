@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 
 import libcst as cst
 
-from probes.pycst import PyFile, code_of, line_of, negate, short, walk
+from probes.pycst import PyFile, code_of, line_of, negate, short, spread, walk
 
 _COMPARE_SWAP: dict[type, Callable[[cst.BaseCompOp], cst.BaseCompOp]] = {
     cst.LessThan: lambda o: cst.LessThanEqual(whitespace_before=o.whitespace_before, whitespace_after=o.whitespace_after),
@@ -294,8 +294,9 @@ def _deletable(stmt: cst.CSTNode) -> bool:
 
 
 def mutants(py: PyFile) -> Iterator[tuple[str, str, Callable[[], str | None]]]:
-    """Each site with its rewrite, unevaluated: only the first few per operator are ever built."""
+    """Each site with its rewrite, unevaluated: only the first few per operator are ever built, so each
+    operator's sites come spread over the lines they sit on."""
     finder = _MutationSites(py)
     py.wrapper.visit(finder)
-    for operator, description, node, fn in finder.sites:
+    for operator, description, node, fn in spread(finder.sites, lambda site: (site[0], py.start(site[2]))):
         yield operator, description, lambda node=node, fn=fn: py.replace(node, fn)

@@ -3,9 +3,11 @@ operators share."""
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -13,6 +15,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from probes.workspace import Contents, Workspace, added_lines, file_lines, importable, parses, touched_lines
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass
@@ -52,18 +55,43 @@ class PyFile:
 
     def replace(self, target: cst.CSTNode, fn: Callable[[cst.CSTNode], object]) -> str | None:
         """The file with ``target`` replaced by ``fn(updated target)``; None when it does not parse."""
-        try:
-            code = self.module.visit(Replace({id(target): fn})).code
-        except Exception:  # noqa: BLE001 - libcst refuses some replacements (bad sentinel position)
-            return None
-        return code if parses(code) else None
+        return self.replace_many({id(target): fn})
 
     def replace_many(self, fns: Mapping[int, Callable[[cst.CSTNode], object]]) -> str | None:
+        """Only the top-level statements that hold a target are transformed and printed again, the rest
+        of the text is kept as it is: a large module then costs one statement's work per probe, not the
+        whole file's."""
         try:
-            code = self.module.visit(Replace(fns)).code
-        except Exception:  # noqa: BLE001
+            code = self._spliced(fns)
+        except Exception:  # noqa: BLE001 - libcst refuses some replacements (bad sentinel position)
             return None
-        return code if parses(code) else None
+        return code if code is not None and parses(code) else None
+
+    @functools.cached_property
+    def _layout(self) -> tuple[dict[int, int], list[str], str, str] | None:
+        """(top-level statement index of every node, each statement's text, header, footer); None when
+        the statements' texts do not rebuild the file."""
+        body = self.module.body
+        texts = [self.module.code_for_node(stmt) for stmt in body]
+        joined, full = "".join(texts), self.module.code
+        at = full.find(joined)
+        if at < 0:
+            return None
+        owner = {id(node): k for k, stmt in enumerate(body) for node in walk(stmt)}
+        return owner, texts, full[:at], full[at + len(joined):]
+
+    def _spliced(self, fns: Mapping[int, Callable[[cst.CSTNode], object]]) -> str | None:
+        layout = self._layout
+        if layout is None or any(key not in layout[0] for key in fns):
+            return self.module.visit(Replace(fns)).code
+        owner, texts, header, footer = layout
+        texts = list(texts)
+        for k in {owner[key] for key in fns}:
+            new = self.module.body[k].visit(Replace(fns))
+            if isinstance(new, cst.FlattenSentinel):
+                return self.module.visit(Replace(fns)).code
+            texts[k] = "" if isinstance(new, cst.RemovalSentinel) else self.module.code_for_node(new)
+        return header + "".join(texts) + footer
 
     def names(self) -> set[str]:
         return {n.value for n in walk(self.module) if isinstance(n, cst.Name)}
@@ -145,6 +173,11 @@ def parens(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
+def keep_parens(old: cst.BaseExpression, new: cst.BaseExpression) -> cst.BaseExpression:
+    """``new`` in ``old``'s place, in ``old``'s parentheses where it had them."""
+    return new.with_changes(lpar=old.lpar, rpar=old.rpar) if old.lpar else new
+
+
 def negate(expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not) and not expr.lpar:
         return expr.expression
@@ -157,6 +190,20 @@ def fresh_name(base: str, taken: set[str]) -> str:
         name, n = f"{base}{n}", n + 1
     taken.add(name)
     return name
+
+
+def spread(items: Iterable[T], line: Callable[[T], object]) -> list[T]:
+    """``items`` round-robin over the lines they sit on (in order of each line's first item): the first
+    of every line, then the second of every line, ... An operator capped at a few candidates then takes
+    them from as many lines as it can, not all from the first line that has many sites."""
+    by_line: dict[object, list[T]] = {}
+    for item in items:
+        by_line.setdefault(line(item), []).append(item)
+    queues = list(by_line.values())
+    out: list[T] = []
+    for k in range(max(map(len, queues), default=0)):
+        out += [q[k] for q in queues if k < len(q)]
+    return out
 
 
 def line_of(py: PyFile, node: cst.CSTNode) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import os
 import shutil
 import subprocess
@@ -225,8 +226,15 @@ def file_lines(text: str | None) -> list[str]:
     return [] if text is None else text.splitlines(keepends=True)
 
 
-def _opcodes(old: list[str], new: list[str]) -> list[tuple[str, int, int, int, int]]:
-    return difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+def _opcodes(old: list[str], new: list[str]) -> tuple[tuple[str, int, int, int, int], ...]:
+    return _cached_opcodes(tuple(old), tuple(new))
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_opcodes(old: tuple[str, ...], new: tuple[str, ...]) -> tuple[tuple[str, int, int, int, int], ...]:
+    """Every operator asks for gold's change blocks of the same files, and the line diff of a large
+    module takes a second or more: matched once per pair of texts (a tuple: no caller can alter it)."""
+    return tuple(difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes())
 
 
 def change_blocks(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
@@ -243,9 +251,18 @@ def revert_blocks(old: list[str], new: list[str], blocks: set[tuple[int, int, in
 
 
 def hunk_groups(old: list[str], new: list[str]) -> list[set[tuple[int, int, int, int]]]:
-    """Change blocks grouped into hunks the way a unified diff with 3 lines of context groups them."""
-    groups = difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(CONTEXT)
-    return [{(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in group if tag != "equal"} for group in groups]
+    """Change blocks grouped into hunks the way a unified diff with CONTEXT lines of context groups
+    them: a run of more than twice CONTEXT equal lines between two blocks starts a new hunk."""
+    groups: list[set[tuple[int, int, int, int]]] = []
+    last = None
+    for tag, i1, i2, j1, j2 in _opcodes(old, new):
+        if tag == "equal":
+            continue
+        if last is None or i1 - last > 2 * CONTEXT:
+            groups.append(set())
+        groups[-1].add((i1, i2, j1, j2))
+        last = i2
+    return groups
 
 
 def added_lines(old: list[str], new: list[str]) -> set[int]:

@@ -47,18 +47,21 @@ GENERATED = ("gold.patch", "tests.patch", "issue.md", "task.toml", "repo.bundle"
 
 
 def build(task: RealTask, mirrors: Path) -> None:
-    source = mirrors / task.mirror / "repo"
-    base = git(["rev-parse", f"{task.fix}^"], source).strip()
-    changed = git(["diff", "--name-only", base, task.fix], source).split()
+    build_folder(mirrors / task.mirror / "repo", task.fix, task.repo, task.test_cmd, task.issue, HERE / task.name)
+
+
+def build_folder(source: Path, fix: str, repo: str, test_cmd: str, issue: str, folder: Path) -> None:
+    """One task folder from the fix commit ``fix`` of the clone (or bare repository) ``source``."""
+    base = git(["rev-parse", f"{fix}^"], source).strip()
+    changed = git(["diff", "--name-only", base, fix], source).split()
     tests = [p for p in changed if is_test(p)]
     code = [p for p in changed if p.endswith(".py") and not is_test(p)]
-    folder = HERE / task.name
-    folder.mkdir(exist_ok=True)
-    for name in GENERATED:  # the hand-written patches stay
-        (folder / name).unlink(missing_ok=True)
-    (folder / "gold.patch").write_text(git(["diff", base, task.fix, "--", *code], source))
-    (folder / "tests.patch").write_text(git(["diff", base, task.fix, "--", *tests], source))
-    (folder / "issue.md").write_text(task.issue)
+    folder.mkdir(parents=True, exist_ok=True)
+    for generated in GENERATED:  # the hand-written patches stay
+        (folder / generated).unlink(missing_ok=True)
+    (folder / "gold.patch").write_text(git(["diff", base, fix, "--", *code], source))
+    (folder / "tests.patch").write_text(git(["diff", base, fix, "--", *tests], source))
+    (folder / "issue.md").write_text(issue)
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"
         tree.mkdir()
@@ -66,11 +69,11 @@ def build(task: RealTask, mirrors: Path) -> None:
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
         git(["init", "-q", "-b", "main"], tree)
         git(["add", "-A"], tree)
-        git(["commit", "-q", "--no-verify", "-m", f"{task.mirror.replace('+', '/')} at {base} (parent of {task.fix})"], tree)
+        git(["commit", "-q", "--no-verify", "-m", f"{repo} at {base} (parent of {fix})"], tree)
         ref = git(["rev-parse", "HEAD"], tree).strip()
         git(["bundle", "create", "-q", str(folder / "repo.bundle"), "main"], tree)
     (folder / "task.toml").write_text(
-        f'instance_id = "{task.name}"\nrepo = "{task.mirror.replace("+", "/")}"\ntest_cmd = [{json.dumps(task.test_cmd)}]\n'
+        f'instance_id = "{folder.name}"\nrepo = "{repo}"\ntest_cmd = [{json.dumps(test_cmd)}]\n'
         'log_parser = "pytest"\n\n[environment]\nworkdir = "/testbed"\n\n[environment.recipe]\ninstall = []\n\n'
         f'[repo_source]\nkind = "bundle"\npath = "repo.bundle"\nref = "{ref}"\n'
     )

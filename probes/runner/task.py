@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.metadata
 import json
 import os
 import threading
@@ -30,10 +31,15 @@ def probe_timeout(p1: Pipeline1Result) -> float:
 GENERATION_CODE = (Path(__file__).parents[1], Path(__file__).parents[2] / "harness")  # what generation runs
 
 
+GENERATION_LIBRARIES = ("mutmut", "libcst")  # whose operators and printing generation uses
+
+
 @functools.cache
 def _generation_code() -> str:
-    """The sources of GENERATION_CODE, read once per process (not once per task)."""
-    return content_hash([f.read_text() for folder in GENERATION_CODE for f in sorted(folder.rglob("*.py"))])
+    """The sources of GENERATION_CODE and the versions of GENERATION_LIBRARIES, read once per process
+    (not once per task)."""
+    versions = [importlib.metadata.version(name) for name in GENERATION_LIBRARIES]
+    return content_hash([*versions, *(f.read_text() for folder in GENERATION_CODE for f in sorted(folder.rglob("*.py")))])
 
 
 def generate(task: Task, tree: Path, p1: Pipeline1Result, cache_dir: Path | None = None) -> list[Candidate]:
