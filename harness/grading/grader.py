@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
 from harness.grading import canaries, tamper
-from harness.grading.capabilities import describe, violations
+from harness.grading.capabilities import describe, judge, patch_violations
 from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
 from harness.grading.patching import APPLY_STRATEGIES, apply_patch
@@ -151,7 +151,9 @@ def _run_in(
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
     if facts.hidden_error:
         return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": facts.hidden_error})
-    paths = _Paths(token)
+    paths, budget = _Paths(token), Budget()  # the budget: the host's work on this grade, from the change's judgement on
+    if refused := patch_violations(patch):  # past a cap: nothing is applied at all
+        return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
     # every fresh sandbox of a task holds the same tree (same files, modes, sizes, mtimes), so its
     # listing, taken before anything of a candidate ran, serves every later grade of the task
     pristine = _PRISTINE.get(key)
@@ -188,16 +190,18 @@ def _run_in(
             run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", first=first, then=then, tried=tried)
         if not run.apply_strategy:
             return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
-        before = after = {}
+        before, listed = {}, b""
         if run.apply_strategy != "empty":
             before = pristine if pristine is not None else _PRISTINE.setdefault(key, parse_listing(sandbox.read_file(f"{paths.listings}-before")))
-            after = parse_listing(sandbox.read_file(f"{paths.listings}-after"))
+            listed = sandbox.read_file(f"{paths.listings}-after")
         clock.mark("apply")
-        refused = violations(before, after, task, facts)
+        with budget.step("the capability check"):
+            after, refused = judge(before, listed, task, facts)
         clock.mark("capabilities")
         if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
             return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
-        run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
+        with budget.step("the tamper audit"):
+            run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
         clock.mark("audit")
         todo = plan(before, after, task, facts, hidden)
         run.neutralized = todo.neutralized
@@ -205,7 +209,7 @@ def _run_in(
         sandbox.write_file(infra, archive(todo.write))
         install = install_command(todo.delete, infra)  # run with the first test command
         clock.mark("plan")
-        return _test(sandbox, task, run, patch, envs, install, planted, held, paths, log_dir, clock, instrument, coverage, maxfail, observe)
+        return _test(sandbox, task, run, patch, envs, install, planted, held, paths, log_dir, clock, budget, instrument, coverage, maxfail, observe)
     finally:
         if held is not None:
             held.stop()
@@ -288,7 +292,7 @@ def _commands_env(
 
 def _test(
     sandbox: Sandbox, task: Task, run: TestRun, patch: str, envs: list[tuple[dict[str, str], str, str]], install: str,
-    planted: list[canaries.Canary], held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages, instrument: bool,
+    planted: list[canaries.Canary], held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages, budget: Budget, instrument: bool,
     coverage: Sequence[str] | None, maxfail: int | None, observe: Sequence[str] | None,
 ) -> TestRun:
     """The test commands (the first in the held command where there is one), their statuses, canaries
@@ -297,7 +301,6 @@ def _test(
     parser = resolve_parser(task.log_parser)
     log_dir.mkdir(parents=True, exist_ok=True)
     run.log_path = str(log_dir / f"{file_name(task.instance_id)}-{content_hash(patch)}-{token}.log")
-    budget = Budget()
     with open(run.log_path, "wb") as log:
         for i, (command, (env, junit, outcomes)) in enumerate(zip(task.test_cmd, envs, strict=True)):
             clock.mark("setup")
