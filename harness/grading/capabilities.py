@@ -143,15 +143,16 @@ def patch_violations(patch: str) -> list[Violation]:
     """The caps, checked on the paths a patch names (its ``diff --git``, ``+++``, rename and copy
     lines) before it is applied: patch tools write only what a patch names, so a patch past a cap is
     refused without writing anything (the listing after the apply stays the check)."""
-    headers, deep = 0, []
+    gits = pluses = 0
+    deep = []
     for line in patch.split("\n"):
         if line.startswith(("diff --git ", "+++ ", "rename to ", "copy to ")):
-            headers += line.startswith(("diff --git ", "+++ "))
+            gits, pluses = gits + line.startswith("diff --git "), pluses + line.startswith("+++ ")
             target = line.rsplit(" b/", 1)[-1] if line.startswith("diff --git ") else line.split(" ", 2)[-1]
             if _depth(target) > MAX_DEPTH + 1:  # the path's own folders and git's b/
                 deep.append(target)
-    if headers > 2 * MAX_CHANGED:  # a git diff names a file on two lines
-        return [Violation(CHANGE, "too_many", f"the patch names {headers // 2} or more files")]
+    if max(gits, pluses) > MAX_CHANGED:  # a git diff names a file on both lines (an empty one on the first only)
+        return [Violation(CHANGE, "too_many", f"the patch names {max(gits, pluses)} files")]
     return [Violation(deep[0][:160] + "...", "too_deep", f"{len(deep)} paths")] if deep else []
 
 
