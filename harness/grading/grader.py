@@ -159,7 +159,7 @@ def _run_in(
     pristine = _PRISTINE.get(key)
     first = "" if pristine is not None else f"{LISTING} > {sandbox.output(f'{paths.listings}-before')}"
     then, prefetch = f"{LISTING} > {sandbox.output(f'{paths.listings}-after')}", ""
-    named = tamper.python_paths(tamper.named_paths(patch))
+    named = sorted(tamper.named_paths(patch))
     if named:  # the audit's files, read as the listing saw them: nothing ran in between
         prefetch = sandbox.output(f"{IO_DIR}/audit-{token}.tar")
         names = write_names(sandbox, named, f"audit-{token}")
