@@ -99,7 +99,9 @@ class Bindings:
         self._calls: list[ast.Call] = []
         self._readers: dict[str, set[int]] = defaultdict(set)
         self._reading: set[str] | None = None
+        self._imported: set[str] = set()
         self._collect(module)
+        self._assigned = {key for key, _ in self._equations}
         self._solve()
 
     # reading ------------------------------------------------------------------------------------
@@ -113,7 +115,9 @@ class Bindings:
         found = set(self.get(name)) | self.get(ANY_NAME)
         if name not in self.values:  # bound nowhere here: a star import's, or as it is spelled
             found |= {name, *(f"{m}.{name}" for m in self.stars)}
-        if name in BUILTINS:  # before any binding of the module's runs, or where none does
+        if name in BUILTINS and not (name in self._imported and name not in self._assigned):
+            # the builtin before any assignment of the module's runs (``exec = exec``); a name only
+            # ever imported (``from re import compile``) is the import's
             found.add("builtins" if name == "__builtins__" else name)
         return frozenset(found)
 
@@ -256,13 +260,15 @@ class Bindings:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 top = alias.name.split(".")[0]
-                self.values[alias.asname or top].add(alias.name if alias.asname else top)
+                self._import(alias.asname or top, alias.name if alias.asname else top)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 if alias.name == "*":
                     self.stars.add(node.module)
                 else:
-                    self.values[alias.asname or alias.name].add(f"{node.module}.{alias.name}")
+                    self._import(alias.asname or alias.name, f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.ImportFrom):  # the project's own module: nothing this module can name
+            self._imported.update(alias.asname or alias.name for alias in node.names)
         elif isinstance(node, ast.Assign):
             for target in node.targets:
                 self._target(target, node.value)
@@ -279,6 +285,10 @@ class Bindings:
             self._parameters[node.name] = node.args
         elif isinstance(node, ast.Call):
             self._call(node)
+
+    def _import(self, name: str, origin: str) -> None:
+        self.values[name].add(origin)
+        self._imported.add(name)
 
     def _call(self, node: ast.Call) -> None:
         func = node.func

@@ -34,8 +34,8 @@ Refused, one rule each (``RULES``):
 Host work is bounded by construction: every touched path is checked once, in time linear in its
 length, and a change deeper than ``MAX_DEPTH`` folders (``harness.grading.tree``), or touching more than
 ``MAX_CHANGED`` entries, is refused before any path is looked at (``too_deep``, ``too_many``); the
-same caps are checked on the paths a patch names before it is applied (``patch_violations``), so a
-patch of 200 000 files is never applied at all.
+same caps are checked on the paths a patch names before it is applied (``patch_violations``, with a
+cap on the patch's own size, ``too_large``), so a patch of 200 000 files is never applied at all.
 
 Gold never needs any of this: ``tests/test_capabilities.py`` runs the rule over the gold patch of
 every task in the repository, and Pipeline 1 calls a task whose gold is refused ``ungradeable``.
@@ -58,6 +58,7 @@ from harness.records import Task
 # No fix touches this many entries (gold patches: a handful of files); past it the change is refused
 # before its paths are looked at, whatever their number
 MAX_CHANGED = 10_000
+MAX_PATCH_BYTES = 64 * 2**20  # the largest gold patch in the corpora is a few MB
 RULES = {
     "symlink": "a symbolic link",
     "hard_link": "a file with more than one name (a hard link)",
@@ -71,6 +72,7 @@ RULES = {
     "shadows_module": "imported instead of a module the environment provides",
     "too_deep": f"deeper than {MAX_DEPTH} folders",
     "too_many": f"more than {MAX_CHANGED} entries changed",
+    "too_large": f"a patch of more than {MAX_PATCH_BYTES} bytes",
 }
 MODES = (0o644, 0o755)
 # Files that change how tests are collected or run, whoever adds or edits them: pytest's
@@ -127,22 +129,21 @@ def violations(before: Mapping[str, Entry], after: Mapping[str, Entry], task: Ta
 CHANGE = "(the change)"  # the path of a violation of the change as a whole
 
 
-def judge(
-    before: Mapping[str, Entry], listed: bytes, task: Task, facts: TaskFacts
-) -> tuple[dict[str, Entry], list[Violation]]:
-    """The tree after the change, from the harness's listing of it (``b""``: the tree as it was), and
-    its violations; a listing cut at its byte cap holds more entries than any repository."""
+def listed_tree(before: Mapping[str, Entry], listed: bytes) -> tuple[dict[str, Entry], list[Violation]]:
+    """The tree after the change, from the harness's listing of it (``b""``: the tree as it was); a
+    listing cut at its byte cap holds more entries than any repository, a violation of its own."""
     try:
-        after = parse_listing(listed) if listed else dict(before)
+        return (parse_listing(listed) if listed else dict(before)), []
     except ListingTooLarge as err:
         return {}, [Violation(CHANGE, "too_many", str(err))]
-    return after, violations(before, after, task, facts)
 
 
 def patch_violations(patch: str) -> list[Violation]:
     """The caps, checked on the paths a patch names (its ``diff --git``, ``+++``, rename and copy
     lines) before it is applied: patch tools write only what a patch names, so a patch past a cap is
     refused without writing anything (the listing after the apply stays the check)."""
+    if len(patch) > MAX_PATCH_BYTES:
+        return [Violation(CHANGE, "too_large", f"{len(patch)} characters")]
     gits = pluses = 0
     deep = []
     for line in patch.split("\n"):

@@ -10,7 +10,7 @@ files with ordinary content outside the tests' places, nothing Python or pytest 
 anything else is ``forbidden_change``), then (``harness.grading.trusted``) puts back the configuration pytest
 shares with packaging as the pristine tree had it, and writes the hidden tests, with a few canary
 tests planted among them (copies of the hidden tests, ``harness.grading.canaries``), from the task record.
-What the change added to its Python files is read, never run, for code reaching into the runner or
+What the change added to the files it touched is read, never run, for code reaching into the runner or
 the interpreter (``harness.grading.tamper``: ``tamper_suspected``). pytest then runs with plugin
 autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
 surviving a command. Statuses come from JUnit XML where the runner is
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
 from harness.grading import canaries, tamper
-from harness.grading.capabilities import describe, judge, patch_violations
+from harness.grading.capabilities import describe, listed_tree, patch_violations, violations
 from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
 from harness.grading.patching import APPLY_STRATEGIES, apply_patch
@@ -176,8 +176,7 @@ def _run_in(
             with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
             hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
             run.canaries = canaries.strength(planted)
-        wants_junit = uses_junit(task.log_parser)
-        envs = _commands_env(sandbox, task, facts, paths, planted, hidden, wants_junit, instrument, select, coverage, maxfail, observe)
+        envs = _commands_env(sandbox, task, facts, paths, planted, hidden, uses_junit(task.log_parser), instrument, select, coverage, maxfail, observe)
         clock.mark("canaries")
         if held is not None:
             applied, why = held.applied()
@@ -196,7 +195,8 @@ def _run_in(
             listed = sandbox.read_file(f"{paths.listings}-after")
         clock.mark("apply")
         with budget.step("the capability check"):
-            after, refused = judge(before, listed, task, facts)
+            after, refused = listed_tree(before, listed)
+            refused = refused or violations(before, after, task, facts)
         clock.mark("capabilities")
         if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
             return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})

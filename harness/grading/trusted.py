@@ -262,7 +262,8 @@ def tamper_findings(
     if sum(after[p].size for p in readable) > tamper.MAX_AUDIT_BYTES:
         return [f"the change's files hold over {tamper.MAX_AUDIT_BYTES} bytes: too large to audit"]
     try:
-        fetched = untar(sandbox.read_file(prefetch)) if prefetch and readable else {}
+        # at most what the audit reads, with the tar's own headers: it also holds what is too large
+        fetched = untar(sandbox.read_file(prefetch, limit=2 * tamper.MAX_AUDIT_BYTES)) if prefetch and readable else {}
     except (OSError, tarfile.TarError):  # cut short by the file size limit: read the rest below
         fetched = {}
     read = {p: fetched[p] for p in readable if p in fetched and len(fetched[p]) == after[p].size}
