@@ -32,6 +32,9 @@ BUILTINS = frozenset(dir(builtins)) | {"__builtins__"}
 GLOBALS = "<globals>"  # the module's own namespace (globals(), vars(), locals())
 ANY_NAME = "<any>"  # bound by a write into the namespace under a computed name
 UNKNOWN = "?"  # an attribute or key computed at run time
+# what the audit's rules are about: an object of these reaches every expression it can flow into
+RUNNER_ROOTS = ("unittest", "_pytest", "pytest", "pluggy")
+SENSITIVE_ROOTS = ("sys", "builtins", "gc", "inspect", "os", "importlib", "threading", "atexit", "signal", "faulthandler", "ctypes", *RUNNER_ROOTS)
 _MUTATORS = {"append", "add", "insert", "extend", "update", "setdefault", "__setitem__"}
 _NAMESPACES = {"globals", "vars", "locals"}
 _IMPORTERS = {"__import__", "importlib.import_module", "importlib.__import__"}
@@ -202,6 +205,14 @@ class Bindings:
             elif func == "eval" and first is not None and (code := code_of(first)) is not None:
                 if len(code.body) == 1 and isinstance(code.body[0], ast.Expr):
                     found |= self.resolve(code.body[0].value)
+            elif func == "pkgutil.resolve_name" and first is not None:
+                name = fold(first)
+                found.add(name.replace(":", ".") if isinstance(name, str) else UNKNOWN)
+        # any other call may hand back what it was given (an identity, a partial, attrgetter's result)
+        for arg in [*node.args, *(k.value for k in node.keywords)]:
+            found |= {o for o in self.resolve(arg) if o.split(".")[0] in SENSITIVE_ROOTS}
+        if isinstance(node.func, ast.Lambda):
+            found |= self.resolve(node.func.body)
         if isinstance(node.func, ast.Name):
             found |= self.get(f"{node.func.id}()")
         elif isinstance(node.func, ast.Attribute):
@@ -301,10 +312,12 @@ class Bindings:
         self._calls.append(node)
 
     def _arguments(self) -> Iterator[tuple[str, ast.expr]]:
-        """(parameter, argument) for each call of a function the module defines, matched by its name."""
+        """(parameter, argument) for each call of a function the module defines, matched by its name,
+        and of a lambda called where it is written."""
         for node in self._calls:
             func = node.func
-            params = self._parameters.get(func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else "")
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+            params = func.args if isinstance(func, ast.Lambda) else self._parameters.get(name)
             if params is None:
                 continue
             positional = [a.arg for a in [*params.posonlyargs, *params.args]]

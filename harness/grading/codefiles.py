@@ -24,10 +24,13 @@ import pickletools
 import re
 import tokenize
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 UTF8 = ("utf-8", "utf-8-sig")
 _PY_BREAK = re.compile(r"\r\n|\r|\n")
+_GIT_TARGET = re.compile(r"^(?:rename|copy) to (.+)$", re.MULTILINE)
 MAX_MEMBERS = 1000  # of an archive; past it the archive itself is the finding
 _CODE_MEMBERS = (".py", ".pyw")
 _LOADED_MEMBERS = (".pyc", ".pyo", ".so", ".pyd", ".pth", ".zip", ".egg", ".whl")
@@ -75,6 +78,38 @@ def new_lines(blob: bytes, source: Source, added: set[str] | None) -> set[int]:
             new.update(range(line, line + spans))
         line += spans
     return {n for n in new if n <= count}
+
+
+def added_lines(patch: str) -> dict[str, set[str]]:
+    """Per file the patch writes (its path after the change, without git's ``b/``), the stripped text
+    of every line it adds; lines end at ``\\n`` alone, as patch tools have them."""
+    added: dict[str, set[str]] = {}
+    current: set[str] | None = None
+    for line in patch_lines(patch):
+        if line.startswith("+++ "):
+            target = line[4:].split("\t")[0].strip()
+            current = None if target == "/dev/null" else added.setdefault(target[2:] if target.startswith("b/") else target, set())
+        elif line.startswith("+") and current is not None:
+            current.add(line[1:].strip())
+    return added
+
+
+def python_paths(paths: Iterable[str]) -> list[str]:
+    """The changed files that are Python source by their name."""
+    return sorted(p for p in paths if is_python(p))
+
+
+def is_python(path: str) -> bool:
+    return PurePosixPath(path).suffix in (".py", ".pyw")
+
+
+def named_paths(patch: str) -> set[str]:
+    """The paths a patch says it writes: its ``+++`` targets and git's rename and copy targets. Only
+    a guess at what the audit will read (a quoted name, a strategy that strips differently), which
+    lets the grader read those files in the same command that applies the patch."""
+    named = set(added_lines(patch))
+    named |= {m.group(1) for m in _GIT_TARGET.finditer(patch)}
+    return named
 
 
 def patch_lines(patch: str) -> list[str]:

@@ -36,20 +36,19 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from harness.grading import codefiles
+from harness.grading.bindings import RUNNER_ROOTS as _RUNNER_ROOTS
+from harness.grading.bindings import SENSITIVE_ROOTS as _SENSITIVE_ROOTS
 from harness.grading.bindings import Bindings, code_of, fold
+from harness.grading.codefiles import added_lines, is_python, named_paths, python_paths  # noqa: F401 - the audit's own API
 from harness.pyast import parse
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_AUDIT_BYTES = 64 * 1024 * 1024  # all the files of one change
 MAX_EXEC_DEPTH = 4  # literals run by literals run by exec
 _RUNNER_MODULES = re.compile(r"^(_pytest|pluggy|unittest\.(case|result|runner|loader|suite|main|signals))(\.|$)")
-_RUNNER_ROOTS = ("unittest", "_pytest", "pytest", "pluggy")
-_SENSITIVE_ROOTS = ("sys", "builtins", "gc", "inspect", "os", "importlib", "threading", "atexit", "signal", "faulthandler", "ctypes", *_RUNNER_ROOTS)
 _FRAMES, _HEAP, _LOADS = "walks frames", "walks the heap", "loads code from a file"
 _CALLS = {
     **dict.fromkeys(["sys.setprofile", "threading.setprofile", "threading.setprofile_all_threads"], "installs a profile hook"),
@@ -76,6 +75,9 @@ _MODULES = {"atexit": "registers exit handlers", "faulthandler": "uses faulthand
 _FRAME_ATTRIBUTES = {"f_back", "f_locals", "f_globals", "f_builtins", "f_trace", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
 _SYS_WRITABLE = {"stdout", "stderr", "stdin", "argv", "path"}
 _DYNAMIC = {"exec", "eval", "compile"}
+# what runs code or writes attributes through its arguments: handed on (``partial(setattr, X)``,
+# ``map(exec, ...)``) it is called where no rule sees its arguments
+_HIGHER = _DYNAMIC | {"setattr", "delattr", "__import__", "object.__setattr__", "object.__delattr__", "type.__setattr__"}
 _UNPICKLERS = {
     *(f"{m}.{f}" for m in ("pickle", "_pickle", "dill", "cloudpickle") for f in ("load", "loads", "Unpickler")),
     "shelve.open", "marshal.load", "marshal.loads", "joblib.load", "jsonpickle.decode",
@@ -88,7 +90,6 @@ _NAMES = re.compile(
     r"runpy|zipimport|pickle|marshal)\b"
 )
 _TOO_DEEP = ("too many nested", "too complex", "recursion")
-_GIT_TARGET = re.compile(r"^(?:rename|copy) to (.+)$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -102,38 +103,6 @@ class Finding:
         return f"{self.path}:{self.line}: {self.rule}: {self.code}"
 
 
-def added_lines(patch: str) -> dict[str, set[str]]:
-    """Per file the patch writes (its path after the change, without git's ``b/``), the stripped text
-    of every line it adds; lines end at ``\\n`` alone, as patch tools have them."""
-    added: dict[str, set[str]] = {}
-    current: set[str] | None = None
-    for line in codefiles.patch_lines(patch):
-        if line.startswith("+++ "):
-            target = line[4:].split("\t")[0].strip()
-            current = None if target == "/dev/null" else added.setdefault(target[2:] if target.startswith("b/") else target, set())
-        elif line.startswith("+") and current is not None:
-            current.add(line[1:].strip())
-    return added
-
-
-def python_paths(paths: Iterable[str]) -> list[str]:
-    """The changed files that are Python source by their name."""
-    return sorted(p for p in paths if _is_python(p))
-
-
-def _is_python(path: str) -> bool:
-    return PurePosixPath(path).suffix in (".py", ".pyw")
-
-
-def named_paths(patch: str) -> set[str]:
-    """The paths a patch says it writes: its ``+++`` targets and git's rename and copy targets. Only
-    a guess at what the audit will read (a quoted name, a strategy that strips differently), which
-    lets the grader read those files in the same command that applies the patch."""
-    named = set(added_lines(patch))
-    named |= {m.group(1) for m in _GIT_TARGET.finditer(patch)}
-    return named
-
-
 def audit(files: dict[str, bytes | None], patch: str) -> list[Finding]:
     """Findings in the files the change added or modified (``None``: a file too large to read)."""
     added = added_lines(patch)
@@ -141,7 +110,7 @@ def audit(files: dict[str, bytes | None], patch: str) -> list[Finding]:
     for path, blob in sorted(files.items()):
         if blob is None:
             findings.append(Finding(path, 0, "too large to audit", f"over {MAX_FILE_BYTES} bytes"))
-        elif _is_python(path):
+        elif is_python(path):
             findings += audit_python(path, blob, added.get(path))
         else:
             findings += _audit_other(path, blob, added.get(path))
@@ -220,6 +189,10 @@ class _Visitor:
             handler = getattr(self, f"visit_{type(node).__name__}", None)
             if handler is not None and not inner:  # a chain is judged once, from its top
                 handler(node)
+            loaded = isinstance(node, ast.Call) or isinstance(getattr(node, "ctx", None), ast.Load)
+            if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and loaded and not inner and not _called_or_aliased(node, parent):
+                for value in sorted(self.names(node) & _HIGHER):
+                    self.flag(node, f"hands {value} on as a value")
             stack.extend((child, node) for child in ast.iter_child_nodes(node) if self._reaches_new(child))
 
     def _first_new(self, first: int, last: int) -> int | None:
@@ -436,6 +409,13 @@ class _Visitor:
         if isinstance(node.ctx, ast.Load):
             for origin in self.names(node):
                 self._name(node, origin)
+
+
+def _called_or_aliased(node: ast.expr, parent: ast.AST | None) -> bool:
+    """Called where it stands, or bound to a name (which the alias analysis follows to its calls)."""
+    if isinstance(parent, ast.Call):
+        return node is parent.func
+    return isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node is parent.value
 
 
 def _is_own_name(node: ast.expr | None) -> bool:
