@@ -190,7 +190,7 @@ def _rules(files: dict[str, bytes], patch: str) -> list[str]:
 def test_regression_names_are_resolved_through_every_binding(source: str) -> None:
     """The audit resolved names only through imports: each of these writes a runner class's method."""
     found = [f.rule for f in tamper.audit({"pkg/mod.py": source.encode()}, _new_file("pkg/mod.py", source))]
-    assert any(r.startswith(("writes unittest", "writes pytest", "setattr on unittest", "__setattr__ on unittest", "hands setattr")) for r in found), found
+    assert any(r.startswith(("writes unittest", "writes pytest", "setattr on ", "__setattr__ on ", "hands setattr")) for r in found), found
 
 
 @pytest.mark.parametrize(
