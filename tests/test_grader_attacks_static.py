@@ -181,6 +181,8 @@ def _rules(files: dict[str, bytes], patch: str) -> list[str]:
         "import unittest\nfor c in [unittest.TestCase]:\n    c.run = None\n",
         "import unittest\nobject.__setattr__(unittest.TestCase, 'run', None)\n",
         "import unittest\nclass Holder:\n    pass\nh = Holder()\nh.case = unittest.TestCase\nh.case.run = None\n",
+        "import unittest\nclass Holder:\n    case = unittest.TestCase\nHolder.case.run = None\n",
+        "import unittest\ndef outer():\n    c = unittest.TestCase\n    def inner():\n        c.run = None\n    return inner\n",  # a closure
         "import operator, unittest\noperator.attrgetter('TestCase')(unittest).run = None\n",  # through a call
         "import unittest\n(lambda c: c)(unittest.TestCase).run = None\n",
         "import pkgutil\npkgutil.resolve_name('unittest:TestCase').run = None\n",

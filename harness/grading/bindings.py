@@ -21,13 +21,14 @@ import ast
 import builtins
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from harness.grading import codefiles
 from harness.pyast import parse
 
 MAX_LITERAL = 2 * 1024 * 1024  # the longest string a literal folds to
-MAX_PARTS = 8
-MAX_ORIGINS = 64
+MAX_PARTS = 4
+MAX_ORIGINS = 16
 BUILTINS = frozenset(dir(builtins)) | {"__builtins__"}
 GLOBALS = "<globals>"  # the module's own namespace (globals(), vars(), locals())
 ANY_NAME = "<any>"  # bound by a write into the namespace under a computed name
@@ -35,6 +36,19 @@ UNKNOWN = "?"  # an attribute or key computed at run time
 # what the audit's rules are about: an object of these reaches every expression it can flow into
 RUNNER_ROOTS = ("unittest", "_pytest", "pytest", "pluggy")
 SENSITIVE_ROOTS = ("sys", "builtins", "gc", "inspect", "os", "importlib", "threading", "atexit", "signal", "faulthandler", "ctypes", *RUNNER_ROOTS)
+# what is kept of a binding: origins the audit has a rule about (its modules, the builtins that run
+# code, write attributes or reach a namespace); a module's own names are nothing to it
+_TRACKED = {
+    *SENSITIVE_ROOTS, "runpy", "zipimport", "pickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle", "joblib",
+    "jsonpickle", "pkgutil", "traceback", "imp", "exec", "eval", "compile", "getattr", "setattr", "delattr", "globals",
+    "vars", "locals", "__import__", "object", "type", GLOBALS,
+}  # fmt: skip
+
+
+def tracked(origin: str) -> bool:
+    return origin.split(".")[0] in _TRACKED
+
+
 _MUTATORS = {"append", "add", "insert", "extend", "update", "setdefault", "__setitem__"}
 _NAMESPACES = {"globals", "vars", "locals"}
 _IMPORTERS = {"__import__", "importlib.import_module", "importlib.__import__"}
@@ -98,7 +112,10 @@ class Bindings:
         self.values: dict[str, set[str]] = defaultdict(set)
         self.stars: set[str] = set()  # modules imported with *
         self._equations: list[tuple[str, ast.expr]] = []
-        self._parameters: dict[str, ast.arguments] = {}
+        self._parameters: dict[str, list[tuple[ast.arguments, str]]] = defaultdict(list)
+        self._keys: dict[int, str] = {}  # a Name node's key: its name, in the scope that binds it
+        self._scopes: tuple[_Scope, ...] = ()
+        self._literals: list[ast.Module] = []
         self._calls: list[ast.Call] = []
         self._readers: dict[str, set[int]] = defaultdict(set)
         self._reading: set[str] | None = None
@@ -114,11 +131,13 @@ class Bindings:
             self._reading.add(key)
         return self.values.get(key, set())
 
-    def name(self, name: str) -> Origins:
-        found = set(self.get(name)) | self.get(ANY_NAME)
-        if name not in self.values:  # bound nowhere here: a star import's, or as it is spelled
+    def name(self, name: str, key: str | None = None) -> Origins:
+        """What ``name`` can be, where it lives under ``key`` (the module's own by default)."""
+        key = key or name
+        found = set(self.get(key)) | self.get(ANY_NAME)
+        if key not in self.values:  # bound nowhere here: a star import's, or as it is spelled
             found |= {name, *(f"{m}.{name}" for m in self.stars)}
-        if name in BUILTINS and not (name in self._imported and name not in self._assigned):
+        if name in BUILTINS and not (key in self._imported and key not in self._assigned):
             # the builtin before any assignment of the module's runs (``exec = exec``); a name only
             # ever imported (``from re import compile``) is the import's
             found.add("builtins" if name == "__builtins__" else name)
@@ -128,7 +147,7 @@ class Bindings:
         if node is None:
             return frozenset()
         if isinstance(node, ast.Name):
-            return self.name(node.id)
+            return self.name(node.id, self._keys.get(id(node), node.id))
         if isinstance(node, ast.Attribute):
             attrs = []
             while isinstance(node, ast.Attribute):  # a chain of any length, without recursion
@@ -184,7 +203,7 @@ class Bindings:
         """What a computed name of the module's namespace can be: any of its bindings."""
         if self._reading is not None:
             self._reading.add(ANY_NAME)
-        return {o for key, values in self.values.items() if not key.startswith(".") for o in values}
+        return {o for key, values in self.values.items() if not key.startswith((".", "@")) for o in values}
 
     def call(self, node: ast.Call) -> Origins:
         funcs = self.resolve(node.func)
@@ -234,7 +253,9 @@ class Bindings:
         elif isinstance(target, ast.Starred):
             self._target(target.value, value, False)
         elif isinstance(target, ast.Name):
-            self._bind(target.id, value)
+            self._bind(self.key(target.id), value)
+            if self._scopes and self._scopes[-1].is_class:  # a class attribute, reached as one
+                self._bind("." + target.id, value)
         elif isinstance(target, ast.Attribute):
             self._bind("." + target.attr, value)
         elif isinstance(target, ast.Subscript):
@@ -253,19 +274,34 @@ class Bindings:
         elif isinstance(container, ast.Attribute) and container.attr == "__dict__":
             self._bind("." + (const or UNKNOWN), value)
         elif isinstance(container, ast.Name):
-            self._bind(container.id, value)
+            self._bind(self.key(container.id), value)
         elif isinstance(container, ast.Attribute):
             self._bind("." + container.attr, value)
 
     def _collect(self, module: ast.Module) -> None:
-        stack: list[tuple[ast.AST, str]] = [(module, "")]  # (node, the function whose body holds it)
+        # (node, the function whose body holds it, the scopes it is in: innermost last)
+        stack: list[tuple[ast.AST, str, tuple[_Scope, ...]]] = [(module, "", ())]
         while stack:
-            node, function = stack.pop()
+            node, function, self._scopes = stack.pop()
+            if isinstance(node, ast.Name):
+                self._keys[id(node)] = self.key(node.id)
             self._visit(node, function)
-            inner = node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
-            stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+            inner, scopes = function, self._scopes
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                inner = getattr(node, "name", function) if not isinstance(node, ast.ClassDef) else function
+                scopes = (*scopes, _Scope(f"@{id(node)}", _locals(node), isinstance(node, ast.ClassDef)))
+            stack.extend((child, inner, scopes) for child in ast.iter_child_nodes(node))
             if isinstance(node, ast.Call) and _runs_code(node) and node.args and (code := code_of(node.args[0])) is not None:
-                stack.append((code, function))  # a literal run by exec binds names in this namespace
+                self._literals.append(code)  # kept: its nodes' ids key their names
+                stack.append((code, function, self._scopes))  # a literal run by exec binds names in this namespace
+
+    def key(self, name: str) -> str:
+        """Where ``name`` lives, seen from the scopes being collected: the innermost function (or the
+        class body it is written in) that binds it, else the module."""
+        for depth, scope in enumerate(reversed(self._scopes)):
+            if name in scope.names and (not scope.is_class or depth == 0):
+                return f"{scope.id}:{name}"
+        return name
 
     def _visit(self, node: ast.AST, function: str) -> None:
         if isinstance(node, ast.Import):
@@ -279,7 +315,7 @@ class Bindings:
                 else:
                     self._import(alias.asname or alias.name, f"{node.module}.{alias.name}")
         elif isinstance(node, ast.ImportFrom):  # the project's own module: nothing this module can name
-            self._imported.update(alias.asname or alias.name for alias in node.names)
+            self._imported.update(self.key(alias.asname or alias.name) for alias in node.names)
         elif isinstance(node, ast.Assign):
             for target in node.targets:
                 self._target(target, node.value)
@@ -293,13 +329,14 @@ class Bindings:
             self._bind(f"{function}()", node.value)
             self._bind(f".{function}()", node.value)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self._parameters[node.name] = node.args
+            self._parameters[node.name].append((node.args, f"@{id(node)}"))
         elif isinstance(node, ast.Call):
             self._call(node)
 
     def _import(self, name: str, origin: str) -> None:
-        self.values[name].add(origin)
-        self._imported.add(name)
+        key = self.key(name)
+        self.values[key].update({origin} if tracked(origin) else ())
+        self._imported.add(key)
 
     def _call(self, node: ast.Call) -> None:
         func = node.func
@@ -317,16 +354,15 @@ class Bindings:
         for node in self._calls:
             func = node.func
             name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-            params = func.args if isinstance(func, ast.Lambda) else self._parameters.get(name)
-            if params is None:
-                continue
-            positional = [a.arg for a in [*params.posonlyargs, *params.args]]
-            if isinstance(func, ast.Attribute) and positional[:1] in (["self"], ["cls"]):
-                positional = positional[1:]
-            yield from zip(positional, node.args)
-            if params.vararg is not None:
-                yield from ((params.vararg.arg, arg) for arg in node.args[len(positional) :])
-            yield from ((k.arg, k.value) for k in node.keywords if k.arg is not None)
+            defined = [(func.args, f"@{id(func)}")] if isinstance(func, ast.Lambda) else self._parameters.get(name, [])
+            for params, scope in defined:
+                positional = [a.arg for a in [*params.posonlyargs, *params.args]]
+                if isinstance(func, ast.Attribute) and positional[:1] in (["self"], ["cls"]):
+                    positional = positional[1:]
+                pairs = [*zip(positional, node.args), *((k.arg, k.value) for k in node.keywords if k.arg is not None)]
+                if params.vararg is not None:
+                    pairs += [(params.vararg.arg, arg) for arg in node.args[len(positional) :]]
+                yield from ((f"{scope}:{param}", arg) for param, arg in pairs)
 
     # solving ------------------------------------------------------------------------------------
 
@@ -346,7 +382,7 @@ class Bindings:
             for read in reads:
                 self._readers[read].add(i)
             old = self.values[key]
-            new = {o for o in found if o != UNKNOWN or key.startswith(".")} - old
+            new = {o for o in found if tracked(o)} - old
             if not new or len(old) >= MAX_ORIGINS:
                 continue
             old |= set(sorted(new)[: MAX_ORIGINS - len(old)])
@@ -360,3 +396,39 @@ def _runs_code(node: ast.Call) -> bool:
     """A call spelled like exec, eval or compile (however reached, the audit's visitor resolves it)."""
     name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else ""
     return name in ("exec", "eval", "compile")
+
+
+@dataclass(frozen=True)
+class _Scope:
+    id: str
+    names: frozenset[str]  # the names it binds (its locals)
+    is_class: bool  # a class body's names are not seen from the functions inside it
+
+
+def _locals(scope: ast.AST) -> frozenset[str]:
+    """The names a function, lambda or class body binds itself: parameters, stores, imports, nested
+    definitions, less what it declares global or nonlocal (never walking into nested scopes)."""
+    names, shared = set(), set()
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        args = scope.args
+        names |= {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a is not None}
+    body = scope.body if isinstance(scope.body, list) else [scope.body]
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            shared |= set(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            stack.extend(node.decorator_list)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return frozenset(names - shared)
