@@ -341,6 +341,13 @@ def test_regression_the_capability_check_is_linear_in_the_change(sample_tasks: d
     assert time.monotonic() - started < 5
 
 
+def test_a_task_whose_own_tree_is_deeper_than_the_listing_is_ungradeable(sample_tasks: dict[str, Task]) -> None:
+    """Below the listing's depth no change can be seen, so any change to such a tree is refused (gold
+    included: Pipeline 1 calls the task ungradeable), not judged blind."""
+    found = capabilities.violations(_chain(MAX_DEPTH + 1), _chain(MAX_DEPTH + 1) | {"a.py": Entry("f", 0o644, 1, "2")}, sample_tasks["sample__toposort-1"], FACTS)
+    assert [(v.rule, "task's own tree" in v.why) for v in found] == [("too_deep", True)]
+
+
 def test_a_listing_past_its_byte_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.grading import tree
 

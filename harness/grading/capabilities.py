@@ -110,6 +110,8 @@ def violations(before: Mapping[str, Entry], after: Mapping[str, Entry], task: Ta
     deep = sorted(p for p in changes.touched if _depth(p) > MAX_DEPTH)
     if deep:  # the listing stops one level past the cap: each chain shows up once, at that level
         return [Violation(path, "too_deep") for path in deep]
+    if own := next((p for p in before if _depth(p) > MAX_DEPTH), None):  # below it no change would be listed
+        return [Violation(own, "too_deep", "in the task's own tree: no change below it can be seen")]
     hidden = {p for p, f in facts.hidden.items() if f is not None}
     hidden_folders = {str(a) for p in facts.hidden for a in PurePosixPath(p).parents if str(a) != "."}
     venvs = {_parent(p) for p in before if p.endswith("pyvenv.cfg") and PurePosixPath(p).name == "pyvenv.cfg"}
