@@ -1,5 +1,8 @@
 """False positives of the tamper audit: how many gold patches in the repository it flags (target 0).
 
+Every file a gold patch writes is audited, as the grader audits a candidate's: Python files and any
+other (an archive, a pickle, text that parses as Python).
+
 Every task of the sample corpus, the corpus fixtures and the real fix commits: where the base tree is
 here (sample tasks, real commits) the gold patch is applied to a copy of it with ``git apply`` and the
 audit reads the changed Python files as the grader does; where the tree lives in a corpus image that
@@ -48,7 +51,7 @@ def _after_files(task, settings) -> dict[str, bytes | None]:  # noqa: ANN001
         if done.returncode:
             raise RuntimeError(f"{task.instance_id}: the gold patch does not apply: {done.stderr[-400:]}")
         files: dict[str, bytes | None] = {}
-        for path in tamper.python_paths(set(tamper.added_lines(task.answer.gold_patch))):
+        for path in sorted(tamper.named_paths(task.answer.gold_patch)):
             target = copy / path
             if target.is_file():
                 files[path] = target.read_bytes() if target.stat().st_size <= tamper.MAX_FILE_BYTES else None
@@ -77,7 +80,7 @@ def main() -> int:
             tasks += 1
             if task.repo_source.kind == "image":
                 from_hunks += 1
-                files: dict[str, bytes | None] = {p: b for p, b in _hunks(task.answer.gold_patch).items() if tamper.python_paths({p})}
+                files: dict[str, bytes | None] = dict(_hunks(task.answer.gold_patch))
             else:
                 files = _after_files(task, settings)
             findings = tamper.audit(files, task.answer.gold_patch)

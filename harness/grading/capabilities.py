@@ -31,6 +31,12 @@ Refused, one rule each (``RULES``):
   package or namespace folder, a link), unless the base commit's tree already had it there (the
   project's own code).
 
+Host work is bounded by construction: every touched path is checked once, in time linear in its
+length, and a change deeper than ``MAX_DEPTH`` folders (``harness.grading.tree``), or touching more than
+``MAX_CHANGED`` entries, is refused before any path is looked at (``too_deep``, ``too_many``); the
+same caps are checked on the paths a patch names before it is applied (``patch_violations``, with a
+cap on the patch's own size, ``too_large``), so a patch of 200 000 files is never applied at all.
+
 Gold never needs any of this: ``tests/test_capabilities.py`` runs the rule over the gold patch of
 every task in the repository, and Pipeline 1 calls a task whose gold is refused ``ungradeable``.
 """
@@ -46,9 +52,13 @@ from pathlib import PurePosixPath
 
 from harness.grading.diffs import is_r2e_test_path
 from harness.grading.shipping import plugin_modules
-from harness.grading.tree import Entry, TaskFacts, tree_changes
+from harness.grading.tree import MAX_DEPTH, Entry, ListingTooLarge, TaskFacts, parse_listing, tree_changes
 from harness.records import Task
 
+# No fix touches this many entries (gold patches: a handful of files); past it the change is refused
+# before its paths are looked at, whatever their number
+MAX_CHANGED = 10_000
+MAX_PATCH_BYTES = 64 * 2**20  # the largest gold patch in the corpora is a few MB
 RULES = {
     "symlink": "a symbolic link",
     "hard_link": "a file with more than one name (a hard link)",
@@ -60,6 +70,9 @@ RULES = {
     "package_metadata": "package metadata, whose entry points announce plugins",
     "extension_module": "a native extension module",
     "shadows_module": "imported instead of a module the environment provides",
+    "too_deep": f"deeper than {MAX_DEPTH} folders",
+    "too_many": f"more than {MAX_CHANGED} entries changed",
+    "too_large": f"a patch of more than {MAX_PATCH_BYTES} bytes",
 }
 MODES = (0o644, 0o755)
 # Files that change how tests are collected or run, whoever adds or edits them: pytest's
@@ -92,9 +105,16 @@ def violations(before: Mapping[str, Entry], after: Mapping[str, Entry], task: Ta
     """Everything the change did that it may not: the tree as the harness listed it right before and
     right after the patch was applied, nothing of the candidate's having run."""
     changes = tree_changes(dict(before), dict(after))
+    if len(changes.touched) > MAX_CHANGED:
+        return [Violation(CHANGE, "too_many", f"{len(changes.touched)}")]
+    deep = sorted(p for p in changes.touched if _depth(p) > MAX_DEPTH)
+    if deep:  # the listing stops one level past the cap: each chain shows up once, at that level
+        return [Violation(path, "too_deep") for path in deep]
+    if own := next((p for p in before if _depth(p) > MAX_DEPTH), None):  # below it no change would be listed
+        return [Violation(own, "too_deep", "in the task's own tree: no change below it can be seen")]
     hidden = {p for p, f in facts.hidden.items() if f is not None}
     hidden_folders = {str(a) for p in facts.hidden for a in PurePosixPath(p).parents if str(a) != "."}
-    venvs = {_parent(p) for p in before if PurePosixPath(p).name == "pyvenv.cfg"}
+    venvs = {_parent(p) for p in before if p.endswith("pyvenv.cfg") and PurePosixPath(p).name == "pyvenv.cfg"}
     found = {}
     for path in sorted(changes.touched):
         if _in_environment(path, venvs):
@@ -106,6 +126,37 @@ def violations(before: Mapping[str, Entry], after: Mapping[str, Entry], task: Ta
     for path, module, folder in sorted(_new_shadows(before, after, task, facts, hidden)):
         found.setdefault(path, Violation(path, "shadows_module", f"`{module}`, from {folder or 'the work directory'} on sys.path"))
     return sorted(found.values(), key=lambda v: v.path)
+
+
+CHANGE = "(the change)"  # the path of a violation of the change as a whole
+
+
+def listed_tree(before: Mapping[str, Entry], listed: bytes) -> tuple[dict[str, Entry], list[Violation]]:
+    """The tree after the change, from the harness's listing of it (``b""``: the tree as it was); a
+    listing cut at its byte cap holds more entries than any repository, a violation of its own."""
+    try:
+        return (parse_listing(listed) if listed else dict(before)), []
+    except ListingTooLarge as err:
+        return {}, [Violation(CHANGE, "too_many", str(err))]
+
+
+def patch_violations(patch: str) -> list[Violation]:
+    """The caps, checked on the paths a patch names (its ``diff --git``, ``+++``, rename and copy
+    lines) before it is applied: patch tools write only what a patch names, so a patch past a cap is
+    refused without writing anything (the listing after the apply stays the check)."""
+    if len(patch) > MAX_PATCH_BYTES:
+        return [Violation(CHANGE, "too_large", f"{len(patch)} characters")]
+    gits = pluses = 0
+    deep = []
+    for line in patch.split("\n"):
+        if line.startswith(("diff --git ", "+++ ", "rename to ", "copy to ")):
+            gits, pluses = gits + line.startswith("diff --git "), pluses + line.startswith("+++ ")
+            target = line.rsplit(" b/", 1)[-1] if line.startswith("diff --git ") else line.split(" ", 2)[-1]
+            if _depth(target) > MAX_DEPTH + 1:  # the path's own folders and git's b/
+                deep.append(target)
+    if max(gits, pluses) > MAX_CHANGED:  # a git diff names a file on both lines (an empty one on the first only)
+        return [Violation(CHANGE, "too_many", f"the patch names {max(gits, pluses)} files")]
+    return [Violation(deep[0][:160] + "...", "too_deep", f"{len(deep)} paths")] if deep else []
 
 
 def describe(found: Iterable[Violation], limit: int = 20) -> str:
@@ -148,10 +199,14 @@ def _rule(
     return ""
 
 
+def _depth(path: str) -> int:
+    return path.count("/") + 1
+
+
 def _in_environment(path: str, venvs: set[str]) -> bool:
-    parts = PurePosixPath(path).parts
-    folders = {str(PurePosixPath(*parts[:i])) for i in range(1, len(parts) + 1)}
-    return bool(folders & venvs) or "site-packages" in parts or "dist-packages" in parts
+    parts = path.split("/")
+    inside = any(path == v or path.startswith(v + "/") for v in venvs)  # a tree holds one or two
+    return inside or "site-packages" in parts or "dist-packages" in parts
 
 
 def _new_shadows(

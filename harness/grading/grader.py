@@ -10,7 +10,7 @@ files with ordinary content outside the tests' places, nothing Python or pytest 
 anything else is ``forbidden_change``), then (``harness.grading.trusted``) puts back the configuration pytest
 shares with packaging as the pristine tree had it, and writes the hidden tests, with a few canary
 tests planted among them (copies of the hidden tests, ``harness.grading.canaries``), from the task record.
-What the change added to its Python files is read, never run, for code reaching into the runner or
+What the change added to the files it touched is read, never run, for code reaching into the runner or
 the interpreter (``harness.grading.tamper``: ``tamper_suspected``). pytest then runs with plugin
 autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
 surviving a command. Statuses come from JUnit XML where the runner is
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
 from harness.grading import canaries, tamper
-from harness.grading.capabilities import describe, violations
+from harness.grading.capabilities import describe, listed_tree, patch_violations, violations
 from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
 from harness.grading.patching import APPLY_STRATEGIES, apply_patch
@@ -151,13 +151,15 @@ def _run_in(
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
     if facts.hidden_error:
         return run.model_copy(update={"outcome": "hidden_tests_apply_failed", "detail": facts.hidden_error})
-    paths = _Paths(token)
+    paths, budget = _Paths(token), Budget()  # the budget: the host's work on this grade, from the change's judgement on
+    if refused := patch_violations(patch):  # past a cap: nothing is applied at all
+        return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
     # every fresh sandbox of a task holds the same tree (same files, modes, sizes, mtimes), so its
     # listing, taken before anything of a candidate ran, serves every later grade of the task
     pristine = _PRISTINE.get(key)
     first = "" if pristine is not None else f"{LISTING} > {sandbox.output(f'{paths.listings}-before')}"
     then, prefetch = f"{LISTING} > {sandbox.output(f'{paths.listings}-after')}", ""
-    named = tamper.python_paths(tamper.named_paths(patch))
+    named = sorted(tamper.named_paths(patch))
     if named:  # the audit's files, read as the listing saw them: nothing ran in between
         prefetch = sandbox.output(f"{IO_DIR}/audit-{token}.tar")
         names = write_names(sandbox, named, f"audit-{token}")
@@ -174,8 +176,7 @@ def _run_in(
             with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
             hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
             run.canaries = canaries.strength(planted)
-        wants_junit = uses_junit(task.log_parser)
-        envs = _commands_env(sandbox, task, facts, paths, planted, hidden, wants_junit, instrument, select, coverage, maxfail, observe)
+        envs = _commands_env(sandbox, task, facts, paths, planted, hidden, uses_junit(task.log_parser), instrument, select, coverage, maxfail, observe)
         clock.mark("canaries")
         if held is not None:
             applied, why = held.applied()
@@ -188,16 +189,19 @@ def _run_in(
             run.apply_strategy, why = apply_patch(sandbox, patch, "candidate", first=first, then=then, tried=tried)
         if not run.apply_strategy:
             return run.model_copy(update={"outcome": "patch_apply_failed", "detail": why})
-        before = after = {}
+        before, listed = {}, b""
         if run.apply_strategy != "empty":
             before = pristine if pristine is not None else _PRISTINE.setdefault(key, parse_listing(sandbox.read_file(f"{paths.listings}-before")))
-            after = parse_listing(sandbox.read_file(f"{paths.listings}-after"))
+            listed = sandbox.read_file(f"{paths.listings}-after")
         clock.mark("apply")
-        refused = violations(before, after, task, facts)
+        with budget.step("the capability check"):
+            after, refused = listed_tree(before, listed)
+            refused = refused or violations(before, after, task, facts)
         clock.mark("capabilities")
         if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
             return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
-        run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
+        with budget.step("the tamper audit"):
+            run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
         clock.mark("audit")
         todo = plan(before, after, task, facts, hidden)
         run.neutralized = todo.neutralized
@@ -205,7 +209,7 @@ def _run_in(
         sandbox.write_file(infra, archive(todo.write))
         install = install_command(todo.delete, infra)  # run with the first test command
         clock.mark("plan")
-        return _test(sandbox, task, run, patch, envs, install, planted, held, paths, log_dir, clock, instrument, coverage, maxfail, observe)
+        return _test(sandbox, task, run, patch, envs, install, planted, held, paths, log_dir, clock, budget, instrument, coverage, maxfail, observe)
     finally:
         if held is not None:
             held.stop()
@@ -288,7 +292,7 @@ def _commands_env(
 
 def _test(
     sandbox: Sandbox, task: Task, run: TestRun, patch: str, envs: list[tuple[dict[str, str], str, str]], install: str,
-    planted: list[canaries.Canary], held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages, instrument: bool,
+    planted: list[canaries.Canary], held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages, budget: Budget, instrument: bool,
     coverage: Sequence[str] | None, maxfail: int | None, observe: Sequence[str] | None,
 ) -> TestRun:
     """The test commands (the first in the held command where there is one), their statuses, canaries
@@ -297,7 +301,6 @@ def _test(
     parser = resolve_parser(task.log_parser)
     log_dir.mkdir(parents=True, exist_ok=True)
     run.log_path = str(log_dir / f"{file_name(task.instance_id)}-{content_hash(patch)}-{token}.log")
-    budget = Budget()
     with open(run.log_path, "wb") as log:
         for i, (command, (env, junit, outcomes)) in enumerate(zip(task.test_cmd, envs, strict=True)):
             clock.mark("setup")

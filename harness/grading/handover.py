@@ -38,7 +38,8 @@ from harness.grading.trusted import installing
 from harness.records import ExecResult, Task
 from harness.sandboxes.sandbox import IO_DIR, KILLED_EXIT, TIMEOUT_EXIT, Sandbox, answered
 
-HOLD_S = 120.0  # the apply (60 s, as an apply command of its own had) and the host's checks
+APPLY_S = 60  # the apply, as an apply command of its own has
+HOLD_S = 120.0  # the apply and the host's checks
 POLL_S = 0.001
 
 
@@ -68,7 +69,8 @@ class Held:
         self.gate = sandbox.pipe(f"{IO_DIR}/gate-{token}")
         self.tests = f"{IO_DIR}/tests-{token}.sh"
         self.job = f"{IO_DIR}/preload-{token}.json" if preload else ""
-        apply = APPLY_STRATEGIES[0][2].format(p=shlex.quote(write_patch(sandbox, patch, "candidate")))
+        # the apply's own limit, as an apply command of its own has (harness.grading.patching)
+        apply = f"timeout -k 2 {APPLY_S} " + APPLY_STRATEGIES[0][2].format(p=shlex.quote(write_patch(sandbox, patch, "candidate")))
         lines = [f"exec 9<> {self.gate}"]
         if preload:
             ship(sandbox, ["swedeck_preload"])

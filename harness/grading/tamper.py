@@ -1,34 +1,34 @@
 """The tamper audit: code in a candidate's change that reaches into the test runner or the interpreter.
 
-Read, never run: the changed and added Python files of the after-tree are parsed on the host (``ast``
-only) and what the change added to them is checked against a list of things a fix has no business
-doing, because each is a way to make the runner report something other than what the code under
-test did:
+A second, cheap layer behind the run-time audit hook: read, never run, on the host, before the tests
+start. What the change added to the files it touched is checked against what a fix has no business
+doing, each a way to make the runner report something other than what the code under test did:
 
-- the runner's internals: importing ``_pytest``, ``pluggy`` or unittest's private modules, naming
-  them in a string (``sys.modules["_pytest.python"]``), writing attributes of anything reached from
-  ``pytest``/``unittest`` (``TestCase.run = ...``), defining pytest hooks (``pytest_*``) or
-  unittest's ``load_tests``;
-- watching or steering execution: ``sys.setprofile``/``settrace`` (and threading's), ``sys.monitoring``,
-  frames (``sys._getframe``, ``inspect.currentframe``/``stack``, ``f_back``, ``f_locals``, ``tb_frame``...),
-  the heap (``gc.get_objects``/``get_referrers``), ``__subclasses__`` walks;
-- the process's end and signals: ``atexit``, ``os._exit``, ``os.abort``, ``faulthandler``,
-  ``signal.signal``/``setitimer``/``alarm``;
-- interpreter state: writes to ``builtins`` or ``__builtins__``, to ``sys`` attributes (other than the
-  standard streams, ``argv`` and ``path``), to ``sys.modules``; import hooks (``sys.meta_path``,
-  ``sys.path_hooks``, ``sys.path_importer_cache``), audit hooks, ``ctypes.pythonapi``, ``__code__``
-  replaced;
-- hiding any of the above: ``__import__``, ``importlib.import_module``/``getattr``/``setattr`` with a
-  name computed at run time on a sensitive module, ``exec``/``eval``/``compile`` of anything but a
-  literal.
+- the runner's internals: importing or naming ``_pytest``, ``pluggy`` or unittest's private modules,
+  writing attributes of anything reached from ``pytest``/``unittest`` (``TestCase.run = ...``),
+  defining pytest hooks (``pytest_*``) or unittest's ``load_tests``;
+- watching or steering execution: profile and trace hooks, ``sys.monitoring``, frames, the heap,
+  ``__subclasses__`` walks; the process's end and signals; interpreter state (``builtins``, ``sys``
+  attributes, ``sys.modules``, import and audit hooks, ``ctypes.pythonapi``, ``__code__``);
+- code the audit cannot read: ``exec``/``eval``/``compile`` of anything but a literal (a literal, also
+  one built by concatenation, an f-string of constant parts or ``bytes.decode``, is parsed and audited
+  as code), names computed at run time on a sensitive module, code loaded from files (``runpy``,
+  loaders, ``zipimport``), unpickling or unmarshalling anything but a constant of plain data.
 
-Only what the change added counts: a line of the after-file whose text is one of the patch's added
-lines for that file (the whole file when the patch does not show it), so a fix in a module that
-already walks frames is not charged with them. A file the host cannot parse (newer syntax than its
-own Python) is scanned line by line for the same names. A file too large to read is itself a finding.
+Names are resolved by a flow-insensitive alias analysis over the whole module
+(``harness.grading.bindings``), not by spelling: ``item = pytest.Function; item.runtest = w`` is a
+write of ``pytest.Function.runtest`` as much as the plain one. Files are decoded and numbered as
+Python does (``harness.grading.codefiles``), and every file the change touched is read, not only
+``.py``: an archive's Python members, a pickle that calls, and any text that parses as Python are
+audited too. A file the host cannot build an AST of because it nests too deep (an attribute chain of
+thousands) is a finding; one in syntax newer than the host's is scanned line by line for the names.
+A file too large to read is a finding.
 
-Known false positives by design: a task whose package is itself a pytest plugin (its fix defines
-hooks). ``benchmarks/tamper_audit.py`` measures the audit on every gold patch in the repository.
+Only what the change added counts: the lines of the after-file whose text is one of the patch's added
+lines for it (the whole file when the patch does not show it, or its encoding is not UTF-8), so a fix
+in a module that already walks frames is not charged with them. Known false positives by design: a
+task whose package is itself a pytest plugin (its fix defines hooks). ``benchmarks/tamper_audit.py``
+measures the audit on every gold patch in the repository.
 """
 
 from __future__ import annotations
@@ -36,61 +36,60 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
+from harness.grading import codefiles
+from harness.grading.bindings import RUNNER_ROOTS as _RUNNER_ROOTS
+from harness.grading.bindings import SENSITIVE_ROOTS as _SENSITIVE_ROOTS
+from harness.grading.bindings import Bindings, code_of, fold
+from harness.grading.codefiles import added_lines, is_python, named_paths, python_paths  # noqa: F401 - the audit's own API
 from harness.pyast import parse
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_AUDIT_BYTES = 64 * 1024 * 1024  # all the files of one change
+MAX_EXEC_DEPTH = 4  # literals run by literals run by exec
 _RUNNER_MODULES = re.compile(r"^(_pytest|pluggy|unittest\.(case|result|runner|loader|suite|main|signals))(\.|$)")
-_RUNNER_ROOTS = ("unittest", "_pytest", "pytest", "pluggy")
-_SENSITIVE_ROOTS = ("sys", "builtins", "gc", "inspect", "os", "importlib", "threading", "atexit", "signal", "faulthandler", "ctypes", *_RUNNER_ROOTS)
+_FRAMES, _HEAP, _LOADS = "walks frames", "walks the heap", "loads code from a file"
 _CALLS = {
-    "sys.setprofile": "installs a profile hook",
-    "sys.settrace": "installs a trace hook",
-    "threading.setprofile": "installs a profile hook",
-    "threading.settrace": "installs a trace hook",
-    "threading.setprofile_all_threads": "installs a profile hook",
-    "threading.settrace_all_threads": "installs a trace hook",
+    **dict.fromkeys(["sys.setprofile", "threading.setprofile", "threading.setprofile_all_threads"], "installs a profile hook"),
+    **dict.fromkeys(["sys.settrace", "threading.settrace", "threading.settrace_all_threads"], "installs a trace hook"),
     "sys.monitoring": "uses the interpreter's monitoring hooks",
-    "sys._getframe": "walks frames",
-    "sys._current_frames": "walks frames",
-    "inspect.currentframe": "walks frames",
-    "inspect.stack": "walks frames",
-    "inspect.trace": "walks frames",
-    "inspect.getouterframes": "walks frames",
-    "inspect.getinnerframes": "walks frames",
-    "traceback.walk_stack": "walks frames",
-    "gc.get_objects": "walks the heap",
-    "gc.get_referrers": "walks the heap",
-    "gc.get_referents": "walks the heap",
-    "os._exit": "ends the process without cleanup",
-    "os.abort": "ends the process without cleanup",
+    **dict.fromkeys(["sys._getframe", "sys._current_frames", "inspect.currentframe", "inspect.stack", "inspect.trace"], _FRAMES),
+    **dict.fromkeys(["inspect.getouterframes", "inspect.getinnerframes", "traceback.walk_stack"], _FRAMES),
+    **dict.fromkeys(["gc.get_objects", "gc.get_referrers", "gc.get_referents"], _HEAP),
+    **dict.fromkeys(["os._exit", "os.abort"], "ends the process without cleanup"),
     "signal.signal": "installs a signal handler",
-    "signal.setitimer": "sets a timer signal",
-    "signal.alarm": "sets a timer signal",
+    **dict.fromkeys(["signal.setitimer", "signal.alarm"], "sets a timer signal"),
     "signal.pthread_kill": "sends a signal",
-    "sys.meta_path": "touches import hooks",
-    "sys.path_hooks": "touches import hooks",
-    "sys.path_importer_cache": "touches import hooks",
+    **dict.fromkeys(["sys.meta_path", "sys.path_hooks", "sys.path_importer_cache"], "touches import hooks"),
     "sys.addaudithook": "installs an audit hook",
     "ctypes.pythonapi": "calls into the interpreter's C API",
     "builtins.__import__": "imports by a computed name",
+    "runpy": "runs code from a file or module",
+    "zipimport": "imports from an archive",
+    **dict.fromkeys(["importlib.util.spec_from_file_location", "importlib.util.spec_from_loader", "imp.load_source", "imp.load_module"], _LOADS),
+    **dict.fromkeys([f"importlib.machinery.{n}Loader" for n in ("SourceFile", "SourcelessFile", "ExtensionFile", "Source")], _LOADS),
+    **dict.fromkeys(["imp.load_compiled", "imp.load_dynamic", "importlib.machinery.FileFinder"], _LOADS),
 }
 _MODULES = {"atexit": "registers exit handlers", "faulthandler": "uses faulthandler"}
 _FRAME_ATTRIBUTES = {"f_back", "f_locals", "f_globals", "f_builtins", "f_trace", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
 _SYS_WRITABLE = {"stdout", "stderr", "stdin", "argv", "path"}
 _DYNAMIC = {"exec", "eval", "compile"}
+# what runs code or writes attributes through its arguments: handed on (``partial(setattr, X)``,
+# ``map(exec, ...)``) it is called where no rule sees its arguments
+_HIGHER = _DYNAMIC | {"setattr", "delattr", "__import__", "object.__setattr__", "object.__delattr__", "type.__setattr__"}
+_UNPICKLERS = {
+    *(f"{m}.{f}" for m in ("pickle", "_pickle", "dill", "cloudpickle") for f in ("load", "loads", "Unpickler")),
+    "shelve.open", "marshal.load", "marshal.loads", "joblib.load", "jsonpickle.decode",
+}  # fmt: skip
 # for a file the host cannot parse
 _NAMES = re.compile(
-    r"\b(_pytest|pluggy|setprofile|settrace|_getframe|_current_frames|currentframe|get_objects|get_referrers|"
-    r"get_referents|atexit|_exit|faulthandler|meta_path|path_hooks|__import__|__builtins__|__subclasses__|"
-    r"f_back|f_locals|f_globals|tb_frame|pythonapi|runtest|exec|eval)\b"
+    r"\b(_pytest|pluggy|pytest|unittest|setprofile|settrace|_getframe|_current_frames|currentframe|get_objects|get_referrers|"
+    r"get_referents|atexit|_exit|faulthandler|meta_path|path_hooks|__import__|__builtins__|__subclasses__|__dict__|"
+    r"f_back|f_locals|f_globals|tb_frame|pythonapi|runtest|exec|eval|compile|setattr|getattr|globals|vars|import_module|"
+    r"runpy|zipimport|pickle|marshal)\b"
 )
-
-
-_GIT_TARGET = re.compile(r"^(?:rename|copy) to (.+)$", re.MULTILINE)
+_TOO_DEEP = ("too many nested", "too complex", "recursion")
 
 
 @dataclass(frozen=True)
@@ -104,130 +103,127 @@ class Finding:
         return f"{self.path}:{self.line}: {self.rule}: {self.code}"
 
 
-def added_lines(patch: str) -> dict[str, set[str]]:
-    """Per file the patch writes (its path after the change, without git's ``b/``), the stripped text
-    of every line it adds."""
-    added: dict[str, set[str]] = {}
-    current: set[str] | None = None
-    for line in patch.splitlines():
-        if line.startswith("+++ "):
-            target = line[4:].split("\t")[0].strip()
-            current = None if target == "/dev/null" else added.setdefault(target[2:] if target.startswith("b/") else target, set())
-        elif line.startswith("+") and current is not None:
-            current.add(line[1:].strip())
-    return added
-
-
-def python_paths(paths: set[str]) -> list[str]:
-    """The changed files the audit reads."""
-    return sorted(p for p in paths if PurePosixPath(p).suffix in (".py", ".pyw"))
-
-
-def named_paths(patch: str) -> set[str]:
-    """The paths a patch says it writes: its ``+++`` targets and git's rename and copy targets. Only
-    a guess at what the audit will read (a quoted name, a strategy that strips differently), which
-    lets the grader read those files in the same command that applies the patch."""
-    named = set(added_lines(patch))
-    named |= {m.group(1) for m in _GIT_TARGET.finditer(patch)}
-    return named
-
-
 def audit(files: dict[str, bytes | None], patch: str) -> list[Finding]:
-    """Findings in the changed Python files (``None``: a file too large to read)."""
+    """Findings in the files the change added or modified (``None``: a file too large to read)."""
     added = added_lines(patch)
     findings = []
     for path, blob in sorted(files.items()):
         if blob is None:
             findings.append(Finding(path, 0, "too large to audit", f"over {MAX_FILE_BYTES} bytes"))
-            continue
-        text = blob.decode(errors="replace")
-        lines = text.splitlines()
-        wanted = added.get(path)
-        new = {i + 1 for i, line in enumerate(lines) if wanted is None or line.strip() in wanted}
-        try:
-            module = parse(text, path)
-        except (SyntaxError, ValueError):
-            findings += [
-                Finding(path, n, f"names {m.group()} (the file does not parse here)", lines[n - 1].strip()[:160])
-                for n in sorted(new)
-                for m in [_NAMES.search(lines[n - 1])]
-                if m
-            ]
-            continue
-        visitor = _Visitor(path, lines, sorted(new), _aliases(module))
-        visitor.visit(module)
-        findings += visitor.findings
+        elif is_python(path):
+            findings += audit_python(path, blob, added.get(path))
+        else:
+            findings += _audit_other(path, blob, added.get(path))
     return sorted(set(findings), key=lambda f: (f.path, f.line, f.rule))
 
 
-def _statements(node: ast.AST) -> Iterator[ast.AST]:
-    """Every statement under ``node``, nested ones too, without walking into expressions (an import
-    is a statement, and no expression holds one)."""
-    for _, value in ast.iter_fields(node):
-        for child in value if isinstance(value, list) else ():
-            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
-                yield child
-                yield from _statements(child)
+def audit_python(path: str, blob: bytes, added: set[str] | None, *, required: bool = True) -> list[Finding]:
+    """Findings in one file read as Python (``added``: the patch's added lines for it, None: all of
+    it). With ``required`` False (a file that is not Python by its name) a file that does not decode
+    or parse is data and has none."""
+    source = codefiles.decode(blob)
+    if source.error:
+        return [Finding(path, 1, f"cannot be read as Python reads it: {source.error}", "")] if required else []
+    lines = source.lines
+    new = sorted(codefiles.new_lines(blob, source, added))
+    if not new:
+        return []
+    try:
+        module = parse(source.text, path)
+        visitor = _Visitor(path, lines, new, Bindings(module))
+        visitor.walk(module)
+        return visitor.findings
+    except (RecursionError, MemoryError):
+        return [_too_deep(path, new[0], lines)]
+    except (SyntaxError, ValueError) as err:
+        if any(word in str(err) for word in _TOO_DEEP):
+            return [_too_deep(path, new[0], lines)]
+        if not required:
+            return []
+        return [
+            Finding(path, n, f"names {m.group()} (the file does not parse here)", lines[n - 1].strip()[:160])
+            for n in new
+            for m in [_NAMES.search(lines[n - 1])]
+            if m
+        ]
 
 
-def _aliases(module: ast.Module) -> dict[str, str]:
-    """Local name -> the dotted name it was imported as, from every import in the file."""
-    names = {}
-    for node in _statements(module):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                names[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return names
+def _too_deep(path: str, line: int, lines: list[str]) -> Finding:
+    return Finding(path, line, "nests too deep to audit (the host cannot build its syntax tree)", lines[line - 1].strip()[:160])
 
 
-class _Visitor(ast.NodeVisitor):
+def _audit_other(path: str, blob: bytes, added: set[str] | None) -> list[Finding]:
+    """A file that is not Python by its name, when Python could run it all the same."""
+    archive = codefiles.members(blob, MAX_FILE_BYTES)
+    if archive is not None:
+        code, loaded = archive
+        found = [Finding(path, 0, "an archive Python can import from holds what it would load", why) for why in loaded]
+        for name, data in sorted(code.items()):
+            found += audit_python(f"{path}/{name}", data, None)
+        return found
+    calls = codefiles.pickle_calls(blob)
+    found = [Finding(path, 0, "a pickle that imports and calls (loading it runs them)", ", ".join(calls)[:160])] if calls else []
+    return found + audit_python(path, blob, added, required=False)
+
+
+def _root(origin: str) -> str:
+    return origin.split(".")[0]
+
+
+class _Visitor:
     """Flags a node on the first new line (``new``, sorted) of its lines. A node holds the lines of every
     node below it (a decorated definition: its decorators' too), so a subtree none of whose lines is
-    new can flag nothing and is not walked: a fix touches a few lines of a long file."""
+    new can flag nothing and is not walked: a fix touches a few lines of a long file. The walk keeps
+    its own stack (no recursion, however deep the tree). ``at``: code run by exec, whose findings all
+    go to the line of the call (``depth``: how many literals deep)."""
 
-    def __init__(self, path: str, lines: list[str], new: list[int], aliases: dict[str, str]) -> None:
-        self.path, self.lines, self.new, self.aliases = path, lines, new, aliases
+    def __init__(self, path: str, lines: list[str], new: list[int], bindings: Bindings, at: tuple[int, str, str] | None = None, depth: int = 0) -> None:
+        self.path, self.lines, self.new, self.bindings, self.at, self.depth = path, lines, new, bindings, at, depth
         self.findings: list[Finding] = []
+
+    def walk(self, root: ast.AST) -> None:
+        stack: list[tuple[ast.AST, ast.AST | None]] = [(root, None)]
+        while stack:
+            node, parent = stack.pop()
+            inner = (isinstance(parent, ast.Attribute) and isinstance(node, ast.Attribute)) or (isinstance(parent, ast.BinOp) and isinstance(node, ast.BinOp))
+            handler = getattr(self, f"visit_{type(node).__name__}", None)
+            if handler is not None and not inner:  # a chain is judged once, from its top
+                handler(node)
+            loaded = isinstance(node, ast.Call) or isinstance(getattr(node, "ctx", None), ast.Load)
+            if isinstance(node, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)) and loaded and not inner and not _called_or_aliased(node, parent):
+                for value in sorted(self.names(node) & _HIGHER):
+                    self.flag(node, f"hands {value} on as a value")
+            stack.extend((child, node) for child in ast.iter_child_nodes(node) if self._reaches_new(child))
 
     def _first_new(self, first: int, last: int) -> int | None:
         i = bisect.bisect_left(self.new, first)
         return self.new[i] if i < len(self.new) and self.new[i] <= last else None
 
-    def flag(self, node: ast.AST, rule: str) -> None:
-        first = node.lineno  # type: ignore[attr-defined]
-        hit = self._first_new(first, getattr(node, "end_lineno", None) or first)
-        if hit is not None:
-            self.findings.append(Finding(self.path, hit, rule, self.lines[hit - 1].strip()[:160]))
+    def _hit(self, node: ast.AST) -> int | None:
+        first = getattr(node, "lineno", None) or 1
+        return self._first_new(first, getattr(node, "end_lineno", None) or first)
 
-    def generic_visit(self, node: ast.AST) -> None:
-        for _, value in ast.iter_fields(node):
-            for child in value if isinstance(value, list) else [value]:
-                if isinstance(child, ast.AST) and self._reaches_new(child):
-                    self.visit(child)
+    def flag(self, node: ast.AST, rule: str) -> None:
+        if self.at is not None:
+            line, text, func = self.at
+            self.findings.append(Finding(self.path, line, f"in the code {func} runs: {rule}", text))
+        elif (hit := self._hit(node)) is not None:
+            self.findings.append(Finding(self.path, hit, rule, self.lines[hit - 1].strip()[:160]))
 
     def _reaches_new(self, node: ast.AST) -> bool:
         first = getattr(node, "lineno", None)
-        if first is None:  # arguments, comprehensions, ...: their parent's lines hold them
+        if first is None or self.at is not None:  # arguments, comprehensions, ...: their parent's lines hold them
             return True
         first = min([first, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         return self._first_new(first, getattr(node, "end_lineno", None) or first) is not None
 
-    def dotted(self, node: ast.expr) -> str:
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id, node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.dotted(node.value)
-            return f"{base}.{node.attr}" if base else ""
-        return ""
+    def names(self, node: ast.expr | None) -> frozenset[str]:
+        return self.bindings.resolve(node)
 
-    def under(self, node: ast.expr, roots: tuple[str, ...]) -> bool:
-        name = self.dotted(node)
-        return bool(name) and name.split(".")[0] in roots
+    def sensitive(self, node: ast.expr | None, roots: tuple[str, ...] = _SENSITIVE_ROOTS) -> list[str]:
+        return sorted(o for o in self.names(node) if _root(o) in roots)
 
-    # imports and names -------------------------------------------------------------------------
+    # names -------------------------------------------------------------------------------------
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -242,41 +238,57 @@ class _Visitor(ast.NodeVisitor):
     def _module(self, node: ast.AST, name: str) -> None:
         if _RUNNER_MODULES.match(name):
             self.flag(node, f"imports the test runner's internals ({name})")
-        elif name.split(".")[0] in _MODULES:
-            self.flag(node, _MODULES[name.split(".")[0]])
+        elif _root(name) in _MODULES:
+            self.flag(node, _MODULES[_root(name)])
+        elif _root(name) in ("runpy", "zipimport"):
+            self.flag(node, f"{_CALLS[_root(name)]} ({name})")
 
     def _name(self, node: ast.AST, name: str) -> None:
+        if _RUNNER_MODULES.match(name):
+            self.flag(node, f"reaches the test runner's internals ({name})")
+            return
         for prefix, rule in _CALLS.items():
             if name == prefix or name.startswith(prefix + "."):
                 self.flag(node, f"{rule} ({prefix})")
                 return
-        if name.split(".")[0] in _MODULES:
-            self.flag(node, f"{_MODULES[name.split('.')[0]]} ({name})")
+        if _root(name) in _MODULES:
+            self.flag(node, f"{_MODULES[_root(name)]} ({name})")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _FRAME_ATTRIBUTES:
-            self.flag(node, f"walks frames (.{node.attr})")
-        elif node.attr == "__subclasses__":
-            self.flag(node, "walks the class graph (__subclasses__)")
+        chain: ast.expr = node
+        while isinstance(chain, ast.Attribute):
+            if chain.attr in _FRAME_ATTRIBUTES:
+                self.flag(chain, f"walks frames (.{chain.attr})")
+            elif chain.attr == "__subclasses__":
+                self.flag(chain, "walks the class graph (__subclasses__)")
+            chain = chain.value
         if isinstance(node.ctx, ast.Load):
-            self._name(node, self.dotted(node))
-        self.generic_visit(node)
+            for origin in self.names(node):
+                self._name(node, origin)
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
             self.flag(node, "touches __builtins__")
         elif node.id == "__import__":
             self.flag(node, "imports by a computed name (__import__)")
-        self.generic_visit(node)
+        elif isinstance(node.ctx, ast.Load):
+            for origin in self.names(node) - {node.id}:  # an alias: what it names
+                self._name(node, origin)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _RUNNER_MODULES.match(node.value):
             self.flag(node, f"names the test runner's internals ({node.value!r})")
 
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        text = fold(node)
+        if isinstance(text, str) and _RUNNER_MODULES.match(text):
+            self.flag(node, f"names the test runner's internals ({text!r})")
+
+    visit_JoinedStr = visit_BinOp  # type: ignore[assignment]
+
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name.startswith("pytest_") or node.name == "load_tests":
             self.flag(node, f"defines a test runner hook ({node.name})")
-        self.generic_visit(node)
 
     visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
 
@@ -286,66 +298,124 @@ class _Visitor(ast.NodeVisitor):
         if isinstance(target, (ast.Tuple, ast.List)):
             for element in target.elts:
                 self._target(element)
-            return
-        if isinstance(target, ast.Attribute):
-            owner = self.dotted(target.value)
+        elif isinstance(target, ast.Starred):
+            self._target(target.value)
+        elif isinstance(target, ast.Attribute):
             if target.attr == "__code__":
                 self.flag(target, "replaces a function's code (__code__)")
-            elif owner == "sys" and target.attr not in _SYS_WRITABLE:
-                self.flag(target, f"writes interpreter state (sys.{target.attr})")
-            elif owner.split(".")[0] in ("builtins", *_RUNNER_ROOTS):
-                self.flag(target, f"writes {owner}.{target.attr}")
+            for owner in sorted(self.names(target.value)):
+                if owner == "sys" and target.attr not in _SYS_WRITABLE:
+                    self.flag(target, f"writes interpreter state (sys.{target.attr})")
+                elif _root(owner) in ("builtins", *_RUNNER_ROOTS):
+                    self.flag(target, f"writes {owner}.{target.attr}")
         elif isinstance(target, ast.Subscript):
-            owner = self.dotted(target.value)
-            if owner == "sys.modules" or owner.split(".")[0] == "builtins" or owner.startswith(("sys.meta_path", "sys.path_hooks")):
-                self.flag(target, f"writes {owner}[...]")
+            for owner in sorted(self.names(target.value)):
+                if owner == "sys.modules" or _root(owner) == "builtins" or owner.startswith(("sys.meta_path", "sys.path_hooks")):
+                    self.flag(target, f"writes {owner}[...]")
+                elif owner.endswith(".__dict__") and _root(owner) in _SENSITIVE_ROOTS:
+                    self.flag(target, f"writes {owner}[...]")
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self._target(target)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._target(node.target)
-        self.generic_visit(node)
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._target(node.target)
-        self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
             self._target(target)
-        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor | ast.comprehension) -> None:
+        self._target(node.target)
+
+    visit_AnnAssign = visit_For = visit_AsyncFor = visit_comprehension = visit_AugAssign  # type: ignore[assignment]
+
+    def visit_withitem(self, node: ast.withitem) -> None:
+        if node.optional_vars is not None:
+            self._target(node.optional_vars)
 
     def visit_Call(self, node: ast.Call) -> None:
-        func = self.dotted(node.func)
         first = node.args[0] if node.args else None
-        literal = isinstance(first, ast.Constant) and isinstance(first.value, str)
-        if func in ("setattr", "delattr") and first is not None and self.under(first, _SENSITIVE_ROOTS):
-            self.flag(node, f"{func} on {self.dotted(first)}")
-        elif func == "getattr" and first is not None and self.under(first, _SENSITIVE_ROOTS):
-            name = node.args[1] if len(node.args) > 1 else None
-            if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-                self.flag(node, f"getattr on {self.dotted(first)} with a computed name")
-        elif func in _DYNAMIC and not literal:
+        for func in sorted(self.names(node.func)):
+            last = func.rsplit(".", 1)[-1]
+            if owners := self._written(func, first):
+                for owner in owners:
+                    self.flag(node, f"{last} on {owner}")
+            elif func == "getattr" and first is not None:
+                name = fold(node.args[1]) if len(node.args) > 1 else None
+                if not isinstance(name, str) and self.sensitive(first):
+                    self.flag(node, f"getattr on {self.sensitive(first)[0]} with a computed name")
+                elif isinstance(name, str) and name in _FRAME_ATTRIBUTES:
+                    self.flag(node, f"walks frames (.{name})")
+            elif func in _DYNAMIC:
+                self._dynamic(node, func)
+            elif func in ("importlib.import_module", "importlib.__import__") and not isinstance(fold(first), str):
+                self.flag(node, f"imports by a computed name ({func})")
+            elif func in _UNPICKLERS:
+                self._unpickle(node, func)
+            elif func.startswith("sys.modules.") and last in ("update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"):
+                self.flag(node, f"writes sys.modules ({func})")
+            elif func in ("sys.modules.values", "sys.modules.items", "sys.modules.keys", "sys.modules.copy"):
+                self.flag(node, f"walks the loaded modules ({func})")
+            elif func == "sys.modules.get" and not isinstance(fold(first), str) and not _is_own_name(first):
+                self.flag(node, "reads sys.modules by a computed name")
+            elif last == "patch" and isinstance(target := fold(first), str) and _root(target) in (*_RUNNER_ROOTS, "builtins", "sys"):
+                self.flag(node, f"patches {target}")
+        for origin in self.names(node):  # what the call returns: getattr(sys, "settrace"), import_module("_pytest.x")
+            self._name(node, origin)
+
+    def _written(self, func: str, first: ast.expr | None) -> list[str]:
+        """What a call writes attributes of: setattr's first argument and its look-alikes
+        (``object.__setattr__``, ``monkeypatch.setattr``, ``mock.patch.object``), or the object whose
+        own ``__setattr__`` it is."""
+        last = func.rsplit(".", 1)[-1]
+        if func in ("setattr", "delattr") or func.endswith((".setattr", ".delattr", "patch.object")):
+            return self.sensitive(first)
+        if last in ("__setattr__", "__delattr__"):
+            owner = func.rsplit(".", 1)[0]
+            return self.sensitive(first) if owner in ("object", "type") else [owner] if _root(owner) in _SENSITIVE_ROOTS else []
+        return []
+
+    def _dynamic(self, node: ast.Call, func: str) -> None:
+        first = node.args[0] if node.args else None
+        if isinstance(first, ast.Call) and "compile" in self.names(first.func) and fold(first.args[0] if first.args else None) is not None:
+            return  # exec(compile(literal, ...)): the inner call is audited itself
+        if fold(first) is None:
             self.flag(node, f"{func} of a computed string")
-        elif func in ("importlib.import_module", "importlib.__import__") and not literal:
-            self.flag(node, f"imports by a computed name ({func})")
-        elif func.startswith("sys.modules.") and func.rsplit(".", 1)[1] in ("update", "pop", "setdefault", "clear", "popitem", "__setitem__", "__delitem__"):
-            self.flag(node, f"writes sys.modules ({func})")
-        elif func in ("sys.modules.values", "sys.modules.items", "sys.modules.keys", "sys.modules.copy"):
-            self.flag(node, f"walks the loaded modules ({func})")
-        elif func == "sys.modules.get" and not literal and not _is_own_name(first):
-            self.flag(node, "reads sys.modules by a computed name")
-        self.generic_visit(node)
+            return
+        code = code_of(first)
+        if code is None:
+            self.flag(node, f"{func} of a literal that does not parse here")
+        elif self.depth >= MAX_EXEC_DEPTH:
+            self.flag(node, f"{func} of literals nested over {MAX_EXEC_DEPTH} deep")
+        else:
+            at = self.at or ((hit := self._hit(node) or 1), self.lines[hit - 1].strip()[:160], func)
+            inner = _Visitor(self.path, [], [], self.bindings, at, self.depth + 1)
+            inner.walk(code)
+            self.findings += inner.findings
+
+    def _unpickle(self, node: ast.Call, func: str) -> None:
+        data = fold(node.args[0] if node.args else None)
+        if data is None:
+            self.flag(node, f"loads data computed at run time with {func} (loading calls what the data names)")
+        elif func.startswith("marshal."):
+            self.flag(node, f"loads marshalled code ({func})")
+        elif calls := codefiles.pickle_calls(data if isinstance(data, bytes) else data.encode("latin-1", "replace")):
+            self.flag(node, f"loads a pickle that imports and calls ({', '.join(calls)[:80]})")
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         key = node.slice
-        computed = not (isinstance(key, ast.Constant) and isinstance(key.value, str)) and not _is_own_name(key)
-        if isinstance(node.ctx, ast.Load) and self.dotted(node.value) == "sys.modules" and computed:
+        computed = not isinstance(fold(key), str) and not _is_own_name(key)
+        if isinstance(node.ctx, ast.Load) and "sys.modules" in self.names(node.value) and computed:
             self.flag(node, "reads sys.modules by a computed name")
-        self.generic_visit(node)
+        if isinstance(node.ctx, ast.Load):
+            for origin in self.names(node):
+                self._name(node, origin)
+
+
+def _called_or_aliased(node: ast.expr, parent: ast.AST | None) -> bool:
+    """Called where it stands, or bound to a name (which the alias analysis follows to its calls)."""
+    if isinstance(parent, ast.Call):
+        return node is parent.func
+    return isinstance(parent, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node is parent.value
 
 
 def _is_own_name(node: ast.expr | None) -> bool:

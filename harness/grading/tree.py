@@ -7,8 +7,21 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
+# Bounds on a listing, so that taking, reading and judging one is bounded however the tree is shaped:
+# entries deeper than MAX_DEPTH folders are not listed (the listing shows each chain down to one level
+# past the cap, which harness.grading.capabilities refuses), and the listing is cut after LISTING_BYTES.
+# No repository comes near either (the sample and data/real trees: at most 8 levels and 912 entries; a
+# virtualenv's site-packages some 15 levels and tens of thousands of entries, about 100 bytes each).
+MAX_DEPTH = 64
+LISTING_BYTES = 64 * 2**20
 # One record per entry, NUL-terminated so any file name survives: type, mode, size, mtime, link count, path.
-LISTING = "find . -path ./.git -prune -o -printf '%y %m %s %T@ %n %P\\0'"
+LISTING = (
+    f"find . -maxdepth {MAX_DEPTH + 1} -path ./.git -prune -o -printf '%y %m %s %T@ %n %P\\0' | head -c {LISTING_BYTES + 1}"
+)
+
+
+class ListingTooLarge(ValueError):
+    """A listing cut at LISTING_BYTES: the tree holds more entries than any repository."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +34,8 @@ class Entry:
 
 
 def parse_listing(raw: bytes) -> dict[str, Entry]:
+    if len(raw) > LISTING_BYTES:
+        raise ListingTooLarge(f"the tree lists more than {LISTING_BYTES} bytes of entries")
     entries = {}
     for record in raw.split(b"\0"):
         fields = record.decode("utf-8", "surrogateescape").split(" ", 5)

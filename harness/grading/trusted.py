@@ -252,15 +252,18 @@ def untar(blob: bytes) -> dict[str, bytes]:
 def tamper_findings(
     sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str, prefetch: str
 ) -> list[str]:
-    """harness.grading.tamper's findings in the Python files the change added or modified, as they were after
+    """harness.grading.tamper's findings in the files the change added or modified, as they were after
     it was applied and before anything of it ran: from ``prefetch``, the tar of the files the patch
     names that the apply command wrote right after its listing, and what that lacks in one more
-    round trip."""
+    round trip. Past ``tamper.MAX_AUDIT_BYTES`` in all, the change is too large to audit."""
     changes = tree_changes(before, after)
-    paths = tamper.python_paths({p for p in changes.added | changes.modified if after[p].kind == "f"})
+    paths = sorted(p for p in changes.added | changes.modified if after[p].kind == "f")
     readable = [p for p in paths if after[p].size <= tamper.MAX_FILE_BYTES]
+    if sum(after[p].size for p in readable) > tamper.MAX_AUDIT_BYTES:
+        return [f"the change's files hold over {tamper.MAX_AUDIT_BYTES} bytes: too large to audit"]
     try:
-        fetched = untar(sandbox.read_file(prefetch)) if prefetch and readable else {}
+        # at most what the audit reads, with the tar's own headers: it also holds what is too large
+        fetched = untar(sandbox.read_file(prefetch, limit=2 * tamper.MAX_AUDIT_BYTES)) if prefetch and readable else {}
     except (OSError, tarfile.TarError):  # cut short by the file size limit: read the rest below
         fetched = {}
     read = {p: fetched[p] for p in readable if p in fetched and len(fetched[p]) == after[p].size}
