@@ -46,7 +46,9 @@ def test_every_labelled_task_is_built_by_make_real_and_loads(tasks: dict[str, Ta
     assert set(LABELS) <= built and set(LABELS) <= set(tasks)
     assert {label["label"] for label in LABELS.values()} <= {"too_loose", "adequate", "over_restrictive"}
     libraries = Counter(tasks[iid].repo for iid in LABELS)
-    assert len(LABELS) >= 30 and len(libraries) >= 5, libraries
+    assert len(LABELS) >= 80 and len(libraries) >= 16, libraries
+    held_out = {tasks[iid].repo for iid, label in LABELS.items() if label["part"] == "heldout"}
+    assert len(held_out) >= 0.4 * len(libraries), held_out  # the split is by library, at least 40% held out
     assert not {"andialbrecht/sqlparse", "python-humanize/humanize", "astanin/python-tabulate", "python-validators/validators",
                 "dgilland/pydash", "keleshev/schema"} & set(libraries)
     assert {label["part"] for label in LABELS.values()} <= {"dev", "heldout"}
