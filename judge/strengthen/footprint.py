@@ -1,0 +1,234 @@
+"""Tests from the fix's untested footprint (``probes.footprint``): an input where the buggy and gold trees
+behave differently and no test of the suite calls, written as a maintainer would write it.
+
+Each test checks one behaviour, on one input, with the weakest property that separates gold from the
+buggy tree: that it raises (gold raises an exception type the tests, the issue or gold's diff name,
+the buggy tree returns), that it returns (the buggy tree raises), the type of what it returns (the
+types differ), else the value. It goes beside the tests of the function it calls (a FAIL_TO_PASS test
+that calls it, or the first FAIL_TO_PASS test's file, also for an input read from a document), in the
+file's style (a method of a unittest class with ``self.assert*``), with the call's keyword arguments
+as the tests spell them, named after what it checks. Validation is the survivors' tests' one
+(``judge.strengthen.validation``), except that it need not kill a survivor: it must fail on the buggy
+tree by itself and pass on gold, its rewrites and every correct alternative. Per (function,
+argument) one test is kept; what is left untested is recorded with why.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Sequence
+
+from harness.pyast import literal_eval, parse
+from harness.records import DistinguishingInput, FootprintInput
+from judge.strengthen.validation import Workbench
+from judge.strengthen.writing import Candidate, _imports_pytest, function_code, is_unittest_class, model_free_body, split_test_id
+from probes.footprint import Footprint, Found
+from probes.special_case import find_def
+
+MAX_TESTS = 2  # footprint tests kept per task
+MAX_TRIES = 4  # footprint candidates validated per task
+BUILTIN_TYPES = {"list", "tuple", "dict", "set", "frozenset", "str", "bytes", "int", "float", "complex", "bool"}
+
+
+def value_type(value: str) -> str:
+    """The type name of a canonical value (``probes.diff_driver.canon`` as JSON); "" when there is none."""
+    try:
+        canon = json.loads(value) if value else None
+    except ValueError:
+        return ""
+    if isinstance(canon, str):
+        try:
+            return type(literal_eval(canon)).__name__
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return ""
+    return canon[0] if isinstance(canon, list) and canon and isinstance(canon[0], str) else ""
+
+
+# the public attributes a standard library value's repr lists by position
+FIELDS = {
+    "datetime": ("year", "month", "day", "hour", "minute", "second", "microsecond"),
+    "date": ("year", "month", "day"),
+    "time": ("hour", "minute", "second", "microsecond"),
+    "timedelta": ("days", "seconds", "microseconds"),
+    "Decimal": (),
+    "Fraction": ("numerator", "denominator"),
+}
+
+
+def attributes(value: str) -> dict[str, str] | None:
+    """The public attributes of a value whose canonical form is ``[type, repr]`` with a repr written as
+    its constructor call (``datetime.datetime(1997, 8, 29, 6, 14, 0, 123)``): positional arguments named
+    by ``FIELDS``, keyword arguments by their keyword, each as source; None where that is not so."""
+    try:
+        canon = json.loads(value) if value else None
+        if not (isinstance(canon, list) and len(canon) == 2 and all(isinstance(x, str) for x in canon)):
+            return None
+        # an attribute shown as ``<... object>`` (a tzinfo of the library's own) is no literal, but the
+        # others still are
+        node = parse(re.sub(r"<[^<>]*>", "_opaque", canon[1]), mode="eval").body  # type: ignore[attr-defined]
+    except (ValueError, SyntaxError):
+        return None
+    if not isinstance(node, ast.Call) or canon[0] not in FIELDS:
+        return None
+    names = FIELDS[canon[0]]
+    if len(node.args) > len(names):
+        return None
+    out = {name: ast.unparse(a) for name, a in zip(names, node.args)}
+    out |= {k.arg: ast.unparse(k.value) for k in node.keywords if k.arg}
+    return out
+
+
+def differing_attributes(found: Found) -> list[tuple[str, str]]:
+    """(attribute, gold's value as source) where gold's and the buggy tree's values differ only in
+    literal public attributes; [] otherwise."""
+    g, b = attributes(found.gold.value), attributes(found.buggy.value)
+    if g is None or b is None or value_type(found.gold.value) != value_type(found.buggy.value):
+        return []
+    out = []
+    for name in dict.fromkeys([*g, *b]):
+        if g.get(name) != b.get(name):
+            try:
+                literal_eval(g.get(name, ""))
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                return []
+            out.append((name, g[name]))
+    return out
+
+
+def weakest(found: Found) -> str:
+    """The weakest property that tells gold from the buggy tree on this input: raises, returns, type, value."""
+    g, b = found.gold, found.buggy
+    if g.raised and not b.raised:
+        return "raises"
+    if b.raised and not g.raised:
+        return "returns"
+    gt, bt = value_type(g.value), value_type(b.value)
+    if bt == "NoneType" and gt and gt != "NoneType":
+        return "not_none"
+    if gt != bt and {gt, bt} != {"int", "bool"} and (gt in BUILTIN_TYPES or gt == "NoneType"):
+        return "type"
+    return "attributes" if differing_attributes(found) else "value"
+
+
+def _check(call: str, gold_type: str, *, unittest: bool) -> str:
+    if gold_type == "NoneType":
+        return f"self.assertIsNone({call})" if unittest else f"assert {call} is None"
+    return f"self.assertIsInstance({call}, {gold_type})" if unittest else f"assert isinstance({call}, {gold_type})"
+
+
+def body(found: Found, prop: str, *, unittest: bool, pytest_imported: bool) -> list[str] | None:
+    """The test's statements for ``prop`` (``weakest``): the call's imports, then one check."""
+    d = as_input(found, "")
+    if prop == "type":
+        return [*d.setup, _check(d.call, value_type(found.gold.value), unittest=unittest)]
+    if prop == "returns":
+        return [*d.setup, d.call]
+    if prop == "attributes":
+        checks = [(f"self.assertEqual(result.{a}, {v})" if unittest else f"assert result.{a} == {v}") for a, v in differing_attributes(found)]
+        return [*d.setup, f"result = {d.call}", *checks]
+    if prop == "not_none":
+        return [*d.setup, f"self.assertIsNotNone({d.call})" if unittest else f"assert {d.call} is not None"]
+    return model_free_body(d, unittest=unittest, pytest_imported=pytest_imported)
+
+
+def as_input(found: Found, test_id: str) -> DistinguishingInput:
+    c = found.call
+    return DistinguishingInput(test_id=test_id or c.test_id, how=c.how, setup=list(c.imports), call=c.src, gold=found.gold, other=found.buggy,
+                               literal=found.literal, source="variant", target=c.target, args=list(c.args), kwargs=dict(c.kwargs))  # fmt: skip
+
+
+def home(found: Found, sources: dict[str, str], fail_to_pass: Sequence[str]) -> str:
+    """The test id whose file and class the new test joins: the one the input came from when it is a
+    hidden test, else a FAIL_TO_PASS test calling the same function, else the first FAIL_TO_PASS test."""
+    origin = found.call.test_id
+    if origin.partition("::")[0] in sources:
+        return origin
+    name = found.call.func.rpartition(".")[2]
+    for test_id in fail_to_pass:
+        file, parts = split_test_id(test_id)
+        try:
+            fn = find_def(parse(sources.get(file, "")), parts)
+        except SyntaxError:
+            continue
+        if fn is not None and re.search(rf"\b{re.escape(name)}\(", "\n".join(sources[file].splitlines()[fn.lineno - 1 : fn.end_lineno])):
+            return test_id
+    return next((t for t in fail_to_pass if t.partition("::")[0] in sources), "")
+
+
+_SLUG = re.compile(r"[^0-9a-zA-Z]+")
+
+
+def name_for(found: Found, prop: str, taken: str) -> str:
+    """``test_<function>_<what it checks>_<the input>``, unique in the file."""
+    func = found.call.func.rpartition(".")[2].strip("_").lower() or "call"
+    what = {"raises": f"raises_{found.gold.raised.rpartition('.')[2].lower()}", "returns": "does_not_raise",
+            "type": f"returns_{value_type(found.gold.value).lower()}", "not_none": "finds_a_result", "value": "result",
+            "attributes": "_".join(a for a, _ in differing_attributes(found))}[prop]  # fmt: skip
+    where, _, value = found.call.how.partition(" with ")[2].partition(" -> ")
+    varied = f"{where if where.endswith('=') else ''}{value.rpartition(' (')[0]}" if value else found.call.src
+    slug = _SLUG.sub("_", varied).strip("_").lower()[:32] or "empty"
+    base = f"test_{func}_{what}_for_{slug}"
+    name, n = base, 2
+    while re.search(rf"\bdef {re.escape(name)}\(", taken):
+        name, n = f"{base}_{n}", n + 1
+    return name
+
+
+def candidate(found: Found, prop: str, sources: dict[str, str], fail_to_pass: Sequence[str]) -> Candidate | None:
+    anchor = home(found, sources, fail_to_pass)
+    if not anchor:
+        return None
+    file, parts = split_test_id(anchor)
+    source = sources[file]
+    cls = parts[-2] if len(parts) > 1 else None
+    unittest = cls is not None and is_unittest_class(source, cls)
+    stated = body(found, prop, unittest=unittest, pytest_imported=_imports_pytest(source))
+    if stated is None:
+        return None
+    name = name_for(found, prop, source)
+    why = f"gold's change on an input no test calls ({found.call.how.rpartition(' (')[2].rstrip(')') or 'the tests'})"
+    found_by = f"the fix's footprint: {found.call.src[:160]} ({found.call.how[:160]}); gold {found.gold.raised or found.gold.value[:60]}, buggy {found.buggy.raised or found.buggy.value[:60]}"
+    code = function_code(name, stated, method=cls is not None, why=why)
+    return Candidate(file=file, cls=cls, name=name, code=code, source="model_free", found_by=found_by, footprint=True)
+
+
+def strengthen_from(bench: Workbench, footprint: Footprint, sources: dict[str, str], fail_to_pass: Sequence[str]) -> list[FootprintInput]:
+    """Validate tests for the untested footprint (the simplest input of each kind first) and record, per
+    input, the test that pins it or why none does."""
+    outcomes: dict[str, str] = {}
+    kept_kinds: set[tuple[str, str]] = set()
+    tried = 0
+    for found in footprint.found:
+        if found.tested:
+            outcomes[found.call.src] = "tested: one of the tests' own calls"
+            continue
+        if found.kind in kept_kinds:
+            outcomes[found.call.src] = "left untested: a kept test already pins this function's argument"
+            continue
+        if len(kept_kinds) >= MAX_TESTS or tried >= MAX_TRIES:
+            outcomes[found.call.src] = f"left untested: over the budget ({MAX_TESTS} tests, {MAX_TRIES} tried a task)"
+            continue
+        prop = weakest(found)
+        props = [prop] if prop == "value" else [prop, "value"]
+        why = []
+        for p in props:
+            cand = candidate(found, p, sources, fail_to_pass)
+            if cand is None:
+                why.append(f"{p}: not stated (no evaluable value, or no test file to place it in)")
+                continue
+            tried += 1
+            record = bench.consider(cand)
+            if not record.rejected_at:
+                kept_kinds.add(found.kind)
+                outcomes[found.call.src] = f"kept as {record.test_id} ({p})"
+                break
+            step = next(c for c in record.checks if c.step == record.rejected_at)
+            why.append(f"{p}: rejected at {record.rejected_at} ({step.detail[:160]})")
+            if record.rejected_at not in ("fails_on_buggy", "contract"):
+                break  # a stronger check fails gold or an alternative too
+        outcomes.setdefault(found.call.src, "left untested: " + "; ".join(why))
+    return [FootprintInput(call=f.call.src, target=f.call.target, how=f.call.how, gold=f.gold, buggy=f.buggy, tested=f.tested,
+                           outcome=outcomes.get(f.call.src, "left untested"))  # fmt: skip
+            for f in footprint.found]

@@ -1,0 +1,160 @@
+"""The fix's footprint: the strategies built from gold's diff (pure functions over diffs and sources), the
+weakest separating property and the test written from a footprint input; then, in the real sandbox, a
+footprint-derived test on a real fix commit and on a sample task that kills a hand-written shortcut
+while gold and a correct alternative pass."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import TEST_LIMITS
+
+from harness.records import Behaviour
+from judge.strengthen.footprint import candidate, name_for, value_type, weakest
+from probes.footprint.search import Found, facade_targets, source_of
+from probes.footprint.vocabulary import (
+    REQUIRED,
+    boundaries,
+    changed_lines,
+    edit_strategy,
+    fold,
+    hunk_literals,
+    hunk_numbers,
+    keyword_defaults,
+    positional_params,
+    raised_types,
+    regexes,
+    spelled,
+    text_strategy,
+    vocabulary,
+)
+from probes.observe.calls import Call, documented_calls
+from probes.replay import draw
+
+DIFF = textwrap.dedent('''\
+    diff --git a/pkg/dates.py b/pkg/dates.py
+    --- a/pkg/dates.py
+    +++ b/pkg/dates.py
+    @@ -1,6 +1,8 @@
+     FORMATS = {
+    -    "%f": "[0-9]{6}",
+    +    "%f": "[0-9]{1,6}",
+     }
+    -LIMIT = 10
+    +LIMIT = 12
+    +    if n < 0:
+    +        raise ValueError("n must be at least 0")
+    diff --git a/tests/test_dates.py b/tests/test_dates.py
+    --- a/tests/test_dates.py
+    +++ b/tests/test_dates.py
+    @@ -1 +1,2 @@
+    +    assert parse("only in a test") == 1
+    ''')
+
+
+def test_the_vocabulary_is_read_from_the_changed_lines_of_non_test_files_only() -> None:
+    assert {path for path, _, _ in changed_lines(DIFF)} == {"pkg/dates.py"}
+    assert hunk_literals(DIFF) == ["%f", "[0-9]{6}", "[0-9]{1,6}", "n must be at least 0"]
+    assert hunk_numbers(DIFF) == [10, 12, 0]
+    assert raised_types(DIFF) == ["ValueError"]
+    assert regexes(hunk_literals(DIFF)) == ["[0-9]{6}", "[0-9]{1,6}"]
+
+
+def test_boundaries_lie_on_both_sides_of_each_changed_constant() -> None:
+    assert {11, 12, 13, -12, 0, 1, -1} <= set(boundaries([12]))
+    near = boundaries([0.5])
+    assert any(0.49 < x < 0.5 for x in near) and any(0.5 < x < 0.51 for x in near)
+
+
+def test_a_long_literal_gives_its_words_not_itself() -> None:
+    table = "x" * 10 + " " + " ".join(f"word{i}" for i in range(100))
+    diff = f'--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n+T = "{table}"\n'
+    literals = hunk_literals(diff)
+    assert table not in literals and "word1" in literals
+
+
+def test_strings_are_drawn_from_gold_s_regexes_and_from_edits_of_the_tests_own_input() -> None:
+    vocab = vocabulary(DIFF)
+    drawn = draw(text_strategy(vocab, ["27.123"]), 60)
+    assert all(isinstance(s, str) for s in drawn)
+    assert any(s != "27.123" and s.startswith("27.") for s in drawn)  # the tests' input, one token edited
+    # an edit keeps the rest of the input as it is
+    edited = draw(edit_strategy("a-b", __import__("hypothesis").strategies.just("Z")), 20)
+    assert set(edited) <= {"Z-b", "aZ-b", "-b", "aZb", "a-Zb", "ab", "a-Z", "a-Zb", "a-", "a-Zb"} | {"Za-b", "a-Zb"}
+
+
+def test_keyword_parameters_and_their_defaults_are_read_from_the_signature() -> None:
+    source = "def split(src, sep=None, maxsplit=None, *, strict=False):\n    pass\n\nclass C:\n    def m(self, x, y=2):\n        pass\n"
+    assert keyword_defaults(source, ["split", "C.m"]) == {"split": (("sep", None), ("maxsplit", None), ("strict", False)), "C.m": (("y", 2),)}
+    params = positional_params(source, ["split"])
+    assert params == {"split": (("src", REQUIRED), ("sep", None), ("maxsplit", None))}
+
+
+def test_a_call_recorded_with_every_parameter_is_spelled_as_a_test_writes_it() -> None:
+    params = positional_params("def parse(fmt, text, extra=None, evaluate=True, case=False):\n    pass\n", ["parse"])
+    assert spelled("parse", ("'{}'", "'x'", "None", "True", "False"), (), params) == (("'{}'", "'x'"), ())
+    assert spelled("parse", ("'{}'", "'x'", "None", "True", "True"), (), params) == (("'{}'", "'x'"), (("case", "True"),))
+    assert spelled("other", ("1",), (), params) is None  # an unknown signature: the call stays as recorded
+
+
+def test_constant_arithmetic_of_a_docs_example_is_folded_and_nothing_else() -> None:
+    assert fold("10**34 * 3") == str(3 * 10**34)
+    assert fold("(1, -2**3)") == "(1, -8)"
+    assert fold("f(1)") is None and fold("x + 1") is None and fold("10**10**10") is None and fold("1/0") is None
+    docs = {"pkg/m.py (docstrings)": ">>> quantize(10**34 * 3)\n"}
+    row = {"target": "pkg.m:quantize", "call": "quantize(1)", "imports": ["from pkg.m import quantize"]}
+    (call,) = documented_calls(docs, [row])
+    assert call.src == f"quantize({3 * 10**34})"
+
+
+def test_only_a_value_that_reads_back_is_an_input() -> None:
+    assert source_of("a'b") == repr("a'b") and source_of(float("nan")) is None and source_of(object()) is None
+
+
+def _found(gold: Behaviour, buggy: Behaviour, src: str = "tail(2, 'ab')", how: str = "tail(3, 'ab') with argument 1 -> 2 (Hypothesis)") -> Found:
+    call = Call("pkg.m:tail", "tail", (src[5:6], "'ab'"), (), ("from pkg.m import tail",), "tests/test_m.py::test_tail", "variant", how)
+    return Found(call, gold, buggy, "", tested=False)
+
+
+def test_the_weakest_property_that_separates_gold_from_buggy_is_asserted() -> None:
+    assert weakest(_found(Behaviour(raised="ValueError"), Behaviour(value='"1"'))) == "raises"
+    assert weakest(_found(Behaviour(value='"1"'), Behaviour(raised="TypeError"))) == "returns"
+    assert weakest(_found(Behaviour(value='["Result", "<Result>"]'), Behaviour(value='"None"'))) == "not_none"
+    assert weakest(_found(Behaviour(value='["list", ["1"]]'), Behaviour(value='["tuple", ["1"]]'))) == "type"
+    assert weakest(_found(Behaviour(value='"2"'), Behaviour(value='"3"'))) == "value"
+    assert weakest(_found(Behaviour(value='"1"'), Behaviour(value='"True"'))) == "value"  # a bool is an int
+    assert value_type('["list", []]') == "list" and value_type('"None"') == "NoneType"
+
+
+def test_a_footprint_test_is_placed_in_the_file_s_style_named_for_what_it_checks() -> None:
+    sources = {"tests/test_m.py": "import pytest\nfrom pkg.m import tail\n\ndef test_tail():\n    assert tail(3, 'ab') == ['a', 'b']\n"}
+    found = _found(Behaviour(value='["list", ["\'a\'", "\'b\'"]]'), Behaviour(value='["tuple", []]'))
+    cand = candidate(found, "type", sources, ["tests/test_m.py::test_tail"])
+    assert cand is not None and cand.footprint and cand.file == "tests/test_m.py" and cand.cls is None
+    assert cand.name == "test_tail_returns_list_for_2"
+    assert "assert isinstance(tail(2, 'ab'), list)" in cand.code and "from pkg.m import tail" in cand.code
+    unittest = {"tests/test_m.py": "import unittest\nfrom pkg.m import tail\n\nclass T(unittest.TestCase):\n    def test_tail(self):\n        self.assertEqual(tail(3, 'ab'), ['a', 'b'])\n"}
+    raising = _found(Behaviour(raised="ValueError"), Behaviour(value='"1"'))
+    raising = dataclasses.replace(raising, call=dataclasses.replace(raising.call, test_id="the issue"))  # a document's input
+    cand = candidate(raising, "raises", unittest, ["tests/test_m.py::T::test_tail"])
+    assert cand is not None and cand.cls == "T" and "with self.assertRaises(ValueError):" in cand.code and "def test_tail_raises_valueerror_for_2(self):" in cand.code
+    assert name_for(raising, "raises", cand.code) == "test_tail_raises_valueerror_for_2_2"  # unique in its file
+
+
+def test_a_facade_s_target_is_where_the_function_is_defined(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .strutils import split\n")
+    (tmp_path / "pkg" / "strutils.py").write_text("def split(src):\n    return _Splitter(src).run()\n")
+    sources = {"tests/test_s.py": "from pkg import split\n\ndef test_split():\n    assert split('a b') == ['a', 'b']\n"}
+    assert facade_targets(tmp_path, sources, ["tests/test_s.py"]) == ["pkg/strutils.py::split"]
+
+
+# ============================================================================================ end to end
+
+
+@pytest.fixture(scope="module")
+def footprint_backend(backend_factory):  # noqa: ANN001, ANN201
+    return backend_factory("bwrap", TEST_LIMITS)
