@@ -158,3 +158,79 @@ def test_a_facade_s_target_is_where_the_function_is_defined(tmp_path: Path) -> N
 @pytest.fixture(scope="module")
 def footprint_backend(backend_factory):  # noqa: ANN001, ANN201
     return backend_factory("bwrap", TEST_LIMITS)
+
+
+ALTERNATIVE = """\
+diff --git a/moneyfmt/formatting.py b/moneyfmt/formatting.py
+--- a/moneyfmt/formatting.py
++++ b/moneyfmt/formatting.py
+@@ -45,7 +45,7 @@ def format_money(money: Money, style: str = "en", symbol: bool = True) -> str:
+     except KeyError:
+         raise ValueError(f"unknown style {style!r}") from None
+     cur = money.currency
+-    text = f"{abs(money.amount):.2f}"
++    text = format(abs(money.amount), "." + str(cur.minor_units) + "f")
+     int_part, _, frac_part = text.partition(".")
+     number = _group(int_part, thousands)
+     if frac_part:
+"""
+
+
+def _strengthened_by_footprint(task, backend, env, tmp_path: Path):  # noqa: ANN001, ANN202
+    """Pipeline 1, then strengthening with no probe at all: whatever it adds comes from the footprint."""
+    from curation.decks import strengthened_task
+    from curation.pipeline1 import Pipeline1Config, process_task
+    from harness.sandboxes.envs import prepare_tree
+    from judge.strengthen import strengthen
+
+    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path)
+    stamp = {"config_hash": "test", "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    record = strengthen(task, p1, [], backend, stamp, prepare_tree(task, env), log_dir=tmp_path / "logs")
+    return record, strengthened_task(task, record)
+
+
+def _assert_shortcut_killed(record, strong, task, backend, shortcut: str, alternative: str) -> None:  # noqa: ANN001
+    from harness.grading.grader import grade
+    from harness.records import Status
+
+    assert record.status == "strengthened" and not record.survivors, record.reason
+    kept = [t for t in record.tests if not t.rejected_at]
+    assert kept and all(t.found_by.startswith("the fix's footprint") for t in kept)
+    assert all([c.step for c in t.checks][:7] == ["leak", "contract", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass"]
+               for t in kept)  # fmt: skip
+    # every footprint input is accounted for: pinned by the tests already, kept, or why not
+    assert record.footprint and all(f.outcome for f in record.footprint)
+    assert {f.outcome.partition(" ")[0] for f in record.footprint} <= {"tested:", "kept", "left"}
+    assert any(f.outcome.startswith("kept as") for f in record.footprint)
+    expected = {k: Status(v) for k, v in record.expected_status.items()}
+    assert grade(strong, task.answer.gold_patch, backend, expected=expected).reward == 1.0
+    assert grade(strong, alternative, backend, expected=expected).reward == 1.0
+    assert grade(task, shortcut, backend).reward == 1.0  # the upstream tests let the shortcut through
+    assert grade(strong, shortcut, backend, expected=expected).reward == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_a_footprint_test_kills_a_real_fix_commits_shortcut_with_no_surviving_probe(footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """boltons 8c3fc28 (pluralize of words ending in x): the test pluralizes box, fox, tax, prefix and
+    ox; the shortcut adds only those endings. The footprint's untested part holds words whose ending
+    the tests never name, so a wrong fix keyed to the tested endings fails."""
+    from curation.sources.local import load_task_folder
+
+    folder = Path(__file__).resolve().parent.parent / "data" / "real" / "mahmoud__boltons-8c3fc28"
+    task = load_task_folder(folder)
+    record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
+    _assert_shortcut_killed(record, strong, task, footprint_backend, (folder / "shortcut.patch").read_text(), (folder / "alternative.patch").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_a_footprint_test_kills_a_sample_tasks_wrong_patch_through_a_constructor_argument(sample_tasks, footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """moneyfmt: the hidden test formats JPY only; Hypothesis varies the currency inside the tests'
+    own ``Money(...)`` argument with the issue's currency codes, and a three-decimal one (BHD, KWD)
+    pins the minor units the wrong patch leaves at two."""
+    from data import SAMPLE
+
+    task = sample_tasks["sample__moneyfmt-1"]
+    record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
+    _assert_shortcut_killed(record, strong, task, footprint_backend, (SAMPLE / "sample__moneyfmt-1" / "probes" / "wrong.patch").read_text(), ALTERNATIVE)

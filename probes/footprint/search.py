@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from pathlib import Path
 from harness.pyast import literal_eval, parse
 from harness.records import Behaviour, Task
 from harness.sandboxes.sandbox import Backend
+from probes.differential.literals import pool
 from probes.footprint.vocabulary import Vocabulary, keyword_strategy, spelled, strategy_for, vocabulary
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.session import ObservationSession, context, differs, observe
@@ -158,12 +160,17 @@ class Slot:
     name: str  # "0", "1", ... or a keyword
     strategy: object  # a hypothesis SearchStrategy
     added: bool = False  # a keyword parameter the call does not pass
+    inner: int = -1  # the argument, written as a constructor call, whose positional literal this is
 
     def call(self, value: object, how: str) -> Call | None:
         text = source_of(value)
         if text is None:
             return None
         s = self.seed
+        if self.inner >= 0:  # Money('12.34', 'JPY') -> Money('12.34', 'KWD')
+            node = parse(dict([*((str(i), a) for i, a in enumerate(s.args)), *s.kwargs])[self.name], mode="eval").body  # type: ignore[attr-defined]
+            node.args[self.inner] = ast.Constant(value)
+            text = ast.unparse(node)
         if self.added:
             kwargs = (*s.kwargs, (self.name, text))
         else:
@@ -179,6 +186,7 @@ def slots(seed: Call, vocab: Vocabulary, seen: Mapping[tuple[str, str], list[obj
     for name, src in [*((str(i), a) for i, a in enumerate(seed.args)), *seed.kwargs]:
         value = _value(src)
         if value is _NONE:
+            out += inner_slots(seed, name, src, vocab)
             continue
         strategy = strategy_for(value, vocab, seen.get((seed.target, name), []))
         if strategy is not None:
@@ -187,6 +195,22 @@ def slots(seed: Call, vocab: Vocabulary, seen: Mapping[tuple[str, str], list[obj
     for param, default in vocab.keywords.get(seed.target.partition(":")[2], ()):
         if param not in passed and (strategy := keyword_strategy(default, vocab)) is not None:
             out.append(Slot(seed, param, strategy, added=True))
+    return out
+
+
+def inner_slots(seed: Call, name: str, src: str, vocab: Vocabulary) -> list[Slot]:
+    """The positional literals of an argument written as a constructor call (``Money('12.34', 'JPY')``)."""
+    try:
+        node = parse(src, mode="eval").body  # type: ignore[attr-defined]
+    except (SyntaxError, ValueError):
+        return []
+    if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return []
+    out = []
+    for j, arg in enumerate(node.args):
+        value = _value(ast.unparse(arg))
+        if value is not _NONE and isinstance(value, (str, int, float)) and (strategy := strategy_for(value, vocab)) is not None:
+            out.append(Slot(seed, name, strategy, inner=j))
     return out
 
 
@@ -231,7 +255,7 @@ class FootprintSearch:
                 changed = {p: t for p, t in ws.new.items() if t is not None and p.endswith(".py")}
                 files = [t.partition("::")[0] for t in fail_to_pass]
                 self.ctx.watched = list(dict.fromkeys([*self.ctx.watched, *facade_targets(ws.root, sources, files)]))
-        self.vocab = vocabulary(task.answer.gold_patch, changed, [w.partition("::")[2] for w in self.ctx.watched])
+        self.vocab = vocabulary(task.answer.gold_patch, changed, [w.partition("::")[2] for w in self.ctx.watched], pool(task.problem_statement, []))
         self.ctx.expected |= set(self.vocab.raised)
         self.session = ObservationSession(task, backend, self.ctx, [])
         self.known: dict[str, tuple[Behaviour, Behaviour, str]] = {}  # call src -> (gold, buggy, literal)
@@ -291,7 +315,7 @@ class FootprintSearch:
                 found.append(Found(self.spell(call), seen_[0], seen_[1], seen_[2], call.src in own))
         detail = (f"{len(self.known)} calls on both trees ({len(seeds)} of the tests', {len(documented)} from documents, "
                   f"{len(self.known) - len(seeds) - len(documented)} drawn by Hypothesis from gold's diff); {len(found)} differ")  # fmt: skip
-        return Footprint(simplest(found, shrunk), len(self.known), detail, self.ctx.expected)
+        return Footprint(simplest(found, shrunk, [self.spell(s).src for s in seeds]), len(self.known), detail, self.ctx.expected)
 
     def spell(self, call: Call) -> Call:
         """The call as a test writes it (``vocabulary.spelled``), where the signature is known."""
@@ -303,7 +327,7 @@ class FootprintSearch:
         ``SHRINK_ROUNDS`` rounds of batched answers."""
         groups: dict[tuple[str, str], Slot] = {}
         for slot in every:
-            key = (slot.seed.target, slot.name)
+            key = (slot.seed.target, f"{slot.name}.{slot.inner}")
             if key not in groups and len(groups) < MAX_GROUPS and search(slot, draws(slot), self.differs, shrink=False) is not None:
                 groups[key] = slot
         best: list[Call] = []
@@ -328,7 +352,18 @@ class FootprintSearch:
         return best
 
 
-def simplest(found: Sequence[Found], shrunk: Sequence[Call]) -> list[Found]:
-    """The found inputs, the shrunk ones first, then by how simple the call is (shortlex on its source)."""
+_WORDS = re.compile(r"[A-Za-z_]\w*")
+
+
+def simplest(found: Sequence[Found], shrunk: Sequence[Call], own: Sequence[str]) -> list[Found]:
+    """The found inputs in the order strengthening tries them: those that bring a word none of the
+    tests' own calls (``own``) has (a currency, a keyword, an ending the tests never name: the part of
+    the footprint furthest from what they pin), then the shrunk ones, then by how simple the call is
+    (shortlex on its source)."""
     first = {c.src for c in shrunk}
-    return sorted(found, key=lambda f: (f.call.src not in first, f.tested, len(f.call.src), f.call.src))
+    words = {w for src in own for w in _WORDS.findall(src)}
+
+    def new(f: Found) -> bool:
+        return bool(set(_WORDS.findall(f.call.src)) - words)
+
+    return sorted(found, key=lambda f: (f.tested, not new(f), f.call.src not in first, len(f.call.src), f.call.src))

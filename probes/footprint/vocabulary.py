@@ -231,16 +231,18 @@ def _equals(src: str, default: object) -> bool:
         return False
 
 
-def vocabulary(patch: str, changed_sources: Mapping[str, str] = {}, qualnames: Sequence[str] = ()) -> Vocabulary:  # noqa: B006 - read only
+def vocabulary(patch: str, changed_sources: Mapping[str, str] = {}, qualnames: Sequence[str] = (),  # noqa: B006 - read only
+               stated: Sequence[object] = ()) -> Vocabulary:  # fmt: skip
     """The vocabulary of gold's patch; ``changed_sources``: gold's text of the changed files, read for the
-    keyword parameters of the functions ``qualnames`` names."""
-    literals = hunk_literals(patch)
+    keyword parameters of the functions ``qualnames`` names; ``stated``: values the issue states (its
+    code spans and blocks, its upper-case tokens and numbers), tried beside the diff's own."""
+    literals = list(dict.fromkeys([*hunk_literals(patch), *(v for v in stated if isinstance(v, str))]))
     keywords: dict[str, tuple[tuple[str, object], ...]] = {}
     params: dict[str, tuple[tuple[str, object], ...]] = {}
     for text in changed_sources.values():
         keywords |= {k: v for k, v in keyword_defaults(text, qualnames).items() if v}
         params |= positional_params(text, qualnames)
-    return Vocabulary(strings=tuple(literals[:MAX_STRINGS]), regexes=tuple(regexes(literals)), numbers=tuple(boundaries(hunk_numbers(patch))),
+    return Vocabulary(strings=tuple(literals[:MAX_STRINGS]), regexes=tuple(regexes(literals)), numbers=tuple(boundaries([*hunk_numbers(patch), *(v for v in stated if isinstance(v, (int, float)) and not isinstance(v, bool))])),
                       raised=tuple(raised_types(patch)), keywords=keywords, params=params)  # fmt: skip
 
 
