@@ -132,14 +132,14 @@ def test_the_weakest_property_that_separates_gold_from_buggy_is_asserted() -> No
 def test_a_footprint_test_is_placed_in_the_file_s_style_named_for_what_it_checks() -> None:
     sources = {"tests/test_m.py": "import pytest\nfrom pkg.m import tail\n\ndef test_tail():\n    assert tail(3, 'ab') == ['a', 'b']\n"}
     found = _found(Behaviour(value='["list", ["\'a\'", "\'b\'"]]'), Behaviour(value='["tuple", []]'))
-    cand = candidate(found, "type", sources, ["tests/test_m.py::test_tail"])
+    cand = candidate([(found, "type")], sources, ["tests/test_m.py::test_tail"])
     assert cand is not None and cand.footprint and cand.file == "tests/test_m.py" and cand.cls is None
     assert cand.name == "test_tail_returns_list_for_2"
     assert "assert isinstance(tail(2, 'ab'), list)" in cand.code and "from pkg.m import tail" in cand.code
     unittest = {"tests/test_m.py": "import unittest\nfrom pkg.m import tail\n\nclass T(unittest.TestCase):\n    def test_tail(self):\n        self.assertEqual(tail(3, 'ab'), ['a', 'b'])\n"}
     raising = _found(Behaviour(raised="ValueError"), Behaviour(value='"1"'))
     raising = dataclasses.replace(raising, call=dataclasses.replace(raising.call, test_id="the issue"))  # a document's input
-    cand = candidate(raising, "raises", unittest, ["tests/test_m.py::T::test_tail"])
+    cand = candidate([(raising, "raises")], unittest, ["tests/test_m.py::T::test_tail"])
     assert cand is not None and cand.cls == "T" and "with self.assertRaises(ValueError):" in cand.code and "def test_tail_raises_valueerror_for_2(self):" in cand.code
     assert name_for(raising, "raises", cand.code) == "test_tail_raises_valueerror_for_2_2"  # unique in its file
 
@@ -234,3 +234,15 @@ def test_a_footprint_test_kills_a_sample_tasks_wrong_patch_through_a_constructor
     task = sample_tasks["sample__moneyfmt-1"]
     record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
     _assert_shortcut_killed(record, strong, task, footprint_backend, (SAMPLE / "sample__moneyfmt-1" / "probes" / "wrong.patch").read_text(), ALTERNATIVE)
+
+
+def test_inputs_asserted_together_each_bring_something_the_tests_never_pass() -> None:
+    from judge.strengthen.footprint import diverse
+
+    def found(word: str) -> Found:
+        call = Call("m:pluralize", "pluralize", (repr(word),), (), (), "tests/t.py::test_p", "variant", f"pluralize('box') with argument 1 -> {word!r} (Hypothesis)")
+        return Found(call, Behaviour(value=repr(word + "es")), Behaviour(value=repr(word + "s")), "", tested=False)
+
+    own = ["pluralize('box')", "pluralize('fox')", "pluralize('prefix')"]
+    picked = diverse([found("box"), found("shox"), found("sx"), found("fox")], own)
+    assert [f.call.args[0] for f in picked] == ["'shox'", "'sx'"]  # the tests' own words add nothing

@@ -176,7 +176,10 @@ def name_for(found: Found, prop: str, taken: str) -> str:
     return name
 
 
-def candidate(found: Found, prop: str, sources: dict[str, str], fail_to_pass: Sequence[str]) -> Candidate | None:
+def candidate(picked: Sequence[tuple[Found, str]], sources: dict[str, str], fail_to_pass: Sequence[str]) -> Candidate | None:
+    """One test asserting each (input, property) of ``picked``: inputs of one kind (a function's
+    argument), one behaviour of gold's change; placed and named after the first."""
+    found, prop = picked[0]
     anchor = home(found, sources, fail_to_pass)
     if not anchor:
         return None
@@ -184,51 +187,79 @@ def candidate(found: Found, prop: str, sources: dict[str, str], fail_to_pass: Se
     source = sources[file]
     cls = parts[-2] if len(parts) > 1 else None
     unittest = cls is not None and is_unittest_class(source, cls)
-    stated = body(found, prop, unittest=unittest, pytest_imported=_imports_pytest(source))
-    if stated is None:
+    bodies = [body(f, p, unittest=unittest, pytest_imported=_imports_pytest(source)) for f, p in picked]
+    if any(b is None for b in bodies):
         return None
+    lines = [line for b in bodies for line in b or []]
+    imports = list(dict.fromkeys(line for line in lines if line.startswith(("import ", "from "))))
+    stated = [*imports, *(line for line in lines if line not in imports)]
     name = name_for(found, prop, source)
-    why = f"gold's change on an input no test calls ({found.call.how.rpartition(' (')[2].rstrip(')') or 'the tests'})"
-    found_by = f"the fix's footprint: {found.call.src[:160]} ({found.call.how[:160]}); gold {found.gold.raised or found.gold.value[:60]}, buggy {found.buggy.raised or found.buggy.value[:60]}"
+    why = f"gold's change on input(s) no test calls ({found.call.how.rpartition(' (')[2].rstrip(')') or 'the tests'})"
+    found_by = "the fix's footprint: " + "; ".join(f"{f.call.src[:120]}: gold {f.gold.raised or f.gold.value[:50]}, buggy {f.buggy.raised or f.buggy.value[:50]}"
+                                                   for f, _ in picked)  # fmt: skip
     code = function_code(name, stated, method=cls is not None, why=why)
     return Candidate(file=file, cls=cls, name=name, code=code, source="model_free", found_by=found_by, footprint=True)
 
 
+PER_TEST = 3  # inputs of one kind asserted in one test
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i : i + 2] for i in range(len(text) - 1)}
+
+
+def diverse(inputs: Sequence[Found], own: Sequence[str], k: int = PER_TEST) -> list[Found]:
+    """Up to ``k`` inputs, each bringing character pairs that neither the tests' own calls nor the ones
+    picked before have (``pluralize('shox')`` then ``pluralize('sx')``: two endings the tests never
+    name), in the footprint's order where none does."""
+    seen = {b for src in own for b in _bigrams(src)}
+    picked: list[Found] = []
+    rest = list(inputs)
+    while rest and len(picked) < k:
+        best = max(rest, key=lambda f: len(_bigrams(f.call.src) - seen))
+        if picked and not _bigrams(best.call.src) - seen:
+            break
+        picked.append(best)
+        rest.remove(best)
+        seen |= _bigrams(best.call.src)
+    return picked
+
+
 def strengthen_from(bench: Workbench, footprint: Footprint, sources: dict[str, str], fail_to_pass: Sequence[str]) -> list[FootprintInput]:
-    """Validate tests for the untested footprint (the simplest input of each kind first) and record, per
-    input, the test that pins it or why none does."""
-    outcomes: dict[str, str] = {}
-    kept_kinds: set[tuple[str, str]] = set()
-    tried = 0
-    for found in footprint.found:
-        if found.tested:
-            outcomes[found.call.src] = "tested: one of the tests' own calls"
-            continue
-        if found.kind in kept_kinds:
-            outcomes[found.call.src] = "left untested: a kept test already pins this function's argument"
-            continue
-        if len(kept_kinds) >= MAX_TESTS or tried >= MAX_TRIES:
-            outcomes[found.call.src] = f"left untested: over the budget ({MAX_TESTS} tests, {MAX_TRIES} tried a task)"
-            continue
-        prop = weakest(found)
-        props = [prop] if prop == "value" else [prop, "value"]
-        why = []
-        for p in props:
-            cand = candidate(found, p, sources, fail_to_pass)
+    """Validate a test per kind of the untested footprint (a few diverse inputs of one function's
+    argument together, else each alone) and record, per input, the test that pins it or why none does."""
+    outcomes: dict[str, str] = {f.call.src: "tested: one of the tests' own calls" for f in footprint.found if f.tested}
+    kinds: dict[tuple[str, str], list[Found]] = {}
+    for f in footprint.found:
+        if not f.tested:
+            kinds.setdefault(f.kind, []).append(f)
+    kept, tried = 0, 0
+    for inputs in kinds.values():
+        if kept >= MAX_TESTS or tried >= MAX_TRIES:
+            break
+        picked = diverse(inputs, footprint.own)
+        tries = [[(f, weakest(f)) for f in picked]] if len(picked) > 1 else []
+        for f in picked[:2]:  # each alone, its weakest property, then its value
+            tries += [[(f, p)] for p in dict.fromkeys([weakest(f), "value"])]
+        why: list[str] = []
+        for attempt in tries:
+            if tried >= MAX_TRIES:
+                break
+            cand = candidate(attempt, sources, fail_to_pass)
             if cand is None:
-                why.append(f"{p}: not stated (no evaluable value, or no test file to place it in)")
+                why.append("not stated (no evaluable value, or no test file to place it in)")
                 continue
             tried += 1
             record = bench.consider(cand)
             if not record.rejected_at:
-                kept_kinds.add(found.kind)
-                outcomes[found.call.src] = f"kept as {record.test_id} ({p})"
+                kept += 1
+                outcomes |= {f.call.src: f"kept as {record.test_id} ({p})" for f, p in attempt}
                 break
             step = next(c for c in record.checks if c.step == record.rejected_at)
-            why.append(f"{p}: rejected at {record.rejected_at} ({step.detail[:160]})")
-            if record.rejected_at not in ("fails_on_buggy", "contract"):
-                break  # a stronger check fails gold or an alternative too
-        outcomes.setdefault(found.call.src, "left untested: " + "; ".join(why))
+            why.append(f"{', '.join(p for _, p in attempt)}: rejected at {record.rejected_at} ({step.detail[:160]})")
+        pinned = any(outcomes.get(f.call.src, "").startswith("kept") for f in inputs)
+        for f in inputs:
+            outcomes.setdefault(f.call.src, "left untested: " + ("a kept test pins other inputs of this function's argument" if pinned else "; ".join(why)))
     return [FootprintInput(call=f.call.src, target=f.call.target, how=f.call.how, gold=f.gold, buggy=f.buggy, tested=f.tested,
-                           outcome=outcomes.get(f.call.src, "left untested"))  # fmt: skip
+                           outcome=outcomes.get(f.call.src, f"left untested: over the budget ({MAX_TESTS} tests, {MAX_TRIES} tried a task)"))  # fmt: skip
             for f in footprint.found]

@@ -74,6 +74,7 @@ class Footprint:
     tried: int = 0
     detail: str = ""
     expected: set[str] = field(default_factory=set)  # exception types in contract
+    own: list[str] = field(default_factory=list)  # the tests' own calls, as a test writes them
 
 
 # ============================================================================================ targets
@@ -315,7 +316,8 @@ class FootprintSearch:
                 found.append(Found(self.spell(call), seen_[0], seen_[1], seen_[2], call.src in own))
         detail = (f"{len(self.known)} calls on both trees ({len(seeds)} of the tests', {len(documented)} from documents, "
                   f"{len(self.known) - len(seeds) - len(documented)} drawn by Hypothesis from gold's diff); {len(found)} differ")  # fmt: skip
-        return Footprint(simplest(found, shrunk, [self.spell(s).src for s in seeds]), len(self.known), detail, self.ctx.expected)
+        own_calls = [self.spell(s).src for s in seeds]
+        return Footprint(simplest(found, shrunk, own_calls), len(self.known), detail, self.ctx.expected, own_calls)
 
     def spell(self, call: Call) -> Call:
         """The call as a test writes it (``vocabulary.spelled``), where the signature is known."""
