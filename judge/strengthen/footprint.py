@@ -209,16 +209,18 @@ def _bigrams(text: str) -> set[str]:
 
 
 def diverse(inputs: Sequence[Found], own: Sequence[str], k: int = PER_TEST) -> list[Found]:
-    """Up to ``k`` inputs, each bringing character pairs that neither the tests' own calls nor the ones
-    picked before have (``pluralize('shox')`` then ``pluralize('sx')``: two endings the tests never
-    name), in the footprint's order where none does."""
+    """Up to ``k`` inputs, each the shortest that brings character pairs neither the tests' own calls
+    nor the ones picked before have (``pluralize('sx')``, ``pluralize('shox')``: endings the tests
+    never name); the shortest of all where none does."""
     seen = {b for src in own for b in _bigrams(src)}
     picked: list[Found] = []
     rest = list(inputs)
     while rest and len(picked) < k:
-        best = max(rest, key=lambda f: len(_bigrams(f.call.src) - seen))
-        if picked and not _bigrams(best.call.src) - seen:
+        fresh = [f for f in rest if _bigrams(f.call.src) - seen]
+        if picked and not fresh:
             break
+        # the simplest input that brings anything new, not the one that brings most (a long splice)
+        best = min(fresh or rest, key=lambda f: (len(f.call.src), -len(_bigrams(f.call.src) - seen)))
         picked.append(best)
         rest.remove(best)
         seen |= _bigrams(best.call.src)

@@ -10,8 +10,8 @@ gold's diff and the tests' own calls, each shrunk to the simplest one of its kin
 2. Draws. For each seed and each argument (and each keyword parameter with a literal default the call
    does not pass), Hypothesis draws values of that argument's type from gold's vocabulary
    (``probes.footprint.vocabulary``): derandomised, so two runs draw alike.
-3. Comparison. Every call replays standalone (``probes/diff_driver.py``) once on gold, once on the
-   buggy tree (a test made of one runs on gold several times before it is kept). Values are compared canonically
+3. Comparison. Every call replays standalone (``probes/diff_driver.py``) twice on gold, once on the
+   buggy tree; a call gold answers differently twice counts as not differing. Values are compared canonically
    (containers item by item, objects by their public attributes, exceptions by type), and a difference
    counts only where gold is in contract (``probes.observe.session.differs``, with the exception types
    gold's diff raises added to the expected ones).
@@ -262,16 +262,18 @@ class FootprintSearch:
         self.known: dict[str, tuple[Behaviour, Behaviour, str]] = {}  # call src -> (gold, buggy, literal)
 
     def run_batch(self, calls: Sequence[Call]) -> None:
-        """Each call once on gold and once on the buggy tree, remembered (a test of one is run on gold
-        several times before it is kept: ``gold_stable``)."""
+        """Each call twice on gold and once on the buggy tree, remembered; a call gold answers
+        differently twice (a clock, a random draw: ``gzip_bytes`` writes the time) tells nothing."""
         calls = [c for c in _unique(calls) if c.src not in self.known][:MAX_CALLS]
         if not calls:
             return
-        gold, buggy = self.session.outcomes(self.task.answer.gold_patch, calls), self.session.outcomes("", calls)
+        gold = self.task.answer.gold_patch
+        first, again, buggy = self.session.outcomes(gold, calls), self.session.outcomes(gold, calls), self.session.outcomes("", calls)
         for i, call in enumerate(calls):
             key = f"call{i}"
-            if key in gold and key in buggy:
-                self.known[call.src] = (behaviour(gold[key]), behaviour(buggy[key]), gold[key].get("literal", "") or "")
+            if key in first and key in again and key in buggy:
+                g = behaviour(first[key])
+                self.known[call.src] = (g, behaviour(buggy[key]) if behaviour(again[key]) == g else g, first[key].get("literal", "") or "")
 
     def differs(self, call: Call) -> bool | None:
         """Whether the call tells the trees apart; None when no run has seen it."""

@@ -273,8 +273,8 @@ _TOKEN = re.compile(r"\d+|[A-Za-z]+|\s+|.", re.DOTALL)
 
 def edit_strategy(value: str, pieces):  # noqa: ANN001, ANN201
     """``value`` with one of its tokens (a run of digits, of letters, one other character) replaced by
-    a piece, a piece inserted before it, or the token left out: the tests' own input in the shape they
-    give it, with gold's vocabulary in one place."""
+    a piece, a piece inserted before it, or the token left out, or one character changed: the tests'
+    own input in the shape they give it, with gold's vocabulary in one place."""
     from hypothesis import strategies as st
 
     tokens = _TOKEN.findall(value)
@@ -285,7 +285,13 @@ def edit_strategy(value: str, pieces):  # noqa: ANN001, ANN201
         new = {"replace": [piece], "insert": [piece, tokens[at]], "delete": []}[how]
         return "".join([*tokens[:at], *new, *tokens[at + 1 :]])
 
-    return st.builds(edit, st.integers(0, len(tokens) - 1), st.sampled_from(["replace", "insert", "delete"]), pieces)
+    def swap(at: int, char: str) -> str:
+        return value[:at] + char + value[at + 1 :]
+
+    # one character changed too: inside a word, where a rule reads a letter (an ending, a prefix)
+    chars = sorted({c for c in value if c.isalnum()} | set("aeiouxyz09"))
+    return st.one_of(st.builds(edit, st.integers(0, len(tokens) - 1), st.sampled_from(["replace", "insert", "delete"]), pieces),
+                     st.builds(swap, st.integers(0, len(value) - 1), st.sampled_from(chars)))  # fmt: skip
 
 
 def number_strategy(vocab: Vocabulary, seen: Sequence[int | float], kind: type):  # noqa: ANN201
