@@ -1,6 +1,6 @@
 """Test strengthening: repair a too-loose suite in place with tests that reject its surviving wrong patches.
 
-Candidates come from two sources:
+Candidates come from three sources:
 
 1. *Model-free*: each confirmed survivor's distinguishing input (``probes.differential``) becomes a test
    in the test file's own style. Where the test it came from is parametrized and the input's call
@@ -33,6 +33,14 @@ Candidates come from two sources:
    model-free tests (``review_test``): relevant with a cited sentence of the issue, or irrelevant
    (dropped, and recorded as rejected at ``relevance``).
 
+3. *The fix's footprint* (``probes.footprint``, ``judge.strengthen.footprint``): inputs where the
+   buggy and gold trees behave differently, drawn by Hypothesis from gold's diff and the tests' own
+   calls, whatever the probes found. Their untested part (no test of the suite makes the call)
+   becomes tests of the weakest property that separates gold from buggy, which need not kill a
+   survivor: a wrong fix that handles only the tested inputs fails them whether or not a probe like it
+   was generated. The record lists every footprint input with the test that pins it or why none does;
+   a task without a confirmed survivor whose footprint tests are kept ends ``strengthened``.
+
 Every candidate goes through the same validation, by the one grader, each step recorded
 (``ValidationCheck``) and stopped at the first that fails (``AddedTest.rejected_at``):
 
@@ -43,7 +51,7 @@ Every candidate goes through the same validation, by the one grader, each step r
                     and other per-process detail fail ``gold_stable``, each run its own hash seed);
 ``gold_stable``     it passes on gold in k runs;
 ``fails_on_buggy``  it fails on the buggy tree;
-``kills_survivor``  it fails on at least one confirmed survivor;
+``kills_survivor``  it fails on at least one confirmed survivor (a footprint test: recorded, not required);
 ``invariant``       it passes on every behaviour-preserving rewrite of gold (the correct_alternative
                     probes that passed the original suite): STING's guard against pinning gold's form;
 ``pass_to_pass``    with it added, gold still reproduces the original pattern on every other test;
