@@ -248,3 +248,13 @@ def test_inputs_asserted_together_each_bring_something_the_tests_never_pass() ->
     own = ["pluralize('box')", "pluralize('fox')", "pluralize('prefix')"]
     picked = diverse([found("box"), found("shox"), found("sx"), found("fox")], own)
     assert [f.call.args[0] for f in picked] == ["'sx'", "'shox'"]  # the tests' own words add nothing
+
+
+def test_a_recorded_dunder_call_is_written_as_the_operator_a_test_uses() -> None:
+    from judge.strengthen.footprint import as_written
+
+    assert as_written("Markup.__mod__(Markup('<em>%s</em>'), 42)") == "Markup('<em>%s</em>') % 42"
+    assert as_written("Box.__getitem__(Box([1]), 0)") == "Box([1])[0]"
+    assert as_written("S.__contains__(S('ab'), 'a')") == "'a' in S('ab')"
+    assert as_written("V.__ge__(V(1), V(2))") == "V(1) >= V(2)"
+    assert as_written("tail(2, 'ab')") == "tail(2, 'ab')"

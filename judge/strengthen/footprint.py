@@ -133,9 +133,38 @@ def body(found: Found, prop: str, *, unittest: bool, pytest_imported: bool) -> l
     return model_free_body(d, unittest=unittest, pytest_imported=pytest_imported)
 
 
+_OPERATORS = {"__add__": ast.Add, "__sub__": ast.Sub, "__mul__": ast.Mult, "__truediv__": ast.Div, "__floordiv__": ast.FloorDiv,
+              "__mod__": ast.Mod, "__pow__": ast.Pow, "__and__": ast.BitAnd, "__or__": ast.BitOr, "__xor__": ast.BitXor,
+              "__lshift__": ast.LShift, "__rshift__": ast.RShift, "__matmul__": ast.MatMult}  # fmt: skip
+_COMPARISONS = {"__eq__": ast.Eq, "__ne__": ast.NotEq, "__lt__": ast.Lt, "__le__": ast.LtE, "__gt__": ast.Gt, "__ge__": ast.GtE,
+                "__contains__": ast.In}  # fmt: skip
+
+
+def as_written(src: str) -> str:
+    """A recorded call of a dunder method as a test writes it: ``Markup.__mod__(m, 42)`` is ``m % 42``,
+    ``T.__getitem__(t, 0)`` is ``t[0]``, ``S.__contains__(s, x)`` is ``x in s``; other calls as they are."""
+    try:
+        node = parse(src, mode="eval").body  # type: ignore[attr-defined]
+    except (SyntaxError, ValueError):
+        return src
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and len(node.args) == 2 and not node.keywords):
+        return src
+    a, b = node.args
+    name = node.func.attr
+    if name in _OPERATORS:
+        return ast.unparse(ast.BinOp(a, _OPERATORS[name](), b))
+    if name == "__contains__":
+        return ast.unparse(ast.Compare(b, [ast.In()], [a]))
+    if name in _COMPARISONS:
+        return ast.unparse(ast.Compare(a, [_COMPARISONS[name]()], [b]))
+    if name == "__getitem__":
+        return ast.unparse(ast.Subscript(a, b, ast.Load()))
+    return src
+
+
 def as_input(found: Found, test_id: str) -> DistinguishingInput:
     c = found.call
-    return DistinguishingInput(test_id=test_id or c.test_id, how=c.how, setup=list(c.imports), call=c.src, gold=found.gold, other=found.buggy,
+    return DistinguishingInput(test_id=test_id or c.test_id, how=c.how, setup=list(c.imports), call=as_written(c.src), gold=found.gold, other=found.buggy,
                                literal=found.literal, source="variant", target=c.target, args=list(c.args), kwargs=dict(c.kwargs))  # fmt: skip
 
 
