@@ -15,6 +15,7 @@ import io
 import operator
 import re
 import tokenize
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -119,7 +120,9 @@ def regexes(literals: Iterable[str]) -> list[str]:
         if not _REGEX_HINT.search(text):
             continue
         try:
-            re.compile(text)
+            with warnings.catch_warnings():  # a literal that merely looks like a pattern ("[[") warns
+                warnings.simplefilter("ignore")
+                re.compile(text)
         except (re.error, RecursionError, OverflowError):
             continue
         out.append(text)
@@ -259,7 +262,9 @@ def text_strategy(vocab: Vocabulary, seen: Sequence[str] = ()):  # noqa: ANN201 
     matched = []
     for rx in vocab.regexes[:6]:
         try:
-            matched.append(st.from_regex(rx, fullmatch=True))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                matched.append(st.from_regex(rx, fullmatch=True))
         except Exception:  # noqa: BLE001 - a pattern Hypothesis cannot draw from (a look-behind, a back-reference)
             continue
     piece = st.one_of(st.sampled_from(pieces), *matched)
