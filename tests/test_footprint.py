@@ -248,6 +248,8 @@ def test_inputs_asserted_together_each_bring_something_the_tests_never_pass() ->
     own = ["pluralize('box')", "pluralize('fox')", "pluralize('prefix')"]
     picked = diverse([found("box"), found("shox"), found("sx"), found("fox")], own)
     assert [f.call.args[0] for f in picked] == ["'sx'", "'shox'"]  # the tests' own words add nothing
+    # an empty argument is new though it has no character pair
+    assert [f.call.args[0] for f in diverse([found("boxbox"), found("")], own)] == ["''", "'boxbox'"]
 
 
 def test_a_recorded_dunder_call_is_written_as_the_operator_a_test_uses() -> None:

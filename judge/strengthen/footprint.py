@@ -234,7 +234,14 @@ PER_TEST = 3  # inputs of one kind asserted in one test
 
 
 def _bigrams(text: str) -> set[str]:
-    return {text[i : i + 2] for i in range(len(text) - 1)}
+    """The character pairs of a call, and the length of each of its string literals up to 3 (an empty
+    or one-character argument is something new even though it brings no pair)."""
+    pairs = {text[i : i + 2] for i in range(len(text) - 1)}
+    try:
+        strings = [n.value for n in ast.walk(parse(text, mode="eval")) if isinstance(n, ast.Constant) and isinstance(n.value, (str, bytes))]
+    except (SyntaxError, ValueError):
+        strings = []
+    return pairs | {f"<len {len(v)}>" for v in strings if len(v) <= 3}
 
 
 def diverse(inputs: Sequence[Found], own: Sequence[str], k: int = PER_TEST) -> list[Found]:
