@@ -88,6 +88,14 @@ def test_strings_are_drawn_from_gold_s_regexes_and_from_edits_of_the_tests_own_i
     assert set(edited) <= tokens | chars and set(edited) & tokens and set(edited) & chars
 
 
+def test_a_value_of_the_inputs_own_shape_is_drawn_in_its_place() -> None:
+    from probes.footprint.vocabulary import Vocabulary, shape
+
+    assert shape("JPY") == shape("KWD") == "AAA" != shape("Jpy")
+    drawn = draw(text_strategy(Vocabulary(strings=("KWD", "BHD", "note")), ["JPY"]), 60)
+    assert {"KWD", "BHD"} & set(drawn)
+
+
 def test_keyword_parameters_and_their_defaults_are_read_from_the_signature() -> None:
     source = "def split(src, sep=None, maxsplit=None, *, strict=False):\n    pass\n\nclass C:\n    def m(self, x, y=2):\n        pass\n"
     assert keyword_defaults(source, ["split", "C.m"]) == {"split": (("sep", None), ("maxsplit", None), ("strict", False)), "C.m": (("y", 2),)}

@@ -252,10 +252,15 @@ def vocabulary(patch: str, changed_sources: Mapping[str, str] = {}, qualnames: S
 # ============================================================================================ strategies
 
 
+def shape(text: str) -> str:
+    """A string's shape: each letter, digit and other character by its class (``KWD`` and ``JPY`` alike)."""
+    return re.sub(r"[A-Z]", "A", re.sub(r"[a-z]", "a", re.sub(r"[0-9]", "0", text)))
+
+
 def text_strategy(vocab: Vocabulary, seen: Sequence[str] = ()):  # noqa: ANN201 - a hypothesis SearchStrategy
-    """Strings: the first seen string (the tests' own input) with one token edited to a piece, a few
-    pieces (the diff's literals, the tests' own strings, generic ones) joined, or a string one of the
-    diff's regexes matches, alone or between pieces."""
+    """Strings: the first seen string (the tests' own input) with one token edited to a piece, or
+    replaced by a piece of its shape, a few pieces (the diff's literals, the issue's values, the tests'
+    own strings, generic ones) joined, or a string one of the diff's regexes matches."""
     from hypothesis import strategies as st
 
     pieces = list(dict.fromkeys([*vocab.strings, *seen, *GENERIC]))
@@ -269,6 +274,9 @@ def text_strategy(vocab: Vocabulary, seen: Sequence[str] = ()):  # noqa: ANN201 
             continue
     piece = st.one_of(st.sampled_from(pieces), *matched)
     options = [edit_strategy(seen[0], piece)] if seen else []
+    # a vocabulary value of the input's own shape in its place ('JPY' -> 'KWD', an issue's currency)
+    alike = [p for p in pieces if seen and p != seen[0] and shape(p) == shape(seen[0])]
+    options += [st.sampled_from(alike)] if alike else []
     options.append(st.lists(piece, min_size=1, max_size=4).map("".join))
     return st.one_of(*options)
 
