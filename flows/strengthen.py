@@ -1,5 +1,5 @@
 """Test strengthening as a Prefect flow over a run directory's Pipeline 2 results: every task the judge
-called too loose (with ``every``, every task with a confirmed survivor) gets its hidden tests repaired
+called too loose (with ``every``, every kept task) gets its hidden tests repaired
 by ``judge.strengthen``; each task's record is committed atomically under ``OUT/strengthen/<id>/``.
 With judge settings the judge proposes tests and reviews the model-free ones (``strengthen_session``);
 without, the model-free tests go in flagged ``unreviewed``."""
@@ -68,8 +68,7 @@ def strengthen_flow(out: str, config: dict, every: bool = False, settings: dict 
     settings_json = JudgeSettings.model_validate(settings).model_dump_json() if settings else None
     out_dir = Path(out)
     judged = verdicts(out_dir)
-    todo = [(t, r) for t, r in kept_tasks(out_dir)
-            if eligible(judged.get(t.instance_id), stored_probes(out_dir, t.instance_id), every)]  # fmt: skip
+    todo = [(t, r) for t, r in kept_tasks(out_dir) if eligible(judged.get(t.instance_id), every)]
     config_json = cfg.model_dump_json()
     futures = [run_one.submit(t.model_dump_json(), r.model_dump_json(), out, config_json, settings_json) for t, r in todo]
     outcomes = []

@@ -437,7 +437,8 @@ class VerdictRecord(Stamped):
     judge: Literal["model", "none"] = "model"
 
 
-StrengtheningStatus = Literal["repaired", "partially_repaired", "not_repaired"]
+# strengthened: no confirmed survivor to kill, tests added from the fix's untested footprint
+StrengtheningStatus = Literal["repaired", "partially_repaired", "not_repaired", "strengthened"]
 ValidationStep = Literal["leak", "contract", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
 Relevance = Literal["unreviewed", "accepted", "rejected"]
 
@@ -467,6 +468,19 @@ class AddedTest(Record):
     kills: list[str] = Field(default_factory=list)  # survivor probe ids it makes fail
 
 
+class FootprintInput(Record):
+    """An input where the buggy and gold trees behave differently (``probes.footprint``), and what
+    strengthening made of it: pinned by the tests already, a kept test, or why none."""
+
+    call: str
+    target: str  # "module:qualname" of the function called
+    how: str  # where the input came from (the tests' call, a document, Hypothesis over gold's diff)
+    gold: Behaviour
+    buggy: Behaviour
+    tested: bool  # one of the tests' own calls: the suite pins it already
+    outcome: str  # the test that now pins it, or why it is left untested
+
+
 class Strengthening(Stamped):
     """Test strengthening of one task: the tests tried, the new hidden tests and how far they repair it.
     The original hidden tests stay as they are; ``tests_patch`` replaces them only in the strengthened arm."""
@@ -483,6 +497,8 @@ class Strengthening(Stamped):
     executions: int = 0
     duration_s: float = 0.0
     judge_session: str = ""  # how the judge's session ended ("" when no judge ran)
+    footprint: list[FootprintInput] = Field(default_factory=list)  # inputs where buggy and gold differ
+    footprint_detail: str = ""  # what the footprint search tried
 
 
 Arm = Literal["raw", "curated", "strengthened"]

@@ -264,22 +264,16 @@ def test_each_planted_bad_test_is_rejected_at_its_step(name: str, repaired, samp
 # ================================================================================ the run stage
 
 
-def test_only_too_loose_tasks_are_strengthened_unless_all_asks_for_every_confirmed_survivor(sample_tasks) -> None:  # noqa: ANN001
+def test_only_too_loose_tasks_are_strengthened_unless_all_asks_for_every_kept_task(sample_tasks) -> None:  # noqa: ANN001
     from test_decks import verdict
 
     from judge.strengthen import eligible
 
     task = sample_tasks["sample__moneyfmt-1"]
-    d = distinguishing()
-    stamp = {"config_hash": "c", "task_hash": "t", "instance_id": task.instance_id}
-    confirmed = ProbeResult(**stamp, probe_id="p", kind="plausible_wrong", origin="model_free", operator="op", description="",
-                            patch="", reward=1.0, reason="", selected_reward=None, executions=1, differing=[], log_path="",
-                            distinguishing=d)  # fmt: skip
-    killed = confirmed.model_copy(update={"reward": 0.0})
-    assert eligible(verdict(task, "too_loose"), [], every=False)
-    assert not eligible(verdict(task, "accept"), [confirmed], every=False)
-    assert eligible(verdict(task, "accept"), [confirmed], every=True) and eligible(None, [confirmed], every=True)
-    assert not eligible(verdict(task, "accept"), [killed], every=True)
+    assert eligible(verdict(task, "too_loose"), every=False)
+    assert not eligible(verdict(task, "accept"), every=False) and not eligible(None, every=False)
+    # with --all the fix's footprint is searched on every kept task, survivor or not
+    assert eligible(verdict(task, "accept"), every=True) and eligible(None, every=True)
 
 
 @pytest.mark.slow
@@ -309,5 +303,5 @@ def test_the_strengthen_stage_commits_a_record_per_too_loose_task_and_resumes(pr
     assert catalog_rows(out / "catalog.duckdb", "select instance_id, status from strengthening") == [("sample__moneyfmt-1", "repaired")]
     record = out / "strengthen" / "sample__moneyfmt-1" / "strengthening.parquet"
     stamp = record.stat().st_mtime_ns
-    again = run_strengthen(out, cfg, 2, every=True)  # semverlite has no confirmed survivor: still one task
-    assert again["per_task"].keys() == summary["per_task"].keys() and record.stat().st_mtime_ns == stamp
+    again = run_strengthen(out, cfg, 2, every=True)  # semverlite joins (its footprint); moneyfmt's record is kept
+    assert sorted(again["per_task"]) == ["sample__moneyfmt-1", "sample__semverlite-1"] and record.stat().st_mtime_ns == stamp

@@ -1,6 +1,6 @@
 """Test strengthening: repair a too-loose suite in place with tests that reject its surviving wrong patches.
 
-Candidates come from two sources:
+Candidates come from three sources:
 
 1. *Model-free*: each confirmed survivor's distinguishing input (``probes.differential``) becomes a test
    in the test file's own style. Where the test it came from is parametrized and the input's call
@@ -33,6 +33,14 @@ Candidates come from two sources:
    model-free tests (``review_test``): relevant with a cited sentence of the issue, or irrelevant
    (dropped, and recorded as rejected at ``relevance``).
 
+3. *The fix's footprint* (``probes.footprint``, ``judge.strengthen.footprint``): inputs where the
+   buggy and gold trees behave differently, drawn by Hypothesis from gold's diff and the tests' own
+   calls, whatever the probes found. Their untested part (no test of the suite makes the call)
+   becomes tests of the weakest property that separates gold from buggy, which need not kill a
+   survivor: a wrong fix that handles only the tested inputs fails them whether or not a probe like it
+   was generated. The record lists every footprint input with the test that pins it or why none does;
+   a task without a confirmed survivor whose footprint tests are kept ends ``strengthened``.
+
 Every candidate goes through the same validation, by the one grader, each step recorded
 (``ValidationCheck``) and stopped at the first that fails (``AddedTest.rejected_at``):
 
@@ -43,7 +51,7 @@ Every candidate goes through the same validation, by the one grader, each step r
                     and other per-process detail fail ``gold_stable``, each run its own hash seed);
 ``gold_stable``     it passes on gold in k runs;
 ``fails_on_buggy``  it fails on the buggy tree;
-``kills_survivor``  it fails on at least one confirmed survivor;
+``kills_survivor``  it fails on at least one confirmed survivor (a footprint test: recorded, not required);
 ``invariant``       it passes on every behaviour-preserving rewrite of gold (the correct_alternative
                     probes that passed the original suite): STING's guard against pinning gold's form;
 ``pass_to_pass``    with it added, gold still reproduces the original pattern on every other test;
@@ -80,10 +88,12 @@ from harness.records import (
 from harness.sandboxes.sandbox import Backend
 from judge.rules import touched_files
 from judge.strengthen.candidates import model_free_candidate
+from judge.strengthen.footprint import strengthen_from
 from judge.strengthen.cases import place
 from judge.strengthen.neighbours import Neighbourhood, observe_neighbours, restate_as_text
 from judge.strengthen.validation import GOLD_RUNS, Context, Workbench
 from judge.strengthen.writing import Form
+from probes.footprint import Footprint, FootprintSearch
 from probes.observe import MAX_ENDINGS, changed_literals
 from probes.workspace import apply_trusted, git, read_text, test_sources, workspace
 
@@ -185,6 +195,7 @@ def strengthen(
     judge: Callable[[Workbench], str] | None = None,
     gold_runs: int = GOLD_RUNS,
     log_dir: Path | None = None,
+    footprint: bool = True,
 ) -> Strengthening:
     """Strengthen one task's hidden tests (see the module docstring). ``judge`` runs the judge's
     session over the workbench once the model-free tests are validated (it proposes tests and reviews
@@ -206,27 +217,32 @@ def strengthen(
                              tests=tests, executions=ctx.executions, duration_s=round(time.monotonic() - started, 2),
                              judge_session=ended, **extra)  # fmt: skip
 
-    if not survivors:
-        return done("not_repaired", "no confirmed survivor: no wrong patch the engine told apart from gold passes the tests", [], killed=[])
     bench = Workbench(ctx)
-    texts = restate_as_text(ctx, tree)
-    ctx.survivors = survivors = [p.model_copy(update={"distinguishing": texts[p.probe_id]}) if p.probe_id in texts else p for p in survivors]
-    neighbours = observe_neighbours(ctx, tree, gold_literals(task, tree))
-    seen: set[str] = set()
-    asserted: set[str] = set()
-    for probe in survivors:
-        call = probe.distinguishing.call if probe.distinguishing else ""
-        # a test per distinct input, not one per task: a test that already kills this survivor on
-        # another input leaves the neighbourhood of this one open to other wrong fixes
-        if call not in asserted and _add_input(bench, probe, sources, anchor_for(probe, p1.fail_to_pass), neighbours.get(probe.probe_id, Neighbourhood()), seen):
-            asserted.add(call)
+    if survivors:
+        texts = restate_as_text(ctx, tree)
+        ctx.survivors = survivors = [p.model_copy(update={"distinguishing": texts[p.probe_id]}) if p.probe_id in texts else p for p in survivors]
+        neighbours = observe_neighbours(ctx, tree, gold_literals(task, tree))
+        seen: set[str] = set()
+        asserted: set[str] = set()
+        for probe in survivors:
+            call = probe.distinguishing.call if probe.distinguishing else ""
+            # a test per distinct input, not one per task: a test that already kills this survivor on
+            # another input leaves the neighbourhood of this one open to other wrong fixes
+            if call not in asserted and _add_input(bench, probe, sources, anchor_for(probe, p1.fail_to_pass), neighbours.get(probe.probe_id, Neighbourhood()), seen):
+                asserted.add(call)
+    # the untested footprint: wrong fixes no probe resembles fail where gold's change is left unpinned
+    found = FootprintSearch(task, backend, tree, p1.fail_to_pass, sources).run() if footprint else Footprint(detail="not searched")
+    inputs = strengthen_from(bench, found, sources, p1.fail_to_pass)
+    traced = {"footprint": inputs, "footprint_detail": found.detail}
     ended = judge(bench) if judge is not None else ""
     session = f"; judge: {ended}" if judge is not None else ""
     tests = bench.tests
     kept = [(t, c) for t, c in zip(tests, bench.candidates, strict=True) if not t.rejected_at]
     if not kept:
         steps = sorted({t.rejected_at for t in tests})
-        return done("not_repaired", f"no candidate test passed validation (rejected at: {', '.join(steps) or 'none written'}){session}", tests, killed=[])
+        none = "" if survivors else "no confirmed survivor, and "
+        return done("not_repaired", f"{none}no candidate test passed validation (rejected at: {', '.join(steps) or 'none written'}){session}", tests,
+                    killed=[], **traced)  # fmt: skip
     added: dict[str, str] = {}
     for _, cand in kept:
         added[cand.file] = place(added.get(cand.file, sources[cand.file]), cand)
@@ -235,21 +251,27 @@ def strengthen(
     final = ctx.with_tests(added, expected)
     g = ctx.grade(final, task.answer.gold_patch, expected, None)
     if g.reward != 1.0:
-        return done("not_repaired", f"gold does not reproduce its pattern with the added tests: {g.reason} {dict(list(g.differing.items())[:3])}", tests, killed=[])
+        return done("not_repaired", f"gold does not reproduce its pattern with the added tests: {g.reason} {dict(list(g.differing.items())[:3])}", tests,
+                    killed=[], **traced)  # fmt: skip
     final_killed = [p.probe_id for p in survivors if ctx.grade(final, p.patch, expected, None).reward == 0.0]
     hidden = tests_patch(task, tree, added)
-    status = "repaired" if len(final_killed) == len(survivors) else "partially_repaired" if final_killed else "not_repaired"
+    status = ("strengthened" if not survivors else "repaired" if len(final_killed) == len(survivors)
+              else "partially_repaired" if final_killed else "not_repaired")  # fmt: skip
+    pinned = sum(1 for i in inputs if i.outcome.startswith("kept as"))
     reason = {
         "repaired": f"{len(kept)} added test(s) reject every confirmed survivor ({len(survivors)})",
         "partially_repaired": f"{len(final_killed)} of {len(survivors)} confirmed survivors rejected; the others behave like gold on every input the kept tests try",
         "not_repaired": "the kept tests reject no survivor in a full grade",
+        "strengthened": f"no confirmed survivor; {len(kept)} added test(s) pin gold's change where the tests left it open",
     }[status]
+    if pinned and survivors:
+        reason += f"; {pinned} of them from the fix's untested footprint"
     unreviewed = sum(t.relevance == "unreviewed" for t, _ in kept)
     if unreviewed:
         reason += f"; {unreviewed} model-free test(s) unreviewed (relevance not confirmed by a judge)"
     reason += session
     return done(status, reason, tests, killed=final_killed, tests_patch=hidden.patch, hidden_files=hidden.files,
-                expected_status=expected, fail_to_pass=[*p1.fail_to_pass, *new_ids])  # fmt: skip
+                expected_status=expected, fail_to_pass=[*p1.fail_to_pass, *new_ids], **traced)  # fmt: skip
 
 
 # ============================================================================================ the run stage
@@ -259,12 +281,13 @@ def result_path(out: Path, instance_id: str) -> Path:
     return under(out / "strengthen", instance_id)
 
 
-def eligible(verdict: VerdictRecord | None, probes: Sequence[ProbeResult], every: bool) -> bool:
-    """A task is strengthened when the judge called it too loose; with ``every`` also when it has a
-    confirmed survivor whatever its verdict (accepted tasks, or tasks no judge saw)."""
+def eligible(verdict: VerdictRecord | None, every: bool) -> bool:
+    """A task is strengthened when the judge called it too loose; with ``every``, every kept task
+    whatever its verdict (accepted tasks, or tasks no judge saw): its fix's footprint is searched
+    for what the tests leave unpinned, survivor or not."""
     if verdict is not None and verdict.verdict == "too_loose":
         return True
-    return every and bool(confirmed_survivors(probes))
+    return every
 
 
 def finished(out: Path, task: Task, config_hash: str) -> bool:

@@ -81,7 +81,7 @@ def validate(ctx: Context, cand: Candidate) -> AddedTest:
     steps: list[tuple[str, Callable[[], ValidationCheck]]] = [
         ("gold_stable", lambda: _gold_stable(ctx, task, alone, tid)),
         ("fails_on_buggy", lambda: _fails_on_buggy(ctx, task, alone, tid)),
-        ("kills_survivor", lambda: _kills(ctx, task, alone, tid, record)),
+        ("kills_survivor", lambda: _kills(ctx, task, alone, tid, record, cand.footprint)),
         ("invariant", lambda: _invariant(ctx, task, alone, tid)),
         ("pass_to_pass", lambda: _pass_to_pass(ctx, task)),
     ]
@@ -123,16 +123,19 @@ def _fails_on_buggy(ctx: Context, task: Task, alone: dict[str, str], tid: str) -
                            rewards=[g.reward], executions=1)  # fmt: skip
 
 
-def _kills(ctx: Context, task: Task, alone: dict[str, str], tid: str, record: AddedTest) -> ValidationCheck:
+def _kills(ctx: Context, task: Task, alone: dict[str, str], tid: str, record: AddedTest, footprint: bool = False) -> ValidationCheck:
+    """A survivor's test must fail on one; a footprint test pins what gold changed where the buggy tree
+    differs (``fails_on_buggy``), so the survivors it fails are recorded, none required."""
     rewards = []
     for probe in ctx.survivors:
         g = ctx.grade(task, probe.patch, alone, [tid])
         rewards.append(g.reward)
         if g.reward == 0.0 and g.reason in RAN:
             record.kills.append(probe.probe_id)
-    ok = bool(record.kills)
+    ok = bool(record.kills) or footprint
+    detail = f"fails on {len(record.kills)} of {len(ctx.survivors)} survivors"
     return ValidationCheck(step="kills_survivor", passed=ok, rewards=rewards, executions=len(rewards),
-                           detail=f"fails on {len(record.kills)} of {len(ctx.survivors)} survivors")  # fmt: skip
+                           detail=detail + ("; a footprint input: no survivor required" if footprint and not record.kills else ""))  # fmt: skip
 
 
 def _invariant(ctx: Context, task: Task, alone: dict[str, str], tid: str) -> ValidationCheck:

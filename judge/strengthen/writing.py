@@ -35,6 +35,7 @@ class Candidate:
     probe_id: str = ""  # the survivor it came from (model-free)
     case: str = ""
     copied: str = ""  # the original test's checks it repeats first (anchored): the suite's, not its own
+    footprint: bool = False  # from the fix's untested footprint: it need not kill a survivor, only fail on buggy
 
     @property
     def test_id(self) -> str:

@@ -168,15 +168,15 @@ class ObservationSession:
             replay.generated = len(replay.calls) - replay.observed
             self.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in self.rows))
             if replay.calls:
-                first = self._outcomes(self.task.answer.gold_patch, replay.calls)
-                again = self._outcomes(self.task.answer.gold_patch, replay.calls)
+                first = self.outcomes(self.task.answer.gold_patch, replay.calls)
+                again = self.outcomes(self.task.answer.gold_patch, replay.calls)
                 # a call gold answers differently twice (random jitter, time, addresses) tells nothing
                 replay.gold = {key: o for key, o in first.items() if key in again and behaviour(again[key]) == behaviour(o)}
                 replay.unstable = len(first) - len(replay.gold)
             self._gold = replay
         return self._gold
 
-    def _outcomes(self, patch: str, calls: Sequence[Call]) -> dict[str, dict]:
+    def outcomes(self, patch: str, calls: Sequence[Call]) -> dict[str, dict]:
         keyed = [(f"call{i}", c) for i, c in enumerate(calls)]
         results = self.replay(patch, keyed)
         return {key: o for key, call in keyed if (o := _outcome(results, key, call)) is not None}
@@ -196,7 +196,7 @@ class ObservationSession:
         if not gold.gold:
             why = gold.error or ("no target of gold's patch was watched" if not self.ctx.watched else "the tests made no call with evaluable arguments into gold's changed functions")
             return Differential(None, 0, f"observation: {why}", **counts)
-        other = self._outcomes(patch, gold.calls)
+        other = self.outcomes(patch, gold.calls)
         tried, confirmations = 0, 0
         for i, call in enumerate(gold.calls):  # the tests' own calls first, then the generated ones
             key = f"call{i}"
@@ -226,6 +226,6 @@ class ObservationSession:
     def _confirmed(self, patch: str, call: Call, gold: Behaviour, other: Behaviour) -> bool:
         """The call alone, in a fresh sandbox on each tree, behaves as in the batch: no state left by an
         earlier call, no flake."""
-        again = [(patch_side, self._outcomes(p, [call]).get("call0")) for patch_side, p in (("gold", self.task.answer.gold_patch), ("other", patch))]
+        again = [(patch_side, self.outcomes(p, [call]).get("call0")) for patch_side, p in (("gold", self.task.answer.gold_patch), ("other", patch))]
         seen = {side: behaviour(o) if o is not None else None for side, o in again}
         return seen["gold"] == gold and seen["other"] == other

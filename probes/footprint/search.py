@@ -1,0 +1,373 @@
+"""The footprint search: inputs where the buggy and gold trees behave differently, drawn by Hypothesis from
+gold's diff and the tests' own calls, each shrunk to the simplest one of its kind.
+
+1. Seeds. The suite runs once on gold inside pytest with the observation plugin
+   (``probes.observe.observe``), watching gold's changed functions, the public functions the tests
+   call in the changed files and, through facades, the project functions the tests import from other
+   modules (``facade_targets``: a top-level ``split()`` dispatching to a private method of another
+   module's class). Every recorded call with evaluable arguments is a seed, with the calls written in
+   the issue's code blocks, the changed modules' doctests and the README (constant-folded).
+2. Draws. For each seed and each argument (and each keyword parameter with a literal default the call
+   does not pass), Hypothesis draws values of that argument's type from gold's vocabulary
+   (``probes.footprint.vocabulary``): derandomised, so two runs draw alike.
+3. Comparison. Every call replays standalone (``probes/diff_driver.py``) twice on gold, once on the
+   buggy tree; a call gold answers differently twice counts as not differing. Values are compared canonically
+   (containers item by item, objects by their public attributes, exceptions by type), and a difference
+   counts only where gold is in contract (``probes.observe.session.differs``, with the exception types
+   gold's diff raises added to the expected ones).
+4. Shrinking. Per target and argument, Hypothesis's own shrinker (``hypothesis.find``, the same
+   derandomised draws) walks from the first differing value towards simpler ones; its oracle is answered
+   from what the sandbox runs said, the values it asks about that no run has seen yet are run as one
+   batch on both trees, and ``find`` runs again with those answers (``SHRINK_ROUNDS``).
+
+A differing call that is one of the tests' own is *tested* (the suite pins it already); every other is
+the untested footprint, what strengthening turns into tests. Budget: ``MAX_CALLS`` calls a batch.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.pyast import literal_eval, parse
+from harness.records import Behaviour, Task
+from harness.sandboxes.sandbox import Backend
+from probes.differential.literals import pool
+from probes.footprint.vocabulary import Vocabulary, keyword_strategy, spelled, strategy_for, vocabulary
+from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
+from probes.observe.session import ObservationSession, context, differs, observe
+from probes.observe.watched import import_root
+from probes.replay import behaviour
+from probes.workspace import workspace
+
+MAX_SEEDS = 40
+MAX_CALLS = 400  # calls replayed in one batch
+DRAWS = 20  # Hypothesis draws per argument of a FAIL_TO_PASS test's call (the others share what is left)
+MIN_DRAWS = 3
+MAX_GROUPS = 6  # (target, argument) kinds of difference shrunk per task
+SHRINK_ROUNDS = 2
+MAX_PENDING = 60  # values a shrink round asks about per group
+
+
+@dataclass(frozen=True)
+class Found:
+    """One input of the footprint: the call, what gold and the buggy tree did, gold's value as source."""
+
+    call: Call
+    gold: Behaviour
+    buggy: Behaviour
+    literal: str
+    tested: bool  # one of the tests' own calls
+
+    @property
+    def kind(self) -> tuple[str, str]:
+        return self.call.target, self.call.how.partition(" with ")[2].partition(" -> ")[0] or "call"
+
+
+@dataclass
+class Footprint:
+    found: list[Found] = field(default_factory=list)
+    tried: int = 0
+    detail: str = ""
+    expected: set[str] = field(default_factory=set)  # exception types in contract
+    own: list[str] = field(default_factory=list)  # the tests' own calls, as a test writes them
+
+
+# ============================================================================================ targets
+
+
+def _module_path(root: Path, module: str) -> str | None:
+    for base in ("", "src/"):
+        for candidate in (f"{base}{module.replace('.', '/')}.py", f"{base}{module.replace('.', '/')}/__init__.py"):
+            if (root / candidate).is_file():
+                return candidate
+    return None
+
+
+def facade_targets(root: Path, test_sources: Mapping[str, str], files: Sequence[str]) -> list[str]:
+    """``path::qualname`` of the project functions and classes the test files import by name and call,
+    wherever they are defined (one re-export followed: a package's ``__init__`` importing it from a
+    submodule)."""
+    out: list[str] = []
+    for path in files:
+        try:
+            tree = parse(test_sources.get(path, ""))
+        except SyntaxError:
+            continue
+        called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not node.module or node.level:
+                continue
+            for alias in node.names:
+                if (alias.asname or alias.name) in called:
+                    out += _defined(root, node.module, alias.name, hops=1)
+    return list(dict.fromkeys(out))
+
+
+def _defined(root: Path, module: str, name: str, hops: int) -> list[str]:
+    path = _module_path(root, module)
+    if path is None:
+        return []
+    try:
+        tree = parse((root / path).read_text(errors="replace"))
+    except SyntaxError:
+        return []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return [f"{path}::{name}"]
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            init = any(isinstance(i, ast.FunctionDef) and i.name == "__init__" for i in node.body)
+            return [f"{path}::{name}.__init__"] if init else []
+        if hops and isinstance(node, ast.ImportFrom) and any(a.name == name for a in node.names):
+            package = module if path.endswith("__init__.py") else module.rpartition(".")[0]
+            base = package.split(".")[: len(package.split(".")) - max(node.level - 1, 0)] if node.level else []
+            target = ".".join([*base, *([node.module] if node.module else [])]) if node.level else (node.module or "")
+            return _defined(root, target, name, hops - 1) if target else []
+    return []
+
+
+# ============================================================================================ draws
+
+
+def _value(src: str) -> object:
+    try:
+        return literal_eval(src)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NONE
+
+
+_NONE = object()
+
+
+def source_of(value: object) -> str | None:
+    """``repr(value)`` where it reads back as an equal value of the same type (else None)."""
+    text = repr(value)
+    again = _value(text)
+    try:
+        return text if type(again) is type(value) and again == value else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One argument of one seed that Hypothesis varies: a position, a keyword passed, or a keyword not passed."""
+
+    seed: Call
+    name: str  # "0", "1", ... or a keyword
+    strategy: object  # a hypothesis SearchStrategy
+    added: bool = False  # a keyword parameter the call does not pass
+    inner: int = -1  # the argument, written as a constructor call, whose positional literal this is
+
+    def call(self, value: object, how: str) -> Call | None:
+        text = source_of(value)
+        if text is None:
+            return None
+        s = self.seed
+        if self.inner >= 0:  # Money('12.34', 'JPY') -> Money('12.34', 'KWD')
+            node = parse(dict([*((str(i), a) for i, a in enumerate(s.args)), *s.kwargs])[self.name], mode="eval").body  # type: ignore[attr-defined]
+            node.args[self.inner] = ast.Constant(value)
+            text = ast.unparse(node)
+        if self.added:
+            kwargs = (*s.kwargs, (self.name, text))
+        else:
+            kwargs = tuple((k, text if k == self.name else v) for k, v in s.kwargs)
+        args = tuple(text if str(i) == self.name else a for i, a in enumerate(s.args))
+        where = f"{self.name}=" if not self.name.isdigit() else f"argument {int(self.name) + 1}"
+        return Call(s.target, s.func, args, kwargs, s.imports, s.test_id, "variant", f"{s.src} with {where} -> {text} ({how})", s.consume)
+
+
+def slots(seed: Call, vocab: Vocabulary, seen: Mapping[tuple[str, str], list[object]]) -> list[Slot]:
+    """The arguments of ``seed`` Hypothesis can draw for, and the keyword parameters it leaves out."""
+    out = []
+    for name, src in [*((str(i), a) for i, a in enumerate(seed.args)), *seed.kwargs]:
+        value = _value(src)
+        if value is _NONE:
+            out += inner_slots(seed, name, src, vocab)
+            continue
+        strategy = strategy_for(value, vocab, seen.get((seed.target, name), []))
+        if strategy is not None:
+            out.append(Slot(seed, name, strategy))
+    passed = {k for k, _ in seed.kwargs}
+    for param, default in vocab.keywords.get(seed.target.partition(":")[2], ()):
+        if param not in passed and (strategy := keyword_strategy(default, vocab)) is not None:
+            out.append(Slot(seed, param, strategy, added=True))
+    return out
+
+
+def inner_slots(seed: Call, name: str, src: str, vocab: Vocabulary) -> list[Slot]:
+    """The positional literals of an argument written as a constructor call (``Money('12.34', 'JPY')``)."""
+    try:
+        node = parse(src, mode="eval").body  # type: ignore[attr-defined]
+    except (SyntaxError, ValueError):
+        return []
+    if not isinstance(node, ast.Call) or not isinstance(node.func, (ast.Name, ast.Attribute)):
+        return []
+    out = []
+    for j, arg in enumerate(node.args):
+        value = _value(ast.unparse(arg))
+        if value is not _NONE and isinstance(value, (str, int, float)) and (strategy := strategy_for(value, vocab)) is not None:
+            out.append(Slot(seed, name, strategy, inner=j))
+    return out
+
+
+def _settings(examples: int, shrink: bool):  # noqa: ANN202
+    from hypothesis import HealthCheck, Phase, settings
+
+    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
+    return settings(derandomize=True, database=None, max_examples=examples, phases=phases, suppress_health_check=list(HealthCheck),
+                    deadline=None)  # fmt: skip
+
+
+def search(slot: Slot, examples: int, answer: Callable[[Call], bool | None], *, shrink: bool) -> Call | None:
+    """``hypothesis.find`` over the slot's values: the simplest call ``answer`` says differs, asking
+    about each value drawn (``answer`` returns None for one no run has seen; it counts as not
+    differing). Derandomised: every round draws the same values until the first that differs."""
+    from hypothesis import find
+    from hypothesis.errors import NoSuchExample, Unsatisfiable
+
+    def differing(value: object) -> bool:
+        call = slot.call(value, "Hypothesis, from gold's diff")
+        return call is not None and bool(answer(call))
+
+    try:
+        value = find(slot.strategy, differing, settings=_settings(examples, shrink))  # type: ignore[arg-type]
+    except (NoSuchExample, Unsatisfiable):
+        return None
+    return slot.call(value, "Hypothesis, from gold's diff, shrunk")
+
+
+# ============================================================================================ the search
+
+
+class FootprintSearch:
+    """One task's footprint: gold's observed run, the draws, and the replays on both trees."""
+
+    def __init__(self, task: Task, backend: Backend, tree: Path, fail_to_pass: Sequence[str], sources: Mapping[str, str]) -> None:
+        self.task, self.backend, self.fail_to_pass = task, backend, list(fail_to_pass)
+        self.ctx = context(task, tree, sources, fail_to_pass)
+        changed: dict[str, str] = {}
+        with workspace(task, tree) as ws:
+            if ws is not None:
+                changed = {p: t for p, t in ws.new.items() if t is not None and p.endswith(".py")}
+                files = [t.partition("::")[0] for t in fail_to_pass]
+                self.ctx.watched = list(dict.fromkeys([*self.ctx.watched, *facade_targets(ws.root, sources, files)]))
+        self.vocab = vocabulary(task.answer.gold_patch, changed, [w.partition("::")[2] for w in self.ctx.watched], pool(task.problem_statement, []))
+        self.ctx.expected |= set(self.vocab.raised)
+        self.session = ObservationSession(task, backend, self.ctx, [])
+        self.known: dict[str, tuple[Behaviour, Behaviour, str]] = {}  # call src -> (gold, buggy, literal)
+
+    def run_batch(self, calls: Sequence[Call]) -> None:
+        """Each call twice on gold and once on the buggy tree, remembered; a call gold answers
+        differently twice (a clock, a random draw: ``gzip_bytes`` writes the time) tells nothing."""
+        calls = [c for c in _unique(calls) if c.src not in self.known][:MAX_CALLS]
+        if not calls:
+            return
+        gold = self.task.answer.gold_patch
+        first, again, buggy = self.session.outcomes(gold, calls), self.session.outcomes(gold, calls), self.session.outcomes("", calls)
+        for i, call in enumerate(calls):
+            key = f"call{i}"
+            if key in first and key in again and key in buggy:
+                g = behaviour(first[key])
+                self.known[call.src] = (g, behaviour(buggy[key]) if behaviour(again[key]) == g else g, first[key].get("literal", "") or "")
+
+    def differs(self, call: Call) -> bool | None:
+        """Whether the call tells the trees apart; None when no run has seen it."""
+        seen = self.known.get(call.src)
+        return None if seen is None else differs(seen[0], seen[1], self.ctx.expected)
+
+    def run(self) -> Footprint:
+        if not self.ctx.watched:
+            return Footprint(detail="no function of gold's change or called by the tests to watch")
+        rows, error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
+        if not rows:
+            return Footprint(detail=error or "the tests made no call into the watched functions")
+        self.session.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in rows))
+        seeds = prioritised(seeds_from_records(rows), self.fail_to_pass)[:MAX_SEEDS]
+        one_per_target = list({r["target"]: r for r in rows if r.get("call")}.values())
+        documented = documented_calls(self.ctx.documents, one_per_target, iterators(rows))
+        seen: dict[tuple[str, str], list[object]] = {}
+        for s in seeds:
+            for name, src in [*((str(i), a) for i, a in enumerate(s.args)), *s.kwargs]:
+                if (v := _value(src)) is not _NONE:
+                    seen.setdefault((s.target, name), []).append(v)
+        every = [slot for s in [*seeds, *documented] for slot in slots(s, self.vocab, seen)]
+        # the FAIL_TO_PASS tests' calls are the issue's own cases: most of the draws go to them
+        first = [s for s in every if s.seed.test_id in self.fail_to_pass]
+        room = MAX_CALLS - len(seeds) - len(documented)
+        draws = {id(s): DRAWS for s in first}
+        rest = max(MIN_DRAWS, (room - DRAWS * len(first)) // max(len(every) - len(first), 1))
+        drawn: list[Call] = []
+
+        def record(call: Call) -> bool:
+            drawn.append(call)
+            return False
+
+        for slot in every:  # generation only: every value find draws, none differing yet
+            search(slot, draws.get(id(slot), rest), record, shrink=False)
+        self.run_batch([*seeds, *documented, *drawn[:room]])
+        shrunk = self.shrink(every, lambda slot: draws.get(id(slot), rest))
+        own = {s.src for s in seeds}
+        found = []
+        for call in _unique([*seeds, *documented, *drawn, *shrunk]):
+            if self.differs(call) and (seen_ := self.known.get(call.src)) is not None:
+                found.append(Found(self.spell(call), seen_[0], seen_[1], seen_[2], call.src in own))
+        detail = (f"{len(self.known)} calls on both trees ({len(seeds)} of the tests', {len(documented)} from documents, "
+                  f"{len(self.known) - len(seeds) - len(documented)} drawn by Hypothesis from gold's diff); {len(found)} differ")  # fmt: skip
+        own_calls = [self.spell(s).src for s in seeds]
+        return Footprint(simplest(found, shrunk, own_calls), len(self.known), detail, self.ctx.expected, own_calls)
+
+    def spell(self, call: Call) -> Call:
+        """The call as a test writes it (``vocabulary.spelled``), where the signature is known."""
+        got = spelled(call.target.partition(":")[2], call.args, call.kwargs, self.vocab.params)
+        return call if got is None else dataclasses.replace(call, args=got[0], kwargs=got[1])
+
+    def shrink(self, every: Sequence[Slot], draws: Callable[[Slot], int]) -> list[Call]:
+        """Per (target, argument), the simplest differing call Hypothesis's shrinker reaches in
+        ``SHRINK_ROUNDS`` rounds of batched answers."""
+        groups: dict[tuple[str, str], Slot] = {}
+        for slot in every:
+            key = (slot.seed.target, f"{slot.name}.{slot.inner}")
+            if key not in groups and len(groups) < MAX_GROUPS and search(slot, draws(slot), self.differs, shrink=False) is not None:
+                groups[key] = slot
+        best: list[Call] = []
+        for round_ in range(SHRINK_ROUNDS):
+            pending: list[Call] = []
+            best = []
+            for slot in groups.values():
+                asked: list[Call] = []
+
+                def answer(call: Call, asked: list[Call] = asked) -> bool | None:
+                    verdict = self.differs(call)
+                    if verdict is None and len(asked) < MAX_PENDING:
+                        asked.append(call)
+                    return verdict
+
+                if (call := search(slot, draws(slot), answer, shrink=True)) is not None:
+                    best.append(call)
+                pending += asked
+            if not pending or round_ == SHRINK_ROUNDS - 1:
+                break
+            self.run_batch(pending)
+        return best
+
+
+_WORDS = re.compile(r"[A-Za-z_]\w*")
+
+
+def simplest(found: Sequence[Found], shrunk: Sequence[Call], own: Sequence[str]) -> list[Found]:
+    """The found inputs in the order strengthening tries them: those that bring a word none of the
+    tests' own calls (``own``) has (a currency, a keyword, an ending the tests never name: the part of
+    the footprint furthest from what they pin), then the shrunk ones, then by how simple the call is
+    (shortlex on its source)."""
+    first = {c.src for c in shrunk}
+    words = {w for src in own for w in _WORDS.findall(src)}
+
+    def new(f: Found) -> bool:
+        return bool(set(_WORDS.findall(f.call.src)) - words)
+
+    return sorted(found, key=lambda f: (f.tested, not new(f), f.call.src not in first, len(f.call.src), f.call.src))

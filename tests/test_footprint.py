@@ -1,0 +1,270 @@
+"""The fix's footprint: the strategies built from gold's diff (pure functions over diffs and sources), the
+weakest separating property and the test written from a footprint input; then, in the real sandbox, a
+footprint-derived test on a real fix commit and on a sample task that kills a hand-written shortcut
+while gold and a correct alternative pass."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import TEST_LIMITS
+
+from harness.records import Behaviour
+from judge.strengthen.footprint import candidate, name_for, value_type, weakest
+from probes.footprint.search import Found, facade_targets, source_of
+from probes.footprint.vocabulary import (
+    REQUIRED,
+    boundaries,
+    changed_lines,
+    edit_strategy,
+    fold,
+    hunk_literals,
+    hunk_numbers,
+    keyword_defaults,
+    positional_params,
+    raised_types,
+    regexes,
+    spelled,
+    text_strategy,
+    vocabulary,
+)
+from probes.observe.calls import Call, documented_calls
+from probes.replay import draw
+
+DIFF = textwrap.dedent('''\
+    diff --git a/pkg/dates.py b/pkg/dates.py
+    --- a/pkg/dates.py
+    +++ b/pkg/dates.py
+    @@ -1,6 +1,8 @@
+     FORMATS = {
+    -    "%f": "[0-9]{6}",
+    +    "%f": "[0-9]{1,6}",
+     }
+    -LIMIT = 10
+    +LIMIT = 12
+    +    if n < 0:
+    +        raise ValueError("n must be at least 0")
+    diff --git a/tests/test_dates.py b/tests/test_dates.py
+    --- a/tests/test_dates.py
+    +++ b/tests/test_dates.py
+    @@ -1 +1,2 @@
+    +    assert parse("only in a test") == 1
+    ''')
+
+
+def test_the_vocabulary_is_read_from_the_changed_lines_of_non_test_files_only() -> None:
+    assert {path for path, _, _ in changed_lines(DIFF)} == {"pkg/dates.py"}
+    assert hunk_literals(DIFF) == ["%f", "[0-9]{6}", "[0-9]{1,6}", "n must be at least 0"]
+    assert hunk_numbers(DIFF) == [10, 12, 0]
+    assert raised_types(DIFF) == ["ValueError"]
+    assert regexes(hunk_literals(DIFF)) == ["[0-9]{6}", "[0-9]{1,6}"]
+
+
+def test_boundaries_lie_on_both_sides_of_each_changed_constant() -> None:
+    assert {11, 12, 13, -12, 0, 1, -1} <= set(boundaries([12]))
+    near = boundaries([0.5])
+    assert any(0.49 < x < 0.5 for x in near) and any(0.5 < x < 0.51 for x in near)
+
+
+def test_a_long_literal_gives_its_words_not_itself() -> None:
+    table = "x" * 10 + " " + " ".join(f"word{i}" for i in range(100))
+    diff = f'--- a/m.py\n+++ b/m.py\n@@ -1 +1 @@\n+T = "{table}"\n'
+    literals = hunk_literals(diff)
+    assert table not in literals and "word1" in literals
+
+
+def test_strings_are_drawn_from_gold_s_regexes_and_from_edits_of_the_tests_own_input() -> None:
+    vocab = vocabulary(DIFF)
+    drawn = draw(text_strategy(vocab, ["27.123"]), 60)
+    assert all(isinstance(s, str) for s in drawn)
+    assert any(s != "27.123" and s.startswith("27.") for s in drawn)  # the tests' input, one token edited
+    # an edit keeps the rest of the input as it is
+    edited = draw(edit_strategy("a-b", __import__("hypothesis").strategies.just("Z")), 40)
+    tokens = {"Z-b", "Za-b", "-b", "aZb", "aZ-b", "ab", "a-Z", "a-Zb", "a-"}
+    chars = {f"{c}-b" for c in "aeiouxyz09b"} | {f"a{c}b" for c in "aeiouxyz09b"} | {f"a-{c}" for c in "aeiouxyz09b"}
+    assert set(edited) <= tokens | chars and set(edited) & tokens and set(edited) & chars
+
+
+def test_a_value_of_the_inputs_own_shape_is_drawn_in_its_place() -> None:
+    from probes.footprint.vocabulary import Vocabulary, shape
+
+    assert shape("JPY") == shape("KWD") == "AAA" != shape("Jpy")
+    drawn = draw(text_strategy(Vocabulary(strings=("KWD", "BHD", "note")), ["JPY"]), 60)
+    assert {"KWD", "BHD"} & set(drawn)
+
+
+def test_keyword_parameters_and_their_defaults_are_read_from_the_signature() -> None:
+    source = "def split(src, sep=None, maxsplit=None, *, strict=False):\n    pass\n\nclass C:\n    def m(self, x, y=2):\n        pass\n"
+    assert keyword_defaults(source, ["split", "C.m"]) == {"split": (("sep", None), ("maxsplit", None), ("strict", False)), "C.m": (("y", 2),)}
+    params = positional_params(source, ["split"])
+    assert params == {"split": (("src", REQUIRED), ("sep", None), ("maxsplit", None))}
+
+
+def test_a_call_recorded_with_every_parameter_is_spelled_as_a_test_writes_it() -> None:
+    params = positional_params("def parse(fmt, text, extra=None, evaluate=True, case=False):\n    pass\n", ["parse"])
+    assert spelled("parse", ("'{}'", "'x'", "None", "True", "False"), (), params) == (("'{}'", "'x'"), ())
+    assert spelled("parse", ("'{}'", "'x'", "None", "True", "True"), (), params) == (("'{}'", "'x'"), (("case", "True"),))
+    assert spelled("other", ("1",), (), params) is None  # an unknown signature: the call stays as recorded
+
+
+def test_constant_arithmetic_of_a_docs_example_is_folded_and_nothing_else() -> None:
+    assert fold("10**34 * 3") == str(3 * 10**34)
+    assert fold("(1, -2**3)") == "(1, -8)"
+    assert fold("f(1)") is None and fold("x + 1") is None and fold("10**10**10") is None and fold("1/0") is None
+    docs = {"pkg/m.py (docstrings)": ">>> quantize(10**34 * 3)\n"}
+    row = {"target": "pkg.m:quantize", "call": "quantize(1)", "imports": ["from pkg.m import quantize"]}
+    (call,) = documented_calls(docs, [row])
+    assert call.src == f"quantize({3 * 10**34})"
+
+
+def test_only_a_value_that_reads_back_is_an_input() -> None:
+    assert source_of("a'b") == repr("a'b") and source_of(float("nan")) is None and source_of(object()) is None
+
+
+def _found(gold: Behaviour, buggy: Behaviour, src: str = "tail(2, 'ab')", how: str = "tail(3, 'ab') with argument 1 -> 2 (Hypothesis)") -> Found:
+    call = Call("pkg.m:tail", "tail", (src[5:6], "'ab'"), (), ("from pkg.m import tail",), "tests/test_m.py::test_tail", "variant", how)
+    return Found(call, gold, buggy, "", tested=False)
+
+
+def test_the_weakest_property_that_separates_gold_from_buggy_is_asserted() -> None:
+    assert weakest(_found(Behaviour(raised="ValueError"), Behaviour(value='"1"'))) == "raises"
+    assert weakest(_found(Behaviour(value='"1"'), Behaviour(raised="TypeError"))) == "returns"
+    assert weakest(_found(Behaviour(value='["Result", "<Result>"]'), Behaviour(value='"None"'))) == "not_none"
+    assert weakest(_found(Behaviour(value='["list", ["1"]]'), Behaviour(value='["tuple", ["1"]]'))) == "type"
+    assert weakest(_found(Behaviour(value='"2"'), Behaviour(value='"3"'))) == "value"
+    assert weakest(_found(Behaviour(value='"1"'), Behaviour(value='"True"'))) == "value"  # a bool is an int
+    assert value_type('["list", []]') == "list" and value_type('"None"') == "NoneType"
+
+
+def test_a_footprint_test_is_placed_in_the_file_s_style_named_for_what_it_checks() -> None:
+    sources = {"tests/test_m.py": "import pytest\nfrom pkg.m import tail\n\ndef test_tail():\n    assert tail(3, 'ab') == ['a', 'b']\n"}
+    found = _found(Behaviour(value='["list", ["\'a\'", "\'b\'"]]'), Behaviour(value='["tuple", []]'))
+    cand = candidate([(found, "type")], sources, ["tests/test_m.py::test_tail"])
+    assert cand is not None and cand.footprint and cand.file == "tests/test_m.py" and cand.cls is None
+    assert cand.name == "test_tail_returns_list_for_2"
+    assert "assert isinstance(tail(2, 'ab'), list)" in cand.code and "from pkg.m import tail" in cand.code
+    unittest = {"tests/test_m.py": "import unittest\nfrom pkg.m import tail\n\nclass T(unittest.TestCase):\n    def test_tail(self):\n        self.assertEqual(tail(3, 'ab'), ['a', 'b'])\n"}
+    raising = _found(Behaviour(raised="ValueError"), Behaviour(value='"1"'))
+    raising = dataclasses.replace(raising, call=dataclasses.replace(raising.call, test_id="the issue"))  # a document's input
+    cand = candidate([(raising, "raises")], unittest, ["tests/test_m.py::T::test_tail"])
+    assert cand is not None and cand.cls == "T" and "with self.assertRaises(ValueError):" in cand.code and "def test_tail_raises_valueerror_for_2(self):" in cand.code
+    assert name_for(raising, "raises", cand.code) == "test_tail_raises_valueerror_for_2_2"  # unique in its file
+
+
+def test_a_facade_s_target_is_where_the_function_is_defined(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .strutils import split\n")
+    (tmp_path / "pkg" / "strutils.py").write_text("def split(src):\n    return _Splitter(src).run()\n")
+    sources = {"tests/test_s.py": "from pkg import split\n\ndef test_split():\n    assert split('a b') == ['a', 'b']\n"}
+    assert facade_targets(tmp_path, sources, ["tests/test_s.py"]) == ["pkg/strutils.py::split"]
+
+
+# ============================================================================================ end to end
+
+
+@pytest.fixture(scope="module")
+def footprint_backend(backend_factory):  # noqa: ANN001, ANN201
+    return backend_factory("bwrap", TEST_LIMITS)
+
+
+ALTERNATIVE = """\
+diff --git a/moneyfmt/formatting.py b/moneyfmt/formatting.py
+--- a/moneyfmt/formatting.py
++++ b/moneyfmt/formatting.py
+@@ -45,7 +45,7 @@ def format_money(money: Money, style: str = "en", symbol: bool = True) -> str:
+     except KeyError:
+         raise ValueError(f"unknown style {style!r}") from None
+     cur = money.currency
+-    text = f"{abs(money.amount):.2f}"
++    text = format(abs(money.amount), "." + str(cur.minor_units) + "f")
+     int_part, _, frac_part = text.partition(".")
+     number = _group(int_part, thousands)
+     if frac_part:
+"""
+
+
+def _strengthened_by_footprint(task, backend, env, tmp_path: Path):  # noqa: ANN001, ANN202
+    """Pipeline 1, then strengthening with no probe at all: whatever it adds comes from the footprint."""
+    from curation.decks import strengthened_task
+    from curation.pipeline1 import Pipeline1Config, process_task
+    from harness.sandboxes.envs import prepare_tree
+    from judge.strengthen import strengthen
+
+    p1 = process_task(task, backend, Pipeline1Config(runs=1), "test", tmp_path)
+    stamp = {"config_hash": "test", "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    record = strengthen(task, p1, [], backend, stamp, prepare_tree(task, env), log_dir=tmp_path / "logs")
+    return record, strengthened_task(task, record)
+
+
+def _assert_shortcut_killed(record, strong, task, backend, shortcut: str, alternative: str) -> None:  # noqa: ANN001
+    from harness.grading.grader import grade
+    from harness.records import Status
+
+    assert record.status == "strengthened" and not record.survivors, record.reason
+    kept = [t for t in record.tests if not t.rejected_at]
+    assert kept and all(t.found_by.startswith("the fix's footprint") for t in kept)
+    assert all([c.step for c in t.checks][:7] == ["leak", "contract", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass"]
+               for t in kept)  # fmt: skip
+    # every footprint input is accounted for: pinned by the tests already, kept, or why not
+    assert record.footprint and all(f.outcome for f in record.footprint)
+    assert {f.outcome.partition(" ")[0] for f in record.footprint} <= {"tested:", "kept", "left"}
+    assert any(f.outcome.startswith("kept as") for f in record.footprint)
+    expected = {k: Status(v) for k, v in record.expected_status.items()}
+    assert grade(strong, task.answer.gold_patch, backend, expected=expected).reward == 1.0
+    assert grade(strong, alternative, backend, expected=expected).reward == 1.0
+    assert grade(task, shortcut, backend).reward == 1.0  # the upstream tests let the shortcut through
+    assert grade(strong, shortcut, backend, expected=expected).reward == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_a_footprint_test_kills_a_real_fix_commits_shortcut_with_no_surviving_probe(footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """boltons 8c3fc28 (pluralize of words ending in x): the test pluralizes box, fox, tax, prefix and
+    ox; the shortcut adds only those endings. The footprint's untested part holds words whose ending
+    the tests never name, so a wrong fix keyed to the tested endings fails."""
+    from curation.sources.local import load_task_folder
+
+    folder = Path(__file__).resolve().parent.parent / "data" / "real" / "mahmoud__boltons-8c3fc28"
+    task = load_task_folder(folder)
+    record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
+    _assert_shortcut_killed(record, strong, task, footprint_backend, (folder / "shortcut.patch").read_text(), (folder / "alternative.patch").read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_a_footprint_test_kills_a_sample_tasks_wrong_patch_through_a_constructor_argument(sample_tasks, footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """moneyfmt: the hidden test formats JPY only; Hypothesis varies the currency inside the tests'
+    own ``Money(...)`` argument with the issue's currency codes, and a three-decimal one (BHD, KWD)
+    pins the minor units the wrong patch leaves at two."""
+    from data import SAMPLE
+
+    task = sample_tasks["sample__moneyfmt-1"]
+    record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
+    _assert_shortcut_killed(record, strong, task, footprint_backend, (SAMPLE / "sample__moneyfmt-1" / "probes" / "wrong.patch").read_text(), ALTERNATIVE)
+
+
+def test_inputs_asserted_together_each_bring_something_the_tests_never_pass() -> None:
+    from judge.strengthen.footprint import diverse
+
+    def found(word: str) -> Found:
+        call = Call("m:pluralize", "pluralize", (repr(word),), (), (), "tests/t.py::test_p", "variant", f"pluralize('box') with argument 1 -> {word!r} (Hypothesis)")
+        return Found(call, Behaviour(value=repr(word + "es")), Behaviour(value=repr(word + "s")), "", tested=False)
+
+    own = ["pluralize('box')", "pluralize('fox')", "pluralize('prefix')"]
+    picked = diverse([found("box"), found("shox"), found("sx"), found("fox")], own)
+    assert [f.call.args[0] for f in picked] == ["'sx'", "'shox'"]  # the tests' own words add nothing
+    # an empty argument is new though it has no character pair
+    assert [f.call.args[0] for f in diverse([found("boxbox"), found("")], own)] == ["''", "'boxbox'"]
+
+
+def test_a_recorded_dunder_call_is_written_as_the_operator_a_test_uses() -> None:
+    from judge.strengthen.footprint import as_written
+
+    assert as_written("Markup.__mod__(Markup('<em>%s</em>'), 42)") == "Markup('<em>%s</em>') % 42"
+    assert as_written("Box.__getitem__(Box([1]), 0)") == "Box([1])[0]"
+    assert as_written("S.__contains__(S('ab'), 'a')") == "'a' in S('ab')"
+    assert as_written("V.__ge__(V(1), V(2))") == "V(1) >= V(2)"
+    assert as_written("tail(2, 'ab')") == "tail(2, 'ab')"
