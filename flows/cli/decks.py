@@ -117,7 +117,7 @@ def arms(
     _preflight(cfg)
     from flows.training import arms_flow
 
-    with _progress(cfg.train.updates, "arms") as bar:
+    with _progress("arms") as bar:
         job = bar.add_task("arms", total=cfg.train.updates, info="")
         results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm, held_out=held_out,
                             on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip

@@ -104,7 +104,7 @@ def _grade_predictions(path: Path, source: list[Path] | None, arm: list[str] | N
     versions = {a: pr.arm_versions(source[0], a) for a in arm}  # a wrong arm is refused before anything runs
     total = sum(p.instance_id in versions[a] for a in arm for p in {p.prediction_id(): p for p in rows}.values())
     resolved = Counter()
-    with _progress(total, "grading") as bar:
+    with _progress("grading") as bar:
         job = bar.add_task("grading", total=total, info="")
 
         def done(record, reused: bool) -> None:  # noqa: ANN001 - a PredictionGrade
