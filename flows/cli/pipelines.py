@@ -10,7 +10,7 @@ import typer
 
 from flows.cli.common import (
     BackendOpt, ConfigOpt, EvalOpt, JsonOpt, RepoCacheOpt, RunnerOpt, SetOpt, SourceOpt, _config, _console, _find,
-    _quiet_prefect, _sources, _stdout, _with_evals,
+    _progress, _quiet_prefect, _sources, _stdout, _with_evals,
 )
 from flows.cli.decks import _dedup_line
 
@@ -23,8 +23,6 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
     results landing on disk and printing each stage's summary as it ends. Ctrl-C or SIGTERM stops the
     run cleanly (exit 130 / 143); a rerun of the same command resumes it."""
     import os
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from curation.sources import check_local
     from flows.supervise import Interrupted, Job, WorkerFailed, done, supervise
@@ -45,9 +43,8 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
     printers = {"pipeline1": _print_summary, "pipeline2": _print_p2, "strengthen": _print_strengthen}
     totals: dict[str, int | None] = dict.fromkeys(stages)
     remaining = list(stages)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    progress = Progress(*columns, console=_console())
-    bars: dict[str, TaskID] = {}
+    progress = _progress()
+    bars: dict[str, int] = {}
 
     def finished() -> int:
         return done(out / folders[remaining[0]][0], folders[remaining[0]][1])
@@ -69,7 +66,7 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
                 if remaining:
                     stage = remaining[0]
                     if stage not in bars:
-                        bars[stage] = progress.add_task(labels[stage], total=totals[stage])
+                        bars[stage] = progress.add_task(labels[stage], total=totals[stage], info="")
                     progress.update(bars[stage], completed=finished(), total=totals[stage])  # type: ignore[arg-type]
     except RunConflict as err:
         _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
