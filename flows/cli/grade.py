@@ -63,10 +63,12 @@ def grade(
         return
     if task_id is None or len(arm or []) > 1:
         _user_error(ValueError("grade one task: swedeck grade ID [--arm ARM]; several arms or predictions: --predictions FILE"))
+    if patch not in ("gold", "empty") and not Path(patch).is_file():
+        _user_error(ValueError(f"--patch {patch}: no such file (a patch file, gold or empty)"))
     task = _find(task_id, source, find_task) if not arm else _arm_task(task_id, source, arm[0])
     text = {"gold": task.answer.gold_patch, "empty": ""}.get(patch)
     if text is None:
-        text = Path(patch).read_text()
+        text = Path(patch).read_text(errors="replace")
     try:
         result = grade_patch(task, text, get_backend(cfg.sandbox))
     except EnvError as err:  # the environment, or a gold run that gave no pattern to grade against
@@ -81,16 +83,21 @@ def grade(
         return
     from rich.console import Console
 
-    console = Console()
+    from rich.markup import escape
+
+    console = Console(highlight=False, soft_wrap=True)
     colour = "green" if result.reward == 1 else "red"
-    console.print(f"[{colour}]reward {result.reward:g}[/] ({result.reason}) on {result.backend}: {task.instance_id}")
+    console.print(f"[{colour}]reward {result.reward:g}[/] ({result.reason}) on {result.backend}: {escape(task.instance_id)}")
+    if not result.statuses:  # the tests never ran (the patch did not apply, a forbidden change, ...): why is all there is
+        console.print(f"  {escape(result.detail or 'the tests did not run')}")
+        return
     for test_id, (want, got) in result.differing.items():
-        console.print(f"  {test_id}: expected {want}, got {got}")
+        console.print(f"  {escape(test_id)}: expected {want}, got {got or 'no result'}")
     for line in result.spoof_evidence:
-        console.print(f"  [yellow]spoof?[/] {line}")
+        console.print(f"  [yellow]spoof?[/] {escape(line)}")
     if result.neutralized:
-        console.print(f"  restored/removed test paths: {', '.join(result.neutralized)}")
-    console.print(f"  {len(result.statuses)} tests · log {result.log_path}")
+        console.print(f"  restored/removed test paths: {escape(', '.join(result.neutralized))}")
+    console.print(f"  {len(result.statuses)} tests · log {escape(result.log_path)}")
 
 
 def _grade_predictions(path: Path, source: list[Path] | None, arm: list[str] | None, cfg, workers: int, out: Path,  # noqa: ANN001
