@@ -49,19 +49,21 @@ def deck_rows(
     source_run: str,
     strengthened: Mapping[str, Strengthening] | None = None,
     selection: dedup.Selection | None = None,
+    scripted_verdicts: bool = False,
 ) -> list[DeckRow]:
     """Rows of the three arms. ``strengthened`` holds the run's strengthening records by instance id; the
     strengthened arm has every raw task, with its strengthened tests where a record added some.
-    ``selection`` (``dedupe``) gives each row its cluster, lineage and contamination flags."""
+    ``selection`` (``dedupe``) gives each row its cluster, lineage and contamination flags. A verdict of
+    the scripted test double admits a task to the curated arm only with ``scripted_verdicts``."""
     rows = []
     for task, p1 in kept:
         stamp = {"config_hash": p1.config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
         common = {**stamp, "deck_id": deck_id, "source_run": source_run, **_lineage(task, selection)}
         verdict = verdicts.get(task.instance_id)
-        judged = {"verdict": verdict.verdict, "evidence": verdict.evidence} if verdict else {"verdict": ""}
+        judged = {"verdict": verdict.verdict, "evidence": verdict.evidence, "judge": verdict.judge} if verdict else {"verdict": ""}
         original = {**common, **judged, **swe_columns(verified_task(task, p1), p1)}
         rows.append(DeckRow(**original, arm="raw"))
-        if verdict is not None and verdict.verdict in KEEP:
+        if verdict is not None and verdict.verdict in KEEP and (verdict.judge != "scripted" or scripted_verdicts):
             text = verdict.rewritten_issue if verdict.verdict == "issue_rewritten" else task.problem_statement
             rows.append(DeckRow(**original | {"problem_statement": text}, arm="curated"))
         record = (strengthened or {}).get(task.instance_id)

@@ -39,7 +39,7 @@ def judge_endpoint(scripted: bool | None, out: Path) -> Iterator[object]:
         return
     print("no judge endpoint configured (SWEDECK_JUDGE_BASE_URL): using the scripted judge, a test double", file=sys.stderr)
     with ScriptedJudge("labelled") as base_url:
-        yield JudgeSettings(base_url=base_url, model="scripted-judge")
+        yield JudgeSettings(base_url=base_url, model="scripted-judge", scripted=True)
 
 
 def run_stage(stage: str, job: Job, events) -> dict:  # noqa: ANN001 - the pipe

@@ -432,9 +432,10 @@ class VerdictRecord(Stamped):
     transcript_path: str
     tokens: int
     detail: str  # why a task is unjudgeable (budget spent, endpoint failed), or other notes
-    # "model": a judge session (judge_model names the model; "scripted-judge" is the shipped test double);
-    # "none": no judge endpoint, the verdict follows from the executed probes alone
-    judge: Literal["model", "none"] = "model"
+    # "model": a judge session with a model (judge_model names it); "scripted": a session with the
+    # shipped test double (judge.scripted), never to be mistaken for a model's answers; "none": no judge
+    # endpoint, the verdict follows from the executed probes alone
+    judge: Literal["model", "scripted", "none"] = "model"
 
 
 StrengtheningStatus = Literal["repaired", "partially_repaired", "not_repaired"]
@@ -521,6 +522,8 @@ class DeckRow(Stamped):
     test_cmd: list[str] = Field(default_factory=list, description="SWE-rebench install_config.test_cmd: the command that runs the tests")
     log_parser: str = Field(default="pytest", description="SWE-rebench install_config.log_parser: how the test output becomes statuses")
     verdict: str = Field(description="Pipeline 2's verdict (accept, issue_rewritten, too_loose, ...); empty when the task was not judged")
+    judge: str = Field(default="", description="who gave the verdict: model, scripted (the shipped test double: its verdicts reach the "
+                       "curated arm only with `swedeck deck --scripted-verdicts`) or none (the executed probes alone)")  # fmt: skip
     evidence: list[str] = Field(default_factory=list, description="ids of the executed probes the verdict rests on (the run's probes table)")
     source_run: str = Field(description="the curate run folder the deck was built from, relative to the deck's folder")
     tests: TestsVersion = Field(default="original", description="the hidden tests this arm grades the task with: original or strengthened")

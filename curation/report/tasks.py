@@ -99,7 +99,8 @@ def _verdict(v: dict) -> str:
     answers = (f"Q1 gold fixes the issue: <b>{html.escape(str(v['q1_gold_fixes_issue']))}</b> · Q2 the tests grade it: "
                f"<b>{html.escape(str(v['q2_tests_grade_issue']))}</b> · Q3 the issue states what the tests require: "
                f"<b>{html.escape(str(v['q3_issue_states_requirements']))}</b>")  # fmt: skip
-    judge = "none: the verdict follows from the executed probes alone" if v["judge"] == "none" else v["judge_model"]
+    judge = {"none": "none: the verdict follows from the executed probes alone",
+             "scripted": f"{v['judge_model']}, the shipped test double (not a model)"}.get(v["judge"], v["judge_model"])  # fmt: skip
     return (f'<p>verdict <b>{html.escape(v["verdict"])}</b> by {html.escape(judge)} {_log(v["transcript_path"], "transcript")}</p>'
             f'<p>{answers}</p><p>cited probes: {_ids(v["evidence"], "probe-")}</p>'
             f'<div class="rationale"><b>rationale</b><pre>{html.escape(v["rationale"] or "(none given)")}</pre></div>'

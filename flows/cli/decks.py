@@ -29,6 +29,8 @@ def deck(
     run_dir: Annotated[Path, typer.Argument(help="a `swedeck curate` run folder")],
     out: Annotated[Path, typer.Option("--out", "-o", help="deck folder")] = Path("decks/sample"),
     deck_id: Annotated[str | None, typer.Option("--id", help="deck id (default: the folder name)")] = None,
+    scripted_verdicts: Annotated[bool, typer.Option("--scripted-verdicts", help="let the scripted judge's verdicts (a test double, "
+                                 "judge = scripted) admit tasks to the curated arm")] = False,  # fmt: skip
     config: ConfigOpt = None,
     overrides: SetOpt = None,
 ) -> None:
@@ -52,7 +54,8 @@ def deck(
     strengthened = records(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     source_run = os.path.relpath(run_dir.resolve(), out.resolve())  # the deck moves with its run, or names it by a relative path
-    rows = deck_rows(kept, judged, deck_id=deck_id or out.name, source_run=source_run, strengthened=strengthened, selection=selection)
+    rows = deck_rows(kept, judged, deck_id=deck_id or out.name, source_run=source_run, strengthened=strengthened, selection=selection,
+                     scripted_verdicts=scripted_verdicts)  # fmt: skip
     tables = [result_path(run_dir, t.instance_id) / "probes.parquet" for t, _ in kept]
     probes = [p for path in tables if path.exists() for p in read_records(path, ProbeResult)]
     write_deck(out, rows, [verified_task(task, p1) for task, p1 in kept], strengthened, selection.dropped if selection else (), probes)
