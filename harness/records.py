@@ -514,8 +514,8 @@ class DeckRow(Stamped):
                                     "patch (strengthened arm: of the strengthened suite)")  # fmt: skip
     PASS_TO_PASS: list[str] = Field(default_factory=list, description="SWE-bench: tests that pass on both (strengthened arm: of the "
                                     "strengthened suite)")  # fmt: skip
-    image_name: str = Field(default="", description="SWE-rebench: the task's environment image; empty where swedeck builds it from a "
-                            "recipe (`swedeck env build --source DECK/tasks/...`)")  # fmt: skip
+    image_name: str = Field(default="", description="SWE-rebench: the task's environment image; empty where swedeck builds the "
+                            "environment from the task's recipe (DECK/tasks/<id>.json, environment.recipe)")  # fmt: skip
     version: str = Field(default="", description="SWE-bench: the repository version its harness keys environment specs by, where "
                          "the corpus row had one")  # fmt: skip
     workdir: str = Field(default="/testbed", description="where the repository is checked out in the environment")
@@ -524,7 +524,7 @@ class DeckRow(Stamped):
     verdict: str = Field(description="Pipeline 2's verdict (accept, issue_rewritten, too_loose, ...); empty when the task was not judged")
     judge: str = Field(default="", description="who gave the verdict: model, scripted (the shipped test double: its verdicts reach the "
                        "curated arm only with `swedeck deck --scripted-verdicts`) or none (the executed probes alone)")  # fmt: skip
-    evidence: list[str] = Field(default_factory=list, description="ids of the executed probes the verdict rests on (the run's probes table)")
+    evidence: list[str] = Field(default_factory=list, description="ids of the executed probes the verdict rests on (the deck's probes table)")
     source_run: str = Field(description="the curate run folder the deck was built from, relative to the deck's folder")
     tests: TestsVersion = Field(default="original", description="the hidden tests this arm grades the task with: original or strengthened")
     strengthening: str = Field(default="", description="lineage: the strengthening record (RUN/strengthen/<id>#<record hash>); empty when none ran")
