@@ -63,6 +63,11 @@ def test_a_copied_deck_names_nothing_outside_itself(moved: Path) -> None:
         assert str(moved.parent.parent) not in text and str(Path(__file__).parents[1]) not in text, path
     task = json.loads((moved / "tasks" / f"{TASK}.json").read_text())
     assert task["repo_source"] == {"kind": "bundle", "path": f"repos/{TASK}.bundle", "ref": task["base_commit"]}
+    import pyarrow.parquet as pq
+
+    for arm in ("raw", "strengthened"):  # the dataset's task column too
+        (row,) = pq.read_table(moved / "dataset" / "data" / f"{arm}.parquet").to_pylist()
+        assert json.loads(row["task"])["repo_source"]["path"] == f"repos/{TASK}.bundle"
 
 
 def test_regression_a_copied_deck_builds_its_environment_and_grades_gold_1(moved: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import swedeck_cli
+from conftest import swedeck_cli
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.prefect
