@@ -26,7 +26,7 @@ DATASET_DIR = "dataset"
 
 def arm_table(deck: Path, arm: str) -> pa.Table:
     rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == arm]
-    tasks = {t.instance_id: t for t in arm_tasks(deck, arm)}
+    tasks = {t.instance_id: t for t in arm_tasks(deck, arm, locate=False)}  # a copied dataset names no folder of this machine
     schema = arrow_schema(DeckRow).append(pa.field("task", pa.string()))
     records = [{**r.model_dump(mode="json"), "task": tasks[r.instance_id].model_dump_json()} for r in rows]
     return pa.Table.from_pylist(records, schema=schema)
@@ -98,8 +98,7 @@ import duckdb
 deck = Path({where})  # where this deck was written; point it at the deck's folder if you moved or copied it
 ds = datasets.load_dataset(str(deck / "dataset"))  # this card's configs: one split per arm
 ds = datasets.load_from_disk(str(deck / "dataset" / "arrow"))  # the same DatasetDict, saved
-# the deck's DuckDB catalog names its files relative to the deck's folder
-con = duckdb.connect(str(deck / "catalog.duckdb"), read_only=True, config={{"file_search_path": str(deck)}})
+con = duckdb.connect(str(deck / "catalog.duckdb"), read_only=True)  # its tables: deck, dropped, probes
 con.sql("select arm, count(*) from deck group by arm").show()
 ```
 """

@@ -1,8 +1,11 @@
 """Decks: the tasks a training run draws from, one row per task and arm, in Parquet with the tasks beside.
 
-A deck is a folder: ``deck.parquet`` (``DeckRow``s), ``tasks/<instance_id>.json`` (named by ``harness.names``; the full tasks the
+A deck is a folder, self-contained (copy it anywhere): ``deck.parquet`` (``DeckRow``s: SWE-bench's
+columns and swedeck's), ``tasks/<instance_id>.json`` (named by ``harness.names``; the full tasks the
 rows point at), ``tasks/strengthened/<instance_id>.json`` (the strengthened arm's version of a task whose
-tests were strengthened) and ``catalog.duckdb`` with a ``deck`` view. Rows of different arms share
+tests were strengthened), ``repos/<instance_id>.bundle`` (each repository at its base commit, where the
+corpus ships no image), ``probes.parquet`` (the probes the verdicts cite as evidence) and
+``catalog.duckdb`` with ``deck``, ``dropped`` and ``probes`` tables. Rows of different arms share
 instance ids, so paired arms train on the same tasks and differ only in what the curation changed.
 
 A deck holds one task per upstream fix: where the run has fingerprints (``curation.dedup``), the kept
@@ -17,14 +20,17 @@ from pathlib import Path
 
 from curation import dedup
 from curation.deck_dataset import export_dataset
-from curation.deck_files import DECK_FILE, DROPPED_FILE, task_file
+from curation.deck_files import DECK_FILE, DROPPED_FILE, REPOS_DIR, task_file
 from curation.store import build_catalog, commit_folder
+from harness.grading.diffs import file_diff
 from harness.names import file_name
 from harness.records import (
     DeckDrop,
     DeckRow,
     HiddenTests,
     Pipeline1Result,
+    ProbeResult,
+    RepoSource,
     Status,
     Strengthening,
     Task,
@@ -43,25 +49,46 @@ def deck_rows(
     source_run: str,
     strengthened: Mapping[str, Strengthening] | None = None,
     selection: dedup.Selection | None = None,
+    scripted_verdicts: bool = False,
 ) -> list[DeckRow]:
     """Rows of the three arms. ``strengthened`` holds the run's strengthening records by instance id; the
     strengthened arm has every raw task, with its strengthened tests where a record added some.
-    ``selection`` (``dedupe``) gives each row its cluster, lineage and contamination flags."""
+    ``selection`` (``dedupe``) gives each row its cluster, lineage and contamination flags. A verdict of
+    the scripted test double admits a task to the curated arm only with ``scripted_verdicts``."""
     rows = []
     for task, p1 in kept:
         stamp = {"config_hash": p1.config_hash, "task_hash": task.task_hash(), "instance_id": task.instance_id}
         common = {**stamp, "deck_id": deck_id, "source_run": source_run, **_lineage(task, selection)}
         verdict = verdicts.get(task.instance_id)
-        judged = {"verdict": verdict.verdict, "evidence": verdict.evidence} if verdict else {"verdict": ""}
-        rows.append(DeckRow(**common, **judged, arm="raw", problem_statement=task.problem_statement))
-        if verdict is not None and verdict.verdict in KEEP:
+        judged = {"verdict": verdict.verdict, "evidence": verdict.evidence, "judge": verdict.judge} if verdict else {"verdict": ""}
+        original = {**common, **judged, **swe_columns(verified_task(task, p1), p1)}
+        rows.append(DeckRow(**original, arm="raw"))
+        if verdict is not None and verdict.verdict in KEEP and (verdict.judge != "scripted" or scripted_verdicts):
             text = verdict.rewritten_issue if verdict.verdict == "issue_rewritten" else task.problem_statement
-            rows.append(DeckRow(**common, **judged, arm="curated", problem_statement=text))
+            rows.append(DeckRow(**original | {"problem_statement": text}, arm="curated"))
         record = (strengthened or {}).get(task.instance_id)
         lineage = {"strengthening": record_id(source_run, record), "strengthening_status": record.status} if record else {}
-        rows.append(DeckRow(**common, **judged, arm="strengthened", problem_statement=task.problem_statement,
-                            tests="strengthened" if record and record.tests_patch else "original", **lineage))  # fmt: skip
+        tests = "strengthened" if record and record.tests_patch else "original"
+        columns = swe_columns(strengthened_task(verified_task(task, p1), record), p1) if tests == "strengthened" else {}
+        rows.append(DeckRow(**original | columns, arm="strengthened", tests=tests, **lineage))
     return rows
+
+
+def swe_columns(task: Task, p1: Pipeline1Result) -> dict:
+    """A task version's SWE-bench columns: its hidden tests as one diff (files it writes as diffs that
+    create them), and FAIL_TO_PASS / PASS_TO_PASS as that version grades them: the corpus's lists, else
+    gold's recorded pattern, else Pipeline 1's measurement."""
+    answer = task.answer
+    files = "".join(file_diff(path, None, text) for path, text in sorted(answer.hidden_tests.files.items()))
+    fail_to_pass = answer.fail_to_pass or p1.fail_to_pass
+    pattern = [t for t, s in (answer.expected_status or {}).items() if s == Status.PASSED and t not in fail_to_pass]
+    return {
+        "repo": task.repo, "base_commit": task.base_commit, "patch": answer.gold_patch, "test_patch": answer.hidden_tests.patch + files,
+        "problem_statement": task.problem_statement, "FAIL_TO_PASS": fail_to_pass,
+        "PASS_TO_PASS": answer.pass_to_pass or sorted(pattern) or p1.pass_to_pass, "image_name": task.environment.image or "",
+        "version": answer.leaky_columns.get("version", ""), "workdir": task.environment.workdir, "test_cmd": task.test_cmd,
+        "log_parser": task.log_parser,
+    }  # fmt: skip
 
 
 def _lineage(task: Task, selection: dedup.Selection | None) -> dict:
@@ -113,14 +140,46 @@ def strengthened_task(task: Task, record: Strengthening | None) -> Task:
 
 
 def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthened: Mapping[str, Strengthening] | None = None,
-               dropped: Iterable[DeckDrop] = ()) -> None:  # fmt: skip
-    by_id = {t.instance_id: t for t in tasks}
+               dropped: Iterable[DeckDrop] = (), probes: Iterable[ProbeResult] = ()) -> None:  # fmt: skip
+    """The deck folder, self-contained: each task's repository as a git bundle in ``repos/`` (its
+    sealed buggy tree: the base commit and its ancestors only; a task whose corpus ships an image keeps
+    it), task files naming it relative to the deck, the probes its verdicts cite, and a catalog of tables."""
+    import tempfile
 
-    def version(row: DeckRow) -> Task:
-        task = by_id[row.instance_id]
-        return strengthened_task(task, (strengthened or {}).get(row.instance_id)) if row.tests == "strengthened" else task
+    with tempfile.TemporaryDirectory(dir=out.parent if out.parent.is_dir() else None) as scratch:
+        by_id, copies = {}, {}
+        for task in tasks:
+            by_id[task.instance_id], bundle = _bundled(task, Path(scratch))
+            if bundle is not None:
+                copies[by_id[task.instance_id].repo_source.path] = bundle
+        rows = [r.model_copy(update={"base_commit": by_id[r.instance_id].base_commit}) for r in rows]
 
-    files = {task_file(r): version(r).model_dump_json() for r in rows}
-    commit_folder(out, [("deck", DeckRow, rows), ("dropped", DeckDrop, list(dropped))], files)
-    build_catalog(out / "catalog.duckdb", {"deck": (str(out / DECK_FILE), DeckRow), "dropped": (str(out / DROPPED_FILE), DeckDrop)})
+        def version(row: DeckRow) -> Task:
+            task = by_id[row.instance_id]
+            return strengthened_task(task, (strengthened or {}).get(row.instance_id)) if row.tests == "strengthened" else task
+
+        files = {task_file(r): version(r).model_dump_json() for r in rows}
+        cited = {e for r in rows for e in r.evidence}
+        tables = [("deck", DeckRow, rows), ("dropped", DeckDrop, list(dropped)),
+                  ("probes", ProbeResult, [p for p in probes if p.instance_id in by_id and p.probe_id in cited])]  # fmt: skip
+        commit_folder(out, tables, files, copies)
+    build_catalog(out / "catalog.duckdb", {name: (str(out / f"{name}.parquet"), model) for name, model, _ in tables})
     export_dataset(out)
+
+
+def _bundled(task: Task, scratch: Path) -> tuple[Task, Path | None]:
+    """The task with its repository in the deck: a bundle of its sealed tree (written into ``scratch``)
+    at ``repos/<name>.bundle``, checked out at the base commit, which the task then names."""
+    if task.repo_source.kind == "image":
+        return task, None
+    import subprocess
+
+    from harness.config import Settings
+    from harness.sandboxes.envs import prepare_tree
+
+    tree = prepare_tree(task, Settings.from_env())
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True, check=True).stdout.strip()
+    bundle = scratch / f"{file_name(task.instance_id)}.bundle"
+    subprocess.run(["git", "bundle", "create", "-q", str(bundle), "main"], cwd=tree, capture_output=True, check=True)
+    source = RepoSource(kind="bundle", path=f"{REPOS_DIR}/{bundle.name}", ref=base)
+    return task.model_copy(update={"repo_source": source, "base_commit": task.base_commit or base}), bundle

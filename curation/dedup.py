@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from curation.fingerprints import NUM_PERM, decode_minhash, lean_minhash, qualify
 from harness.records import ClusterMember, Contamination, DeckDrop, Duplicate, Fingerprint, LoadError, content_hash
@@ -49,8 +49,8 @@ class DedupConfig(BaseModel):
     eval: list[str] = []  # evaluation sets: hub ids, Parquet or JSONL files, task folders
     policy: Literal["drop_exact", "drop_repo", "flag"] = "drop_exact"
     corpus_order: list[str] = []  # preferred corpora first when a cluster's members tie on outcome
-    merge_similarity: float = 0.7  # near_issue merges at or above this estimated Jaccard similarity
-    report_similarity: float = 0.5  # ... and is reported, not merged, from this one
+    merge_similarity: float = Field(0.7, ge=0, le=1)  # near_issue merges at or above this estimated Jaccard similarity
+    report_similarity: float = Field(0.5, ge=0, le=1)  # ... and is reported, not merged, from this one
     eval_cutoffs: dict[str, str] = {}  # eval source -> ISO date; default: its latest created_at
 
 

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PositiveInt
 
 from curation import assertions
 from curation.store import commit_folder, read_records
@@ -71,7 +71,7 @@ MISSING = "MISSING"
 class Pipeline1Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    runs: int = 3  # per tree; flakiness needs at least 2
+    runs: PositiveInt = 3  # per tree; flakiness needs at least 2
     instrument: bool = True  # record assertion outcomes and require a binding assertion
     network_check: bool = True  # rerun gold with the network on when it fails with network errors
 

@@ -11,8 +11,9 @@ arm by the strengthened ones.
 Each grade is committed on its own, atomically (``OUT/graded/<arm>/<prediction_id>/grade.parquet``,
 ``curation.store.commit_folder``), so a killed run loses only the grades in flight and a rerun skips
 every prediction already graded with the same task and sandbox settings (environment failures are
-retried). ``OUT/results.parquet`` holds every grade in OUT of the file's predictions, whichever run
-made it, so two runs with one arm each compare as one run with both.
+retried). ``OUT/results.parquet`` and ``summary.json`` hold the grades of the file's predictions on
+the requested arms (an earlier run's grades of another arm are not this run's); ``OUT/<arm>/`` is
+the same in the SWE-bench harness's layout (``curation.swebench_layout``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from curation.deck_files import DECK_FILE, arm_tasks, arms
 from curation.store import commit_folder, read_records, write_records
+from curation.swebench_layout import is_empty
 from harness.config import UserError
 from harness.grading.grader import gold_pattern, grade
 from harness.names import file_name
@@ -144,11 +146,12 @@ def grade_predictions(
     workers: int = 1,
     on_done: Callable[[PredictionGrade, bool], None] = lambda record, reused: None,
 ) -> list[PredictionGrade]:
-    """Every prediction whose instance is in an arm, graded on that arm (``workers`` at a time); grades
-    already in ``out`` that still stand are reused. ``on_done(record, reused)`` follows each one."""
+    """Every prediction whose instance is in an arm, graded on that arm (``workers`` at a time), but an
+    empty or null patch (SWE-bench runs none: it is an empty patch); grades already in ``out`` that
+    still stand are reused. ``on_done(record, reused)`` follows each one."""
     versions = {arm: arm_versions(deck, arm) for arm in arm_names}
     unique = list({p.prediction_id(): p for p in predictions}.values())
-    jobs = [(p, arm, *versions[arm][p.instance_id]) for arm in arm_names for p in unique if p.instance_id in versions[arm]]
+    jobs = [(p, arm, *versions[arm][p.instance_id]) for arm in arm_names for p in unique if p.instance_id in versions[arm] and not is_empty(p)]
     records, todo = [], []
     for prediction, arm, row, task in jobs:
         stored = _stored(out, arm, prediction.prediction_id())
@@ -169,34 +172,35 @@ def grade_predictions(
     return records
 
 
-def collect(out: Path, predictions: Iterable[Prediction]) -> list[PredictionGrade]:
-    """Every grade in ``out`` of these predictions, on every arm graded so far (this run's or earlier)."""
+def collect(out: Path, predictions: Iterable[Prediction], arm_names: Sequence[str]) -> list[PredictionGrade]:
+    """Every grade in ``out`` of these predictions on these arms (this run's or an earlier one's)."""
     ids = {p.prediction_id() for p in predictions}
-    found = []
-    for arm_dir in sorted((out / GRADED).glob("[!.]*")):
-        found += [r for pid in sorted(ids) if (r := _stored(out, arm_dir.name, pid)) is not None]
-    return found
+    return [r for arm in arm_names for pid in sorted(ids) if (r := _stored(out, file_name(arm), pid)) is not None]
 
 
-def summary(records: Sequence[PredictionGrade], predictions: Sequence[Prediction], deck: Path) -> dict:
-    """Per arm: predictions graded, resolved count and rate, grade reasons, predictions of instances the
-    arm does not hold; per pair of arms: how many predictions one resolves and the other does not (raw
-    against strengthened: the "resolved" patches only the weak tests accept)."""
+def summary(records: Sequence[PredictionGrade], predictions: Sequence[Prediction], deck: Path, arm_names: Sequence[str]) -> dict:
+    """Per requested arm (each one, graded or not): predictions graded, resolved count and rate, grade
+    reasons, empty patches, predictions of instances the arm does not hold (and their ids); per pair of
+    arms: how many predictions one resolves and the other does not (raw against strengthened: the
+    "resolved" patches only the weak tests accept)."""
     unique = {p.prediction_id(): p for p in predictions}
-    by_arm: dict[str, dict[str, PredictionGrade]] = {}
+    by_arm: dict[str, dict[str, PredictionGrade]] = {arm: {} for arm in arm_names}
     for r in records:
-        by_arm.setdefault(r.arm, {})[r.prediction_id] = r
+        by_arm[r.arm][r.prediction_id] = r
+    deck_rows = read_records(deck / DECK_FILE, DeckRow)
     per_arm = {}
     for arm, graded in sorted(by_arm.items()):
-        held = {r.instance_id for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == arm}
+        held = {r.instance_id for r in deck_rows if r.arm == arm}
         resolved = sum(r.resolved for r in graded.values())
         counted = [r for r in graded.values() if r.reason != "env_error"]
+        outside = sorted({p.instance_id for p in unique.values() if p.instance_id not in held})
         per_arm[arm] = {
             "predictions": len(graded), "resolved": resolved,
             "rate": round(resolved / len(counted), 4) if counted else None,
             "reasons": dict(Counter(r.reason for r in graded.values()).most_common()),
             "env_errors": len(graded) - len(counted),
-            "not_in_arm": sum(p.instance_id not in held for p in unique.values()),
+            "empty_patches": sum(is_empty(p) and p.instance_id in held for p in unique.values()),
+            "not_in_arm": sum(p.instance_id not in held for p in unique.values()), "not_in_arm_ids": outside,
         }  # fmt: skip
     pairs = {}
     names = sorted(by_arm)

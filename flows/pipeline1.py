@@ -41,19 +41,20 @@ def run_one(task_json: str, out: str, config_json: str) -> dict[str, str]:
     config = SwedeckConfig.model_validate_json(config_json)
     out_dir = Path(out)
     result = finished(out_dir, work, config.hash())
-    if result is None:
-        try:
-            result = process_task(work, get_backend(config.sandbox), config.pipeline1, config.hash(), out_dir)
-        except Exception as err:  # our bug on one task must not stop the others
-            result = internal_error(work, config.hash(), out_dir, err)
-        if result.reason == "sandbox_error":
-            raise InfrastructureFailure(f"{work.instance_id}: {result.detail}")
+    if result is not None:
+        return _outcome(result, reused=True)
+    try:
+        result = process_task(work, get_backend(config.sandbox), config.pipeline1, config.hash(), out_dir)
+    except Exception as err:  # our bug on one task must not stop the others
+        result = internal_error(work, config.hash(), out_dir, err)
+    if result.reason == "sandbox_error":
+        raise InfrastructureFailure(f"{work.instance_id}: {result.detail}")
     return _outcome(result)
 
 
-def _outcome(result: Pipeline1Result) -> dict[str, str]:
+def _outcome(result: Pipeline1Result, reused: bool = False) -> dict[str, str]:
     return {"instance_id": result.instance_id, "decision": result.decision, "reason": result.reason,
-            "flaky": str(len(result.flaky))}  # fmt: skip
+            "flaky": str(len(result.flaky)), "reused": str(int(reused))}  # fmt: skip
 
 
 @dataclass
@@ -83,7 +84,7 @@ def prepare(sources: list[str], out_dir: Path, cfg: SwedeckConfig) -> Prepared:
     return Prepared(tasks, len(errors) + len(eval_errors), dedup.summary(clustering, contamination))
 
 
-def summary(prepared: Prepared, outcomes: list[dict[str, str]], out_dir: Path, started: float, reused: int = 0) -> dict:
+def summary(prepared: Prepared, outcomes: list[dict[str, str]], out_dir: Path, started: float) -> dict:
     refresh_catalog(out_dir)  # compact what this stage committed, then the catalog over it
     reasons = Counter(o["reason"] or "kept" for o in outcomes)
     return {
@@ -93,7 +94,8 @@ def summary(prepared: Prepared, outcomes: list[dict[str, str]], out_dir: Path, s
         "load_errors": prepared.load_errors,
         "dedup": prepared.dedup,
         "flaky_tests": sum(int(o["flaky"]) for o in outcomes),
-        "reused": reused,
+        "flaky_tasks": sum(int(o["flaky"]) > 0 for o in outcomes),
+        "reused": sum(int(o.get("reused", "0")) for o in outcomes),  # results a resumed run found committed
         "seconds": round(time.monotonic() - started, 1),
         "catalog": str(out_dir / CATALOG),
     }
@@ -112,7 +114,7 @@ def pipeline1(sources: list[str], out: str, config: dict) -> dict:
     for t, future in zip(prepared.tasks, futures):
         outcome = future.result(raise_on_failure=False)
         if isinstance(outcome, BaseException):  # retries exhausted; the record on disk says why
-            outcome = {"instance_id": t.instance_id, "decision": "reject", "reason": "sandbox_error", "flaky": "0"}
+            outcome = {"instance_id": t.instance_id, "decision": "reject", "reason": "sandbox_error", "flaky": "0", "reused": "0"}
         outcomes.append(outcome)
     return summary(prepared, outcomes, out_dir, started)
 
@@ -126,7 +128,7 @@ def run_pipeline1(sources: list[str], out: Path, cfg: SwedeckConfig, workers: in
         prepared = prepare([str(s) for s in sources], out, cfg)
         stored = [finished(out, t, cfg.hash()) for t in prepared.tasks]
         if all(stored):
-            return summary(prepared, [_outcome(r) for r in stored if r], out, started, reused=len(stored))
+            return summary(prepared, [_outcome(r, reused=True) for r in stored if r], out, started)
     with task_runner(cfg.runner, cfg.sandbox, workers) as runner:
         return pipeline1.with_options(task_runner=runner)([str(s) for s in sources], str(out), cfg.model_dump(mode="json"))
 

@@ -1,4 +1,4 @@
-"""A pipeline command as two processes: this one supervises, a worker (``flows.worker``) runs the flows.
+"""A pipeline or training command as two processes: this one supervises, a worker (``flows.worker``) runs the flows.
 
 The worker runs in its own session, so a terminal's Ctrl-C reaches only the supervisor, which then
 decides what stops: on the first SIGINT or SIGTERM it kills the worker and everything the worker
@@ -35,7 +35,7 @@ from flows.hygiene import sweep_run_folder
 from harness.sandboxes import leftovers
 from harness.config import Settings
 
-Stage = Literal["pipeline1", "pipeline2", "strengthen"]
+Stage = Literal["pipeline1", "pipeline2", "strengthen", "train"]
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
@@ -49,8 +49,8 @@ class Job(BaseModel):
 
     stages: list[Stage]
     out: str
-    config: dict
-    workers: int
+    config: dict  # a SwedeckConfig's, or for "train" a RunConfig's
+    workers: int = 1
     sources: list[str] = []
     judge: bool | None = None  # Pipeline 2's judge: True scripted, False none, None from the environment
     strengthen_all: bool = False  # strengthening also on tasks with a confirmed survivor that the judge did not call too loose
@@ -148,7 +148,8 @@ PREFECT_DEFAULTS = {
 
 def supervise(job: Job, settings: Settings) -> Iterator[dict]:
     """Run ``job`` in a worker. Yields ``{"started": what was swept}`` once the run folder is clean,
-    then the worker's events (``{"stage", "summary"}`` per finished stage) and a ``{"tick"}`` every
+    then the worker's events (``{"stage", "summary"}`` per finished stage, ``{"update"}`` per training
+    update) and a ``{"tick"}`` every
     POLL_S. Raises Interrupted after a signal, RunConflict when another live run writes to the same
     folder, WorkerFailed when the worker fails; in every case nothing of the run is left running."""
     token = leftovers.owner()

@@ -26,7 +26,7 @@ from curation.deck_files import DECK_FILE, arm_tasks, arms
 from curation.store import read_records
 from harness.names import under
 from harness.records import DeckRow
-from training.metrics import plot_metrics
+from training.metrics import plot_metrics, updates_done
 from training.run import RunConfig, check_arms, run, score
 
 
@@ -41,7 +41,9 @@ def train_run(config: dict, out: str, deck: str | None = None, arm: str | None =
     history = run(cfg, folder, tasks=tasks, on_update=on_update)
     plot_metrics(folder / "metrics", folder / "metrics.png")
     last = history[-1] if history else None
+    done = updates_done(folder / "metrics")
     return {
+        "retired_at": done if done < cfg.train.updates else None,  # every task retired: the run ended early
         "run": out,
         "config_hash": cfg.hash(),
         "updates": [m.update for m in history],

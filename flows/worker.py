@@ -1,5 +1,6 @@
-"""The worker process of a pipeline command (see ``flows.supervise``): reads its Job from stdin, runs
-each stage's flow and reports each stage's summary on the pipe whose descriptor is its argument."""
+"""The worker process of a pipeline or training command (see ``flows.supervise``): reads its Job from
+stdin, runs each stage's flow and reports each stage's summary (and each training update's metrics) on
+the pipe whose descriptor is its argument."""
 
 from __future__ import annotations
 
@@ -38,33 +39,39 @@ def judge_endpoint(scripted: bool | None, out: Path) -> Iterator[object]:
         return
     print("no judge endpoint configured (SWEDECK_JUDGE_BASE_URL): using the scripted judge, a test double", file=sys.stderr)
     with ScriptedJudge("labelled") as base_url:
-        yield JudgeSettings(base_url=base_url, model="scripted-judge")
+        yield JudgeSettings(base_url=base_url, model="scripted-judge", scripted=True)
+
+
+def run_stage(stage: str, job: Job, events) -> dict:  # noqa: ANN001 - the pipe
+    out = Path(job.out)
+    if stage == "train":
+        from flows.training import train_flow
+
+        return train_flow(job.config, job.out, on_update=lambda m: emit(events, {"update": m.model_dump(mode="json")}))
+    from flows.config import SwedeckConfig
+
+    cfg = SwedeckConfig.model_validate(job.config)
+    if stage == "pipeline1":
+        from flows.pipeline1 import run_pipeline1
+
+        return run_pipeline1([Path(s) for s in job.sources], out, cfg, job.workers)
+    if stage == "strengthen":
+        from flows.strengthen import run_strengthen
+
+        with judge_endpoint(job.judge, out) as settings:  # the judge reviews and proposes tests
+            return run_strengthen(out, cfg, job.workers, job.strengthen_all, settings)
+    from flows.pipeline2 import run_pipeline2
+
+    with judge_endpoint(job.judge, out) as settings:
+        return run_pipeline2(out, cfg, job.workers, settings)
 
 
 def main() -> None:
     die_with_parent()
     job = Job.model_validate_json(sys.stdin.read())
-    from flows.config import SwedeckConfig
-
-    cfg = SwedeckConfig.model_validate(job.config)
-    out = Path(job.out)
     with os.fdopen(int(sys.argv[1]), "w") as events:
         for stage in job.stages:
-            if stage == "pipeline1":
-                from flows.pipeline1 import run_pipeline1
-
-                summary = run_pipeline1([Path(s) for s in job.sources], out, cfg, job.workers)
-            elif stage == "strengthen":
-                from flows.strengthen import run_strengthen
-
-                with judge_endpoint(job.judge, out) as settings:  # the judge reviews and proposes tests
-                    summary = run_strengthen(out, cfg, job.workers, job.strengthen_all, settings)
-            else:
-                from flows.pipeline2 import run_pipeline2
-
-                with judge_endpoint(job.judge, out) as settings:
-                    summary = run_pipeline2(out, cfg, job.workers, settings)
-            emit(events, {"stage": stage, "summary": summary})
+            emit(events, {"stage": stage, "summary": run_stage(stage, job, events)})
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, NonNegativeFloat, PositiveFloat, PositiveInt
 
 
 class UserError(ValueError):
@@ -25,27 +25,27 @@ class ConfigError(UserError):
 class Limits(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    timeout_s: float = 300.0  # wall time per command
-    memory_mb: int = 2048
-    processes: int = 256
-    output_bytes: int = 8 * 1024 * 1024  # captured output per command; the rest is cut and the command killed
-    file_bytes: int = 512 * 1024 * 1024  # largest file a command may write
-    tmp_mb: int = 512
-    tree_mb: int = 1024  # how much the task's tree may grow
-    shm_mb: int = 64  # /dev/shm
+    timeout_s: PositiveFloat = 300.0  # wall time per command
+    memory_mb: PositiveInt = 2048
+    processes: PositiveInt = 256
+    output_bytes: PositiveInt = 8 * 1024 * 1024  # captured output per command; the rest is cut and the command killed
+    file_bytes: PositiveInt = 512 * 1024 * 1024  # largest file a command may write
+    tmp_mb: PositiveInt = 512
+    tree_mb: PositiveInt = 1024  # how much the task's tree may grow
+    shm_mb: PositiveInt = 64  # /dev/shm
 
 
 class SandboxConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    backend: str = "bwrap"
+    backend: Literal["bwrap", "docker"] = "bwrap"
     limits: Limits = Limits()
-    build_timeout_s: float = 1800.0
+    build_timeout_s: PositiveFloat = 1800.0
     # corpus images (docker): "never" uses only what the engine has, "missing" pulls what it lacks,
     # "always" pulls each image once per run; what swedeck pulled is kept within image_cache_gb
     # (least recently used removed first; 0: no limit)
     pull: Literal["never", "missing", "always"] = "missing"
-    image_cache_gb: float = 0.0
+    image_cache_gb: NonNegativeFloat = 0.0
     # what harness.grading.tamper's findings in a candidate's change do to its grade: "zero" the reward
     # (tamper_suspected), or only "flag" them on the Grade
     tamper: Literal["zero", "flag"] = "zero"

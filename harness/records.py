@@ -432,9 +432,10 @@ class VerdictRecord(Stamped):
     transcript_path: str
     tokens: int
     detail: str  # why a task is unjudgeable (budget spent, endpoint failed), or other notes
-    # "model": a judge session (judge_model names the model; "scripted-judge" is the shipped test double);
-    # "none": no judge endpoint, the verdict follows from the executed probes alone
-    judge: Literal["model", "none"] = "model"
+    # "model": a judge session with a model (judge_model names it); "scripted": a session with the
+    # shipped test double (judge.scripted), never to be mistaken for a model's answers; "none": no judge
+    # endpoint, the verdict follows from the executed probes alone
+    judge: Literal["model", "scripted", "none"] = "model"
 
 
 # strengthened: no confirmed survivor to kill, tests added from the fix's untested footprint
@@ -514,13 +515,33 @@ class DeckRow(Stamped):
     by their original tests otherwise. The task itself (environment, hidden tests) is stored beside the deck.
     """
 
-    # the descriptions are the dataset card's column meanings (curation.deck_dataset)
+    # the descriptions are the dataset card's column meanings (curation.deck_dataset); the SWE-bench
+    # columns first, in SWE-bench's names, so a harness reading SWE-bench rows reads an arm as it is
     deck_id: str = Field(description="the deck's id")
     arm: Arm = Field(description="raw, curated or strengthened: which version of the task this row is")
-    problem_statement: str = Field(description="the issue text the agent reads in this arm (curated: the judge's rewrite where it rewrote one)")
+    repo: str = Field(default="", description="SWE-bench: the repository, owner/name")
+    base_commit: str = Field(default="", description="SWE-bench: the buggy commit; the deck's repos/ bundle holds it where the "
+                             "corpus ships no image")  # fmt: skip
+    patch: str = Field(default="", description="SWE-bench: the gold patch (never shown to the agent)")
+    test_patch: str = Field(default="", description="SWE-bench: the hidden tests as a diff against base_commit, applied after the "
+                            "candidate patch; in the strengthened arm the strengthened suite's")  # fmt: skip
+    problem_statement: str = Field(description="SWE-bench: the issue text the agent reads in this arm (curated: the judge's rewrite where it rewrote one)")
+    FAIL_TO_PASS: list[str] = Field(default_factory=list, description="SWE-bench: tests that fail on base_commit and pass with the gold "
+                                    "patch (strengthened arm: of the strengthened suite)")  # fmt: skip
+    PASS_TO_PASS: list[str] = Field(default_factory=list, description="SWE-bench: tests that pass on both (strengthened arm: of the "
+                                    "strengthened suite)")  # fmt: skip
+    image_name: str = Field(default="", description="SWE-rebench: the task's environment image; empty where swedeck builds the "
+                            "environment from the task's recipe (DECK/tasks/<id>.json, environment.recipe)")  # fmt: skip
+    version: str = Field(default="", description="SWE-bench: the repository version its harness keys environment specs by, where "
+                         "the corpus row had one")  # fmt: skip
+    workdir: str = Field(default="/testbed", description="where the repository is checked out in the environment")
+    test_cmd: list[str] = Field(default_factory=list, description="SWE-rebench install_config.test_cmd: the command that runs the tests")
+    log_parser: str = Field(default="pytest", description="SWE-rebench install_config.log_parser: how the test output becomes statuses")
     verdict: str = Field(description="Pipeline 2's verdict (accept, issue_rewritten, too_loose, ...); empty when the task was not judged")
-    evidence: list[str] = Field(default_factory=list, description="ids of the executed probes the verdict rests on (the run's probes table)")
-    source_run: str = Field(description="the curate run folder the deck was built from")
+    judge: str = Field(default="", description="who gave the verdict: model, scripted (the shipped test double: its verdicts reach the "
+                       "curated arm only with `swedeck deck --scripted-verdicts`) or none (the executed probes alone)")  # fmt: skip
+    evidence: list[str] = Field(default_factory=list, description="ids of the executed probes the verdict rests on (the deck's probes table)")
+    source_run: str = Field(description="the curate run folder the deck was built from, relative to the deck's folder")
     tests: TestsVersion = Field(default="original", description="the hidden tests this arm grades the task with: original or strengthened")
     strengthening: str = Field(default="", description="lineage: the strengthening record (RUN/strengthen/<id>#<record hash>); empty when none ran")
     strengthening_status: str = Field(default="", description="that record's status (repaired, partially_repaired, not_repaired); empty when none ran")

@@ -22,6 +22,7 @@ class JudgeSettings(BaseModel):
     base_url: str = DEFAULT_BASE_URL
     model: str = DEFAULT_MODEL
     api_key: SecretStr | None = None
+    scripted: bool = False  # the endpoint is the shipped test double (judge.scripted): its verdicts say judge = "scripted"
 
     @field_serializer("api_key")
     def _drop_key(self, value: SecretStr | None) -> None:

@@ -164,6 +164,7 @@ def judge_task(
                 **stamp, verdict="unjudgeable", q1_gold_fixes_issue=None, q2_tests_grade_issue=None,
                 q3_issue_states_requirements=None, evidence=[], rewritten_issue="", rationale="",
                 judge_model=settings.model, transcript_path=str(transcript.path), tokens=tokens, detail=detail,
+                judge="scripted" if settings.scripted else "model",
             )  # fmt: skip
         else:
             record = VerdictRecord(
@@ -178,6 +179,7 @@ def judge_task(
                 rewritten_issue=args.rewritten_issue or "",
                 rationale=args.rationale,
                 judge_model=settings.model,
+                judge="scripted" if settings.scripted else "model",
                 transcript_path=str(transcript.path),
                 tokens=tokens,
                 detail=detail or (f"{len(session.refusals)} verdict(s) refused first" if session.refusals else ""),

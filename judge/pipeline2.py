@@ -43,7 +43,7 @@ def finished(out: Path, task: Task, config_hash: str, judged: bool) -> bool:
     if stamps and stamps != {(config_hash, task.task_hash())}:
         return False
     if judged:
-        return bool(verdicts) and verdicts[0].judge == "model" and verdicts[0].verdict != "unjudgeable"
+        return bool(verdicts) and verdicts[0].judge != "none" and verdicts[0].verdict != "unjudgeable"
     return True
 
 

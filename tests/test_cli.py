@@ -135,14 +135,20 @@ def test_p1_query_judge_and_deck_commands(bwrap_backend, tmp_path: Path) -> None
     assert not list(out.glob("p*/.*"))
     assert swedeck("judge", str(tmp_path / "nowhere"), check=False).returncode == 2
     # the run becomes a deck: both tasks in the raw arm, only the accepted one in the curated arm, and
-    # the strengthened arm with exactly the raw arm's ids
-    swedeck("deck", str(out), "--out", str(tmp_path / "deck"))
+    # the strengthened arm with exactly the raw arm's ids; a test double's verdicts say so, and admit a
+    # task to the curated arm only when asked to (regression: they were recorded as judge = model)
     from curation.store import connect
 
-    con = connect(tmp_path / "deck" / "catalog.duckdb")
     both = ["sample__cronexpr-1", "sample__toposort-1"]
-    assert con.execute("select arm, list(instance_id order by instance_id) from deck group by arm order by arm").fetchall() == [
-        ("curated", ["sample__toposort-1"]), ("raw", both), ("strengthened", both)]  # fmt: skip
+    by_arm = "select arm, list(instance_id order by instance_id), list(distinct judge) from deck group by arm order by arm"
+    swedeck("deck", str(out), "--out", str(tmp_path / "plain"))
+    assert connect(tmp_path / "plain" / "catalog.duckdb").execute(by_arm).fetchall() == [
+        ("raw", both, ["scripted"]), ("strengthened", both, ["scripted"])]  # fmt: skip
+    swedeck("deck", str(out), "--out", str(tmp_path / "deck"), "--scripted-verdicts")
+    con = connect(tmp_path / "deck" / "catalog.duckdb")
+    assert con.execute(by_arm).fetchall() == [
+        ("curated", ["sample__toposort-1"], ["scripted"]), ("raw", both, ["scripted"]), ("strengthened", both, ["scripted"])]  # fmt: skip
+    assert json.loads(swedeck("query", "select distinct judge from verdicts", "--db", str(db), "--json").stdout) == [{"judge": "scripted"}]
 
 
 @pytest.mark.parametrize("engine", [pytest.param("local", marks=pytest.mark.slow), "server"])

@@ -28,7 +28,7 @@ def _check_arms(loaded: datasets.DatasetDict, deck: Path) -> None:
     assert loaded["curated"]["instance_id"] == list(IDS[:2])
     for arm in loaded:
         # each row's task is the task that arm trains and grades on, issue text included
-        assert [Task.model_validate_json(t) for t in loaded[arm]["task"]] == arm_tasks(deck, arm)
+        assert [Task.model_validate_json(t) for t in loaded[arm]["task"]] == arm_tasks(deck, arm, locate=False)
     assert loaded["curated"][1]["problem_statement"] == "Dedupe dependencies."
     assert loaded["curated"][0]["evidence"] == ["p1"] and loaded["raw"][0]["config_hash"] == "c"
 

@@ -60,52 +60,82 @@ def test_a_predictions_file_is_graded_on_both_arms_and_resumes(deck: Path, sampl
     rows = [
         {"instance_id": TASK, "model_patch": task.answer.gold_patch, "model_name_or_path": "gold"},
         {"instance_id": TASK, "model_patch": "", "model_name_or_path": "empty"},
+        {"instance_id": TASK, "model_patch": None, "model_name_or_path": "org/null"},
         {"instance_id": TASK, "model_patch": wrong, "model_name_or_path": "shortcut", "full_output": "ignored"},
-        {"instance_id": "sample__toposort-1", "model_patch": "", "model_name_or_path": "elsewhere"},  # not in this deck
+        {"instance_id": "sample__toposort-1", "model_patch": wrong, "model_name_or_path": "shortcut"},  # not in this deck
     ]
     predictions = tmp_path / "preds.jsonl"
     predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "graded"
     args = ("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", "raw", "--arm", "strengthened",
-            "--workers", "2", "--out", str(out))  # fmt: skip
+            "--workers", "2", "--out", str(out), "--run-id", "r1")  # fmt: skip
     done = swedeck_cli(*args)
     assert done.returncode == 0, done.stderr
-    # the user's table: gold and the shortcut resolve the raw arm, only gold the strengthened one
+    # the user's table: gold and the shortcut resolve the raw arm, only gold the strengthened one; the
+    # empty and the null patch are empty patches, not graded
     lines = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:-1]] for line in done.stdout.splitlines() if line.count("│") > 4}
-    assert lines["raw"][:4] == ["3", "2", "66.7%", "1"] and lines["strengthened"][:4] == ["3", "1", "33.3%", "1"], done.stdout
-    assert "resolved on raw, not on strengthened: 1 of 3 predictions graded on both" in done.stdout
+    assert lines["raw"][:5] == ["2", "2", "100.0%", "2", "1"] and lines["strengthened"][:5] == ["2", "1", "50.0%", "2", "1"], done.stdout
+    assert "resolved on raw, not on strengthened: 1 of 2 predictions graded on both" in done.stdout
+    assert "not in arm raw: 1 instance(s), sample__toposort-1" in done.stdout
 
     results = pq.read_table(out / "results.parquet").to_pylist()
     resolved = {(r["arm"], r["model_name_or_path"]): r["resolved"] for r in results}
-    assert resolved == {("raw", "gold"): True, ("raw", "empty"): False, ("raw", "shortcut"): True,
-                        ("strengthened", "gold"): True, ("strengthened", "empty"): False, ("strengthened", "shortcut"): False}  # fmt: skip
+    assert resolved == {("raw", "gold"): True, ("raw", "shortcut"): True, ("strengthened", "gold"): True, ("strengthened", "shortcut"): False}
     killed = next(r for r in results if r["arm"] == "strengthened" and r["model_name_or_path"] == "shortcut")
     assert killed["differing"] == ["tests/test_formatting.py::test_format_uses_three_minor_units"] and killed["tests"] == "strengthened"
     assert Path(killed["log_path"]).is_relative_to(out / "logs" / "strengthened")
     summary = json.loads((out / "summary.json").read_text())
-    shortcut = Prediction.model_validate(rows[2]).prediction_id()
+    shortcut = Prediction.model_validate(rows[3]).prediction_id()
     assert summary["resolved_only_on"]["raw_not_strengthened"]["prediction_ids"] == [shortcut]
     assert summary["resolved_only_on"]["strengthened_not_raw"]["resolved"] == 0
+
+    # the SWE-bench harness's layout, per arm: a report per model, a folder per instance
+    report = json.loads((out / "strengthened" / "shortcut.r1.json").read_text())
+    assert {k: report[k] for k in ("submitted_instances", "completed_instances", "resolved_instances", "unresolved_ids", "error_ids",
+                                   "not_in_dataset_ids")} == {  # fmt: skip
+        "submitted_instances": 1, "completed_instances": 1, "resolved_instances": 0, "unresolved_ids": [TASK], "error_ids": [],
+        "not_in_dataset_ids": ["sample__toposort-1"]}  # fmt: skip
+    assert json.loads((out / "raw" / "shortcut.r1.json").read_text())["resolved_ids"] == [TASK]
+    for model in ("empty", "org__null"):
+        empty = json.loads((out / "raw" / f"{model}.r1.json").read_text())
+        assert (empty["empty_patch_ids"], empty["completed_instances"], empty["unresolved_ids"]) == ([TASK], 0, []), model
+    instance = out / "strengthened" / "logs" / "run_evaluation" / "r1" / "shortcut" / TASK
+    status = json.loads((instance / "report.json").read_text())[TASK]
+    assert status["resolved"] is False and status["patch_successfully_applied"] is True
+    assert status["tests_status"]["FAIL_TO_PASS"]["failure"] == ["tests/test_formatting.py::test_format_uses_three_minor_units"]
+    assert status["tests_status"]["PASS_TO_PASS"]["failure"] == [] and status["tests_status"]["PASS_TO_PASS"]["success"]
+    assert (instance / "patch.diff").read_text() == wrong and "test_format_uses_three_minor_units" in (instance / "test_output.txt").read_text()
+    null = json.loads((out / "raw" / "logs" / "run_evaluation" / "r1" / "org__null" / TASK / "report.json").read_text())[TASK]
+    assert (null["patch_is_None"], null["patch_exists"], null["resolved"]) == (True, False, False)
 
     # a rerun grades nothing: every grade stands (its file untouched), and the results are the same
     stamps = sorted((p, p.stat().st_mtime_ns) for p in (out / "graded").rglob("grade.parquet"))
     again = swedeck_cli(*args, "--json")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout) == summary
-    assert sorted((p, p.stat().st_mtime_ns) for p in (out / "graded").rglob("grade.parquet")) == stamps and len(stamps) == 6
+    assert sorted((p, p.stat().st_mtime_ns) for p in (out / "graded").rglob("grade.parquet")) == stamps and len(stamps) == 4
 
 
-def test_two_runs_with_one_arm_each_compare_like_one_run(deck: Path, sample_tasks: dict[str, Task], tmp_path: Path) -> None:
+def test_regression_every_requested_arm_gets_a_row_and_earlier_arms_are_not_this_runs(deck: Path, tmp_path: Path) -> None:
+    """``--arm curated`` alone printed an empty table; a folder's earlier strengthened grades showed as
+    this run's, and the requested arm that held none of the predictions had no row."""
     wrong = (SAMPLE / TASK / "probes" / "wrong.patch").read_text()
     predictions = tmp_path / "preds.json"  # a JSON list, as SWE-agent writes
     predictions.write_text(json.dumps([{"instance_id": TASK, "model_patch": wrong, "model_name_or_path": "shortcut"}]))
     out = tmp_path / "graded"
-    for arm in ("raw", "strengthened"):
-        done = swedeck_cli("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", arm, "--out", str(out), "--json")
+    for arms in (["strengthened"], ["raw"]):
+        done = swedeck_cli("grade", "--predictions", str(predictions), "--source", str(deck), *(f"--arm={a}" for a in arms),
+                           "--out", str(out), "--json")  # fmt: skip
         assert done.returncode == 0, done.stderr
-    summary = json.loads(done.stdout)
+        assert list(json.loads(done.stdout)["arms"]) == arms
+    both = swedeck_cli("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", "raw", "--arm", "strengthened",
+                       "--out", str(out), "--json")  # fmt: skip
+    summary = json.loads(both.stdout)  # nothing regraded: both arms' grades stand, and compare
     assert {a: s["resolved"] for a, s in summary["arms"].items()} == {"raw": 1, "strengthened": 0}
     assert summary["resolved_only_on"]["raw_not_strengthened"]["resolved"] == 1
+    subset = swedeck_cli("grade", "--predictions", str(predictions), "--source", str(deck), "--arm", "raw", "--instance-ids", "nosuch",
+                         "--out", str(out))  # fmt: skip
+    assert subset.returncode == 2 and "--instance-ids: nosuch in no requested arm" in subset.stderr, subset.stderr
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PositiveInt, field_validator, model_validator
 
 from harness.records import content_hash
 from training.eviction import EvictionConfig
@@ -24,26 +24,26 @@ class TrainConfig(BaseModel):
         "local engines run on the first",
     )
     dtype: Literal["float32", "bfloat16"] = "float32"  # the engines'; the trainer keeps fp32 masters
-    group_size: int = 16
-    groups_per_update: int = 4
-    updates: int = 60
-    staleness_cap: int = 4  # groups sampled more than this many updates ago are dropped
-    max_inflight_groups: int = 8
-    engines: int = 2
+    group_size: int = Field(16, ge=2)  # GRPO's advantages are relative within a group: one rollout has none
+    groups_per_update: PositiveInt = 4
+    updates: PositiveInt = 60
+    staleness_cap: NonNegativeInt = 4  # groups sampled more than this many updates ago are dropped
+    max_inflight_groups: PositiveInt = 8
+    engines: PositiveInt = 2
     placement: PlacementConfig = PlacementConfig(cap=64)
-    lr: float = 7e-4
-    betas: tuple[float, float] = (0.9, 0.98)
+    lr: PositiveFloat = 7e-4
+    betas: tuple[Annotated[float, Field(ge=0, lt=1)], Annotated[float, Field(ge=0, lt=1)]] = (0.9, 0.98)
     objective: Literal["cispo", "ppo"] = "cispo"
-    max_ratio: float = 2.0  # IcePop: tokens with ω above it get no gradient
-    clip_eps: float = 0.2  # ppo only
-    max_grad_norm: float = 1.0
+    max_ratio: float = Field(2.0, gt=1)  # IcePop: tokens with ω above it get no gradient
+    clip_eps: PositiveFloat = 0.2  # ppo only
+    max_grad_norm: PositiveFloat = 1.0
     normalisation: Normalisation = "batch_tokens"
     std_normalise: bool = False
-    temperature: float = 1.0
-    warmup_steps: int = 150  # format warm-up before RL (toy environment)
+    temperature: PositiveFloat = 1.0
+    warmup_steps: NonNegativeInt = 150  # format warm-up before RL (toy environment)
     eviction: EvictionConfig = EvictionConfig()
-    checkpoint_every: int = 10
-    seed: int = 0
+    checkpoint_every: PositiveInt = 10
+    seed: NonNegativeInt = 0
 
     @field_validator("devices")
     @classmethod

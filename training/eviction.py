@@ -44,7 +44,7 @@ class EvictionConfig(BaseModel):
     hard_after: int | None = Field(default=3, ge=1)
     replay_every: int | None = Field(default=10, ge=1)
     replay_k: int = Field(default=8, ge=1)
-    solved_reward: float = 1.0
+    solved_reward: float = Field(1.0, gt=0, le=1)
 
 
 class EvictionState(BaseModel):

@@ -23,9 +23,9 @@ from training.config import TrainConfig
 class ToyConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tasks: int = 4
+    tasks: int = Field(4, ge=1)
     strict: bool = True  # False: the broken recipe that rewards repaired turns
-    skill: float = 0.3  # how often the warm-up demonstrations answer right
+    skill: float = Field(0.3, ge=0, le=1)  # how often the warm-up demonstrations answer right
 
 
 class SWEConfig(BaseModel):

@@ -161,7 +161,8 @@ class Fleet:
     def take(self, n: int, version: int) -> tuple[list[list[Episode]], int, int]:
         """``n`` groups to train on, and how many were dropped on the way: stale ones, and ones with a
         rollout that infrastructure ended (its reward 0 says nothing about the policy, and the group's
-        advantages are relative to it)."""
+        advantages are relative to it). Fewer than ``n`` only when every task is retired and nothing is
+        left in flight: no group will ever come again."""
         groups, stale, failed = [], 0, 0
         while len(groups) < n:
             if not self.errors.empty():
@@ -169,6 +170,8 @@ class Fleet:
             try:
                 group = self.done.get(timeout=0.2)
             except queue.Empty:
+                if self._exhausted():
+                    break
                 continue
             if any(e.termination == "env_error" for e in group):
                 failed += 1
@@ -177,6 +180,10 @@ class Fleet:
             else:
                 groups.append(group)
         return groups, stale, failed
+
+    def _exhausted(self) -> bool:
+        with self.cond:
+            return self.inflight == 0 and self.done.empty() and not self.evictor.active(self.env.tasks())
 
     def stop(self) -> None:
         with self.cond:
@@ -212,7 +219,8 @@ def train(
     engines: Sequence[Any] | None = None,
     on_update: Callable[[UpdateMetrics], None] = lambda m: None,
 ) -> list[UpdateMetrics]:
-    """Train until ``config.updates``; resume from ``out/checkpoint.pt`` when one is there."""
+    """Train until ``config.updates``, or until every task is retired (nothing is left to learn from);
+    resume from ``out/checkpoint.pt`` when one is there."""
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(config.seed)
     model = build_policy(config, tokenizer.vocab_size)
@@ -234,6 +242,11 @@ def train(
     policy = open_policy(model, config, tokenizer.vocab_size, optimizer_state)
     fleet = None
     history = []
+
+    def save(update: int) -> None:
+        _save(checkpoint, {"update": update, "config_hash": config.hash(), **policy.checkpoint(),
+                           "evictor": evictor.state.model_dump_json()})  # fmt: skip
+
     try:
         if served_elsewhere:  # vLLM servers: bring them to the trainer's weights first
             publish(engines, policy.full_state(), start, out, config.dtype)
@@ -244,6 +257,9 @@ def train(
                 started = time.time()
                 groups, dropped, failed = fleet.take(config.groups_per_update, update)
                 waited = time.time() - started
+                if not groups:  # the pool is retired: the checkpoint says so, and a rerun ends at once
+                    save(update - 1)
+                    break
                 episodes = [e for g in groups for e in g]
                 step = policy.step(collate(episodes, pad_id=0))
                 publish(engines, policy.full_state(), update + 1, out, config.dtype)
@@ -267,10 +283,7 @@ def train(
                 history.append(metrics)
                 on_update(metrics)
                 if (update + 1) % config.checkpoint_every == 0 or update + 1 == config.updates:
-                    _save(checkpoint, {
-                        "update": update, "config_hash": config.hash(), **policy.checkpoint(),
-                        "evictor": evictor.state.model_dump_json(),
-                    })  # fmt: skip
+                    save(update)
     finally:
         if fleet is not None:
             fleet.stop()

@@ -28,7 +28,7 @@ body { font: 14px/1.45 system-ui, sans-serif; color: #222; max-width: 1100px; ma
 h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
 .meta { color: #666; } .chart svg { max-width: 100%; height: auto; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 13px; }
-th, td { border-bottom: 1px solid #eee; padding: 3px 10px; text-align: left; vertical-align: top; }
+th, td { border-bottom: 1px solid #eee; padding: 3px 10px; text-align: left; vertical-align: top; overflow-wrap: break-word; }
 td:has(a.n) { text-align: right; } a.n { color: #1d4f8a; text-decoration: none; } a.n:hover { text-decoration: underline; }
 .none { color: #888; } .sql { margin: 0.6em 0; border: 1px solid #ddd; border-radius: 4px; }
 .sql:target { border-color: #1d4f8a; box-shadow: 0 0 0 2px #c9dbf0; }
@@ -38,7 +38,7 @@ pre { margin: 0; padding: 6px 8px; white-space: pre-wrap; font-size: 12px; user-
 details.task { border: 1px solid #ddd; border-radius: 4px; margin: 0.4em 0; padding: 0 10px; }
 details.task > summary { padding: 5px 0; cursor: pointer; } details.task[open] > summary { font-weight: 600; }
 details.task:target, details.task[open] { border-color: #1d4f8a; }
-h4 { margin: 1em 0 0.3em; } h5 { margin: 0.8em 0 0.2em; } details.task td { overflow-wrap: anywhere; }
+h4 { margin: 1em 0 0.3em; } h5 { margin: 0.8em 0 0.2em; } 
 .probe, .added { border: 1px solid #e3e3e3; border-radius: 4px; margin: 0.6em 0; padding: 4px 8px; }
 .probe .head, .added .head { font-size: 13px; } .probe p, .added p { margin: 0.3em 0; }
 pre.diff { font: 12px/1.35 ui-monospace, monospace; background: #fafafa; user-select: text; }

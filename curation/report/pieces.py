@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ COLOURS = {
     "gold_wrong": "#7a5aa6",
     "unjudgeable": "#9a9a9a",
     "survived": "#d08a2e",
+    "equivalent": "#e8cfa6",
     "rejected": "#b8504b",
     # a task's view: diff lines, a distinguishing input, a test strengthening added
     "diff_add": "#dcf5e1",
@@ -89,11 +91,17 @@ def task_anchor(instance_id: str) -> str:
     return f"task-{file_name(instance_id)}"
 
 
+def breakable(text: str) -> str:
+    """Escaped text that a narrow column wraps after its separators (``/``, ``::``, ``_``, ``.``, ``-``)
+    instead of inside a word: test ids and paths are one long word each."""
+    return re.sub(r"([/_.\-]|::)(?=.)", r"\1<wbr>", html.escape(text))
+
+
 def _text(value: object, tasks: frozenset[str] = frozenset()) -> str:
     """A string, linked to its task's view when it names a task of the run."""
     if value in tasks:
-        return f'<a class="t" href="#{task_anchor(str(value))}">{html.escape(str(value))}</a>'
-    return html.escape(str(value))
+        return f'<a class="t" href="#{task_anchor(str(value))}">{breakable(str(value))}</a>'
+    return breakable(str(value))
 
 
 def _cell(value: object, ref: int, tasks: frozenset[str] = frozenset()) -> str:

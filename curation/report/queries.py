@@ -24,9 +24,10 @@ from verdict_shares group by source order by source"""
 
 VERDICTS = "select instance_id, verdict, judge, len(evidence) as cited_probes from verdicts order by verdict, instance_id"
 
-# who gave the verdicts: a judge model (the scripted test double names itself), or none (executed probes alone)
+# who gave the verdicts: a judge model, the scripted test double, or none (executed probes alone)
 JUDGES = """\
-select judge, case when judge = 'none' then 'none: verdicts from the executed probes alone' else judge_model end as judged_by,
+select judge, case when judge = 'none' then 'none: verdicts from the executed probes alone'
+  when judge = 'scripted' then judge_model || ': the shipped test double, not a model' else judge_model end as judged_by,
   count(*) as tasks from verdicts group by all order by all"""
 
 SURVIVAL_PER_OPERATOR = """\

@@ -57,15 +57,20 @@ def probe_survival(cat: Catalog) -> Section:
         fig = _figure(len(tasks.rows))
         ax = fig.subplots()
         y = range(len(tasks.rows))
-        survived = [s / n if n else 0 for s, n in zip(tasks.column("wrong_survived"), tasks.column("wrong_probes"))]
+        # a survivor no input tells from gold (likely equivalent) is no evidence: it is drawn apart, not as looseness
+        wrong = tasks.column("wrong_probes")
+        confirmed = [c / n if n else 0 for c, n in zip(tasks.column("confirmed"), wrong)]
+        equivalent = [e / n if n else 0 for e, n in zip(tasks.column("likely_equivalent"), wrong)]
         rejected = [r / n if n else 0 for r, n in zip(tasks.column("correct_rejected"), tasks.column("correct_probes"))]
-        ax.barh([i - 0.2 for i in y], survived, height=0.4, color=COLOURS["survived"], label="wrong probes that survived")
+        ax.barh([i - 0.2 for i in y], confirmed, height=0.4, color=COLOURS["survived"], label="wrong probes that survived, confirmed")
+        ax.barh([i - 0.2 for i in y], equivalent, left=confirmed, height=0.4, color=COLOURS["equivalent"],
+                label="survived, likely equivalent (no evidence)")  # fmt: skip
         ax.barh([i + 0.2 for i in y], rejected, height=0.4, color=COLOURS["rejected"], label="correct probes rejected")
         ax.set_yticks(list(y), tasks.column("instance_id"))
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of the task's probes")
-        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, frameon=False, fontsize=8)
+        ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=3, frameon=False, fontsize=8)
         ax.spines[["top", "right"]].set_visible(False)
         chart += _svg(fig)
     body = chart + "<h3>Per operator</h3>" + table(operators) + "<h3>Per task</h3>" + table(tasks, cat.tasks)

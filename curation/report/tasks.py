@@ -6,7 +6,7 @@ import html
 from collections.abc import Sequence
 from pathlib import Path
 
-from curation.report.pieces import Catalog, Section, table, task_anchor
+from curation.report.pieces import Catalog, Section, breakable, table, task_anchor
 from curation.report.queries import PROBE_DETAIL, RUN_LOGS, STRENGTHENING_DETAIL, TASK_DETAIL, TASK_INDEX, VERDICT_DETAIL
 from harness.names import file_name
 
@@ -40,7 +40,7 @@ def _diff(patch: str) -> str:
 
 def _ids(values: Sequence[str], prefix: str = "", limit: int = 50) -> str:
     """Ids as a list, each linked to its anchor on the page when ``prefix`` is given."""
-    shown = [f'<a href="#{prefix}{html.escape(file_name(v))}">{html.escape(v)}</a>' if prefix else f"<code>{html.escape(v)}</code>"
+    shown = [f'<a href="#{prefix}{html.escape(file_name(v))}">{breakable(v)}</a>' if prefix else f"<code>{breakable(v)}</code>"
              for v in values[:limit]]  # fmt: skip
     more = f" and {len(values) - limit} more" if len(values) > limit else ""
     return (", ".join(shown) + more) if shown else '<span class="none">none</span>'
@@ -69,9 +69,14 @@ def _probe(p: dict, label: str) -> str:
     return head + (_input(p["distinguishing"]) if p["distinguishing"] else "") + differing + _diff(p["patch"]) + "</div>"
 
 
+def _confirmed(probes: list[dict]) -> list[dict]:
+    """Wrong probes that survived and that an input tells from gold: the too-loose evidence."""
+    return [p for p in probes if p["kind"] == "plausible_wrong" and p["reward"] == 1 and p["distinguishing"]]
+
+
 def _probes(probes: list[dict]) -> str:
     wrong = [p for p in probes if p["kind"] == "plausible_wrong"]
-    confirmed = [p for p in wrong if p["reward"] == 1 and p["distinguishing"]]
+    confirmed = _confirmed(probes)
     equivalent = [p for p in wrong if p["reward"] == 1 and p["likely_equivalent"]]
     unexamined = [p for p in wrong if p["reward"] == 1 and not p["distinguishing"] and not p["likely_equivalent"]]
     killed = [p for p in wrong if p["reward"] < 1]
@@ -99,7 +104,8 @@ def _verdict(v: dict) -> str:
     answers = (f"Q1 gold fixes the issue: <b>{html.escape(str(v['q1_gold_fixes_issue']))}</b> · Q2 the tests grade it: "
                f"<b>{html.escape(str(v['q2_tests_grade_issue']))}</b> · Q3 the issue states what the tests require: "
                f"<b>{html.escape(str(v['q3_issue_states_requirements']))}</b>")  # fmt: skip
-    judge = "none: the verdict follows from the executed probes alone" if v["judge"] == "none" else v["judge_model"]
+    judge = {"none": "none: the verdict follows from the executed probes alone",
+             "scripted": f"{v['judge_model']}, the shipped test double (not a model)"}.get(v["judge"], v["judge_model"])  # fmt: skip
     return (f'<p>verdict <b>{html.escape(v["verdict"])}</b> by {html.escape(judge)} {_log(v["transcript_path"], "transcript")}</p>'
             f'<p>{answers}</p><p>cited probes: {_ids(v["evidence"], "probe-")}</p>'
             f'<div class="rationale"><b>rationale</b><pre>{html.escape(v["rationale"] or "(none given)")}</pre></div>'
@@ -146,6 +152,11 @@ def _task(t: dict, runs: list[dict], probes: list[dict], verdict: dict | None, s
             body.append(f'<h4>Rewritten issue</h4><pre class="issue">{html.escape(verdict["rewritten_issue"])}</pre>')
     if strengthening:
         body.append(f"<h4>Strengthening</h4>{_strengthening(strengthening)}")
+    elif verdict and verdict["verdict"] != "too_loose" and (confirmed := _confirmed(probes)):
+        body.append(f'<h4>Strengthening</h4><p class="note">not strengthened, although {len(confirmed)} wrong probe(s) survived '
+                    f'with an input that tells them from gold: the verdict is {html.escape(verdict["verdict"])}, and strengthening '
+                    "runs on the tasks the judge calls too loose (adding tests cannot repair a suite that rejects correct "
+                    "alternatives); <code>swedeck strengthen RUN --all</code> strengthens it anyway</p>")  # fmt: skip
     issue = f'<details class="issue"><summary>the issue as the corpus states it</summary><pre class="issue">{html.escape(t["problem_statement"])}</pre></details>'
     return (f'<details class="task" id="{task_anchor(t["instance_id"])}"><summary>{title}</summary>{issue}{"".join(body)}'
             f'<p class="meta">from {refs}</p></details>')

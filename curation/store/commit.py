@@ -20,9 +20,10 @@ def commit_folder(
     dest: Path,
     tables: Iterable[tuple[str, type[BaseModel], Sequence[BaseModel]]],
     files: dict[str, str] | None = None,
+    copies: dict[str, Path] | None = None,
 ) -> None:
-    """Write every table (and plain file) of one item into ``dest`` atomically, replacing an older
-    version of it. A task folder of a run stage (``RUN/<stage>/<folder>``) is also journaled."""
+    """Write every table (and plain file, and copy of a file) of one item into ``dest`` atomically,
+    replacing an older version of it. A task folder of a run stage (``RUN/<stage>/<folder>``) is also journaled."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     arrow = [(name, model, to_arrow(model, records)) for name, model, records in tables]
@@ -31,6 +32,9 @@ def commit_folder(
     for name, text in (files or {}).items():
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         (work / name).write_text(text)
+    for name, source in (copies or {}).items():
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, work / name)
     if dest.exists():
         old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old.", dir=dest.parent))
         os.rename(dest, old / "x")

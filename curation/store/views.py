@@ -76,7 +76,7 @@ def _run_selects(run: Path, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     files = {stage: _task_files(run / stage, d.fresh) for stage, d in deltas.items()}
     for stage, d in deltas.items():
         if d.stale:
-            con.executemany("INSERT INTO _stale_folders VALUES (?, ?, ?)", [(str(run), stage, f) for f in d.stale])
+            con.executemany("INSERT INTO swedeck_internal.stale_folders VALUES (?, ?, ?)", [(str(run), stage, f) for f in d.stale])
     selects = {}
     for view, table in RUN_TABLES.items():
         parts = []
@@ -86,7 +86,7 @@ def _run_selects(run: Path, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
         else:
             if manifest.parts.get(view):
                 stale = deltas[table.stage].stale
-                hidden = (f" WHERE _folder NOT IN (SELECT folder FROM _stale_folders WHERE run = {_lit(str(run))} "
+                hidden = (f" WHERE _folder NOT IN (SELECT folder FROM swedeck_internal.stale_folders WHERE run = {_lit(str(run))} "
                           f"AND stage = {_lit(table.stage)})") if stale else ""  # fmt: skip
                 compacted = _list(run / COMPACTED / p for p in manifest.parts[view])
                 parts.append(f"SELECT * EXCLUDE (_folder) FROM read_parquet({compacted}, union_by_name=true){hidden}")
@@ -101,7 +101,8 @@ def _run_selects(run: Path, con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 def create_run_views(con: duckdb.DuckDBPyConnection, runs: Sequence[Path]) -> None:
     """The catalog of ``runs`` in ``con``: each table of RUN_TABLES as one view over every run, with
     the lineage column ``run``, then the NAMED_VIEWS. A table no run has yet is a typed, empty one."""
-    con.execute("CREATE TABLE _stale_folders (run VARCHAR, stage VARCHAR, folder VARCHAR)")
+    # in a schema of its own: the user's views (SHOW TABLES) are the catalog's, not its bookkeeping
+    con.execute("CREATE SCHEMA swedeck_internal; CREATE TABLE swedeck_internal.stale_folders (run VARCHAR, stage VARCHAR, folder VARCHAR)")
     per_run = [_run_selects(run, con) for run in runs]
     for view, table in RUN_TABLES.items():
         selects = [s[view] for s in per_run if view in s]
@@ -162,15 +163,15 @@ def refresh_catalog(run: Path) -> None:
 
 
 def build_catalog(db_path: Path, views: dict[str, tuple[str, type[BaseModel]]]) -> None:
-    """(Re)create ``db_path`` with one view per name over one Parquet file; a missing file still gets a
-    typed, empty view so queries never fail for want of it. Views name their files relative to the
-    catalog's folder, so the folder (a deck) can be copied or moved: open it with ``connect``."""
-    folder = db_path.resolve().parent
+    """(Re)create ``db_path`` with one table per name, a copy of one Parquet file's rows (a missing
+    file: a typed, empty table, so queries never fail for want of it). Tables, not views over the
+    files: a view's relative file name resolves against the opening process's folder, so the file
+    would open from its own folder only, and an absolute one would break when the folder (a deck) is
+    copied or moved. The Parquet files stay beside it for readers that want them."""
     with _new_database(db_path) as con:
-        con.execute(f"SET file_search_path = {_lit(str(folder))}")  # a session setting: never stored in the file
         for name, (path, model) in views.items():
             if Path(path).exists():
-                con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet({_lit(os.path.relpath(Path(path).resolve(), folder))})")
+                con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet({_lit(str(Path(path).resolve()))})")
             else:
                 _create_empty(con, name, model)
 

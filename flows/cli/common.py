@@ -95,8 +95,57 @@ def _quiet_prefect() -> None:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
-def _progress(total: int, label: str):  # noqa: ANN202
+def _progress(label: str | None = None):  # noqa: ANN202 - a rich Progress or a LineProgress
+    """Progress bars on a terminal; elsewhere (CI logs, nohup) a line per step, since rich would print
+    only the final state. ``label`` replaces each task's description in the bars' first column."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
-                    TimeElapsedColumn(), console=_console())  # fmt: skip
+    console = _console()
+    if not console.is_terminal:
+        return LineProgress(console, label)
+    return Progress(TextColumn(label or "{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[info]}"),
+                    TimeElapsedColumn(), console=console)  # fmt: skip
+
+
+class LineProgress:
+    """The part of rich's Progress the commands use, printing ``label: done/total info (elapsed)`` each
+    time a task's count changes."""
+
+    def __init__(self, console, label: str | None) -> None:  # noqa: ANN001 - a rich Console
+        import time
+
+        self.console, self.label, self.started = console, label, time.monotonic()
+        self.tasks: list[dict] = []
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def start(self) -> None:
+        return None
+
+    def stop(self) -> None:
+        return None
+
+    def add_task(self, description: str, total: int | None = None, completed: int = 0, info: str = "") -> int:
+        self.tasks.append({"description": self.label or description, "total": total, "completed": 0, "info": info})
+        self.update(len(self.tasks) - 1, completed=completed)  # a resumed task says where it starts
+        return len(self.tasks) - 1
+
+    def update(self, task: int, *, completed: int | None = None, advance: int = 0, total: int | None = None,
+               info: str | None = None) -> None:  # fmt: skip
+        import time
+
+        from rich.text import Text
+
+        state = self.tasks[task]
+        before = state["completed"]
+        state["completed"] = (state["completed"] if completed is None else completed) + advance
+        state["total"] = state["total"] if total is None else total
+        state["info"] = state["info"] if info is None else info
+        if state["completed"] != before:
+            of = f"/{state['total']}" if state["total"] is not None else ""
+            line = f"{state['description']}: {state['completed']}{of} {state['info']} ({time.monotonic() - self.started:.0f} s)"
+            self.console.print(Text(" ".join(line.split())), soft_wrap=True, highlight=False)

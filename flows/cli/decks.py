@@ -29,6 +29,8 @@ def deck(
     run_dir: Annotated[Path, typer.Argument(help="a `swedeck curate` run folder")],
     out: Annotated[Path, typer.Option("--out", "-o", help="deck folder")] = Path("decks/sample"),
     deck_id: Annotated[str | None, typer.Option("--id", help="deck id (default: the folder name)")] = None,
+    scripted_verdicts: Annotated[bool, typer.Option("--scripted-verdicts", help="let the scripted judge's verdicts (a test double, "
+                                 "judge = scripted) admit tasks to the curated arm")] = False,  # fmt: skip
     config: ConfigOpt = None,
     overrides: SetOpt = None,
 ) -> None:
@@ -41,11 +43,22 @@ def deck(
     from judge.pipeline2 import verdicts
     from judge.strengthen import records
 
+    import os
+
+    from curation.store import read_records
+    from harness.records import ProbeResult
+    from judge.pipeline2 import result_path
+
     judged = verdicts(run_dir)
     kept, selection = dedupe(run_dir, kept_tasks(run_dir), judged, _config(config, overrides, None).dedup)
     strengthened = records(run_dir)
-    rows = deck_rows(kept, judged, deck_id=deck_id or out.name, source_run=str(run_dir), strengthened=strengthened, selection=selection)
-    write_deck(out, rows, [verified_task(task, p1) for task, p1 in kept], strengthened, selection.dropped if selection else ())
+    out.mkdir(parents=True, exist_ok=True)
+    source_run = os.path.relpath(run_dir.resolve(), out.resolve())  # the deck moves with its run, or names it by a relative path
+    rows = deck_rows(kept, judged, deck_id=deck_id or out.name, source_run=source_run, strengthened=strengthened, selection=selection,
+                     scripted_verdicts=scripted_verdicts)  # fmt: skip
+    tables = [result_path(run_dir, t.instance_id) / "probes.parquet" for t, _ in kept]
+    probes = [p for path in tables if path.exists() for p in read_records(path, ProbeResult)]
+    write_deck(out, rows, [verified_task(task, p1) for task, p1 in kept], strengthened, selection.dropped if selection else (), probes)
     counts = {arm: sum(r.arm == arm for r in rows) for arm in sorted({r.arm for r in rows})}
     repaired = sum(r.arm == "strengthened" and r.tests == "strengthened" for r in rows)
     _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items())
@@ -117,7 +130,7 @@ def arms(
     _preflight(cfg)
     from flows.training import arms_flow
 
-    with _progress(cfg.train.updates, "arms") as bar:
+    with _progress("arms") as bar:
         job = bar.add_task("arms", total=cfg.train.updates, info="")
         results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm, held_out=held_out,
                             on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
@@ -147,13 +160,18 @@ def query(
     from curation.decks import DECK_FILE
     from curation.store import connect, open_catalog
 
+    if as_json and as_csv:
+        _user_error(ValueError("--json and --csv: choose one output format"))
     paths = db or [Path("runs/curate/catalog.duckdb")]
     for path in paths:
         if not (path.is_file() or (path / "p1").is_dir() or (path / "load_errors").is_dir() or (path / DECK_FILE).exists()):
             _console().print(f"[red]no catalog, run or deck at {path}[/]; run `swedeck curate` or pass --db")
             raise typer.Exit(2)
+    deck_catalog = paths[0] / "catalog.duckdb"
     if len(paths) == 1 and paths[0].is_file():
-        con = connect(paths[0])  # a deck's catalog names its files relative to its folder
+        con = connect(paths[0])
+    elif len(paths) == 1 and (paths[0] / DECK_FILE).exists() and deck_catalog.exists():
+        con = connect(deck_catalog)  # a deck alone: its catalog, every table included (dropped, probes)
     else:  # several runs (and decks) in one in-memory catalog, without copying them
         folders = [p.parent if p.is_file() else p for p in paths]
         decks = [f / DECK_FILE for f in folders if (f / DECK_FILE).exists()]
@@ -172,7 +190,7 @@ def query(
 
         writer = csv.writer(sys.stdout)
         writer.writerow(columns)
-        writer.writerows(rows)
+        writer.writerows([[json.dumps(v, default=str) if isinstance(v, list | dict) else v for v in r] for r in rows])
     else:
         from rich.table import Table
 

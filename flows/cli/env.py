@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.common import BackendOpt, ConfigOpt, SetOpt, _config, _console, _print_errors, _sources
+from flows.cli.common import BackendOpt, ConfigOpt, SetOpt, _config, _console, _print_errors, _progress, _sources
 
 
 env_app = typer.Typer(help="Build environments ahead of time.", no_args_is_help=True)
@@ -42,8 +42,6 @@ def env_build(
     overrides: SetOpt = None,
 ) -> None:
     """Materialise every task's environment and sealed tree now (cached by content hash)."""
-    from rich.progress import Progress
-
     from curation.sources import load_sources
     from harness.sandboxes.backends import get_backend
     from harness.sandboxes.sandbox import EnvError
@@ -53,13 +51,13 @@ def env_build(
     _print_errors(result.errors)
     sandbox_backend = get_backend(cfg.sandbox)
     failed = 0
-    with Progress(console=_console()) as progress:
-        job = progress.add_task("building environments", total=len(result.tasks))
+    with _progress() as progress:
+        job = progress.add_task("building environments", total=len(result.tasks), info="")
         for task in result.tasks:
             try:
                 sandbox_backend.prepare(task)
             except EnvError as err:
                 failed += 1
                 progress.console.print(f"[red]env error[/] {task.instance_id}: {err}")
-            progress.advance(job)
+            progress.update(job, advance=1)
     _console().print(f"{len(result.tasks) - failed} ready, {failed} failed")

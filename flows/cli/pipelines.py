@@ -10,7 +10,7 @@ import typer
 
 from flows.cli.common import (
     BackendOpt, ConfigOpt, EvalOpt, JsonOpt, RepoCacheOpt, RunnerOpt, SetOpt, SourceOpt, _config, _console, _find,
-    _quiet_prefect, _sources, _stdout, _with_evals,
+    _progress, _quiet_prefect, _sources, _stdout, _with_evals,
 )
 from flows.cli.decks import _dedup_line
 
@@ -20,11 +20,11 @@ app = typer.Typer()  # added to swedeck's app without a name: its commands are t
 def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: list[Path] | None = None,
                    judge: bool | None = None, strengthen_all: bool = False, as_json: bool = False) -> None:  # fmt: skip
     """Run the stages in a supervised worker process (``flows.supervise``), drawing progress from the
-    results landing on disk and printing each stage's summary as it ends. Ctrl-C or SIGTERM stops the
-    run cleanly (exit 130 / 143); a rerun of the same command resumes it."""
+    results landing on disk and printing each stage's summary as it ends (its ``seconds``: the wall
+    time it took). Ctrl-C or SIGTERM stops the run cleanly (exit 130 / 143); a rerun of the same
+    command resumes it."""
     import os
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+    import time
 
     from curation.sources import check_local
     from flows.supervise import Interrupted, Job, WorkerFailed, done, supervise
@@ -45,13 +45,13 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
     printers = {"pipeline1": _print_summary, "pipeline2": _print_p2, "strengthen": _print_strengthen}
     totals: dict[str, int | None] = dict.fromkeys(stages)
     remaining = list(stages)
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    progress = Progress(*columns, console=_console())
-    bars: dict[str, TaskID] = {}
+    progress = _progress()
+    bars: dict[str, int] = {}
 
     def finished() -> int:
         return done(out / folders[remaining[0]][0], folders[remaining[0]][1])
 
+    stage_started = time.monotonic()
     try:
         with progress:
             for event in supervise(job, settings):
@@ -60,6 +60,9 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
                         progress.console.print(f"swept what an earlier run left: {event['started']}")
                     totals = _totals(stages, sources, out)
                 if "summary" in event:
+                    # wall time, as the user waited: the worker's and Prefect's start included
+                    event["summary"]["seconds"] = round(time.monotonic() - stage_started, 1)
+                    stage_started = time.monotonic()
                     progress.stop()
                     printers[event["stage"]](event["summary"], as_json)
                     remaining.pop(0)
@@ -69,7 +72,7 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
                 if remaining:
                     stage = remaining[0]
                     if stage not in bars:
-                        bars[stage] = progress.add_task(labels[stage], total=totals[stage])
+                        bars[stage] = progress.add_task(labels[stage], total=totals[stage], info="")
                     progress.update(bars[stage], completed=finished(), total=totals[stage])  # type: ignore[arg-type]
     except RunConflict as err:
         _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
@@ -112,12 +115,15 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     table.add_row("[green]kept[/]", str(summary["kept"]))
     for reason, n in summary["rejected"].items():
         table.add_row(f"rejected: {reason}", str(n))
-    table.add_row("flaky tests", str(summary["flaky_tests"]))
+    table.add_row(f"with flaky tests ({summary['flaky_tests']} tests)", str(summary["flaky_tasks"]))
     table.add_row("unloadable rows", str(summary["load_errors"]))
     console = Console()
     console.print(table)
-    if summary.get("reused"):
+    if summary["reused"] == summary["tasks"]:
         console.print(f"every task already had its result for this content and config: reused all {summary['reused']}")
+    elif summary["reused"]:
+        console.print(f"resumed: {summary['reused']} of {summary['tasks']} tasks already had their results (reused), "
+                      f"{summary['tasks'] - summary['reused']} ran now")  # fmt: skip
     if "dedup" in summary:
         console.print(_dedup_line(summary["dedup"]))
     console.print(f"catalog: {summary['catalog']}  (try: swedeck query \"select * from p1_results\" --db {summary['catalog']})")

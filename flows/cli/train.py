@@ -44,19 +44,48 @@ def train(
     if ctx.invoked_subcommand is not None:
         return
     from flows.config import load_model
-    from training.metrics import updates_done
     from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
     _preflight(cfg)
-    from flows.training import train_flow
+    summary = _supervised_train(cfg, out)
+    if summary["retired_at"] is not None:
+        _console().print(f"every task was retired after {summary['retired_at']} of {cfg.train.updates} updates: nothing was left to learn "
+                         "from, so the run ended there (eviction: train.eviction)", highlight=False, soft_wrap=True)  # fmt: skip
+    _console().print(f"metrics in {summary['metrics']} · plot {summary['plot']} · checkpoint {summary['checkpoint']}", highlight=False, soft_wrap=True)
 
-    with _progress(cfg.train.updates, f"training ({cfg.env})") as bar:
-        done = min(updates_done(out / "metrics"), cfg.train.updates)  # a resumed run starts where it stopped
-        job = bar.add_task("train", total=cfg.train.updates, completed=done, info="resumed" if done else "")
-        summary = train_flow(cfg.model_dump(mode="json"), str(out), on_update=lambda m: bar.update(job, completed=m.update + 1,
-            info=f"reward {m.reward:.2f} · lag {m.policy_lag_mean:.1f} · kl {m.mismatch_kl:.1e}"))  # fmt: skip
-    _console().print(f"metrics in {summary['metrics']} · plot {summary['plot']} · checkpoint {summary['checkpoint']}")
+
+def _supervised_train(cfg, out: Path) -> dict:  # noqa: ANN001 - a RunConfig
+    """Train in a supervised worker (``flows.supervise``), as the pipelines run: SIGINT or SIGTERM stops
+    it at once (the temporary Prefect API included) with one line, exit 130 / 143; a rerun resumes from
+    the last checkpoint."""
+    from flows.supervise import Interrupted, Job, WorkerFailed, supervise
+    from harness.config import Settings
+    from harness.sandboxes.leftovers import RunConflict
+    from training.metrics import updates_done
+
+    job = Job(stages=["train"], out=str(out), config=cfg.model_dump(mode="json"))
+    summary = None
+    try:
+        with _progress(f"training ({cfg.env})") as bar:
+            done = min(updates_done(out / "metrics"), cfg.train.updates)  # a resumed run starts where it stopped
+            task = bar.add_task("train", total=cfg.train.updates, completed=done, info="resumed" if done else "")
+            for event in supervise(job, Settings.from_env()):
+                if "update" in event:
+                    m = event["update"]
+                    bar.update(task, completed=m["update"] + 1,
+                               info=f"reward {m['reward']:.2f} · lag {m['policy_lag_mean']:.1f} · kl {m['mismatch_kl']:.1e}")  # fmt: skip
+                summary = event.get("summary", summary)
+    except RunConflict as err:
+        _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
+        raise typer.Exit(2) from None
+    except Interrupted as stop:
+        _console().print(f"interrupted after {updates_done(out / 'metrics')} of {cfg.train.updates} updates; rerun the same "
+                         "command to resume from the last checkpoint", highlight=False, soft_wrap=True)  # fmt: skip
+        raise typer.Exit(128 + stop.signum) from None
+    except WorkerFailed as err:  # the worker printed why
+        raise typer.Exit(err.returncode) from None
+    return summary
 
 
 @train_app.command("overfit")
@@ -73,7 +102,7 @@ def train_overfit(
     from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
-    with _progress(cfg.train.updates * len(RECIPES), "overfit") as bar:
+    with _progress("overfit") as bar:
         job = bar.add_task("overfit", total=cfg.train.updates * len(RECIPES), info="")
         results = run_overfit(cfg.train, out, n_tasks=cfg.toy.tasks, skill=cfg.toy.skill,
                               on_update=lambda r, m: bar.update(job, advance=1, info=f"{r}: success {m.success_rate:.2f}"))  # fmt: skip

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, NonNegativeFloat, PositiveFloat, PositiveInt
 
 from harness.agent.engine import Engine, EngineError, assistant_prefix, message, tool_response
 from harness.records import (
@@ -37,12 +37,12 @@ Grader = Callable[[Task, str], float]
 class AgentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    max_turns: int = 100
-    max_tokens: int = 131_072  # the whole trajectory: prompt, sampled turns and tool outputs
-    max_turn_tokens: int = 8192  # one sampled turn
-    command_timeout_s: float = 120.0
-    output_chars: int = 10_000  # tool output shown to the model, head and tail; the record keeps it all
-    temperature: float = 1.0
+    max_turns: PositiveInt = 100
+    max_tokens: PositiveInt = 131_072  # the whole trajectory: prompt, sampled turns and tool outputs
+    max_turn_tokens: PositiveInt = 8192  # one sampled turn
+    command_timeout_s: PositiveFloat = 120.0
+    output_chars: PositiveInt = 10_000  # tool output shown to the model, head and tail; the record keeps it all
+    temperature: NonNegativeFloat = 1.0
     thinking: bool = True
 
 

@@ -1,0 +1,88 @@
+"""Traps a new user hit, each run as the user runs it: mistakes are one line with exit 2 before anything
+runs, a patch that does not apply says why, test ids keep their brackets, times are wall time, the
+Pipeline 1 table counts what its header says and a resumed run says so."""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from conftest import swedeck_cli
+
+from data import SAMPLE
+from harness.grading.diffs import file_diff
+
+TASK = "sample__moneyfmt-1"
+MISTAKES = {
+    "negative runs": (["p1", str(SAMPLE), "--set", "pipeline1.runs=-1"], "pipeline1.runs (--set pipeline1.runs=-1): Input should be greater than 0"),
+    "no such patch file": (["grade", TASK, "--patch", "nosuch.patch"], "--patch nosuch.patch: no such file"),
+    "unknown backend": (["grade", TASK, "--backend", "podman"], "sandbox.backend: Input should be 'bwrap' or 'docker', got 'podman'"),
+    "json and csv": (["query", "select 1", "--json", "--csv"], "--json and --csv: choose one output format"),
+    "group of one": (["train", "--set", "train.group_size=1"], "train.group_size (--set train.group_size=1): Input should be greater than or equal to 2"),
+    "similarity above 1": (["p1", str(SAMPLE), "--set", "dedup.merge_similarity=2"], "dedup.merge_similarity"),
+}
+
+
+@pytest.mark.parametrize("name", MISTAKES)
+def test_regression_a_mistake_is_one_line_with_exit_2_within_5_s(name: str, tmp_path: Path) -> None:
+    """``--set pipeline1.runs=-1`` rejected every task as a real rejection; a missing patch file and an
+    unknown backend printed tracebacks (rc 1)."""
+    args, message = MISTAKES[name]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = swedeck_cli(*args, "--out", str(tmp_path / "o")) if args[0] in ("p1", "train") else swedeck_cli(*args)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # CPU time, not wall time: on a shared machine the wait for a core is the machine's, not the command's
+    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 5
+    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not (tmp_path / "o").exists()  # nothing ran
+
+
+def test_regression_a_patch_that_does_not_apply_says_why(tmp_path: Path) -> None:
+    """It printed 25 lines of "expected PASSED, got None" and "log " with an empty path."""
+    junk = tmp_path / "junk.patch"
+    junk.write_text("this is not\na diff\n")
+    done = swedeck_cli("grade", TASK, "--patch", str(junk))
+    assert done.returncode == 0, done.stderr
+    assert "reward 0 (patch_apply_failed)" in done.stdout and "Only garbage was found in the patch input" in done.stdout
+    assert "expected PASSED" not in done.stdout and "log \n" not in done.stdout
+
+
+def test_regression_test_ids_keep_their_bracketed_parameters(tmp_path: Path) -> None:
+    """``[en-€1,234,567.50]`` was eaten as rich markup."""
+    module = SAMPLE / TASK / "repo" / "moneyfmt" / "formatting.py"
+    text = module.read_text()
+    broken = tmp_path / "broken.patch"
+    broken.write_text(file_diff("moneyfmt/formatting.py", text, text + "\n\ndef format_money(*args, **kwargs):\n    return ''\n"))
+    done = swedeck_cli("grade", TASK, "--patch", str(broken))
+    assert done.returncode == 0, done.stderr
+    assert "tests/test_formatting.py::test_format_styles[en-\\u20ac1,234,567.50]: expected PASSED, got FAILED" in done.stdout, done.stdout  # pytest escapes €
+
+
+@pytest.mark.prefect
+def test_regression_p1_reports_wall_time_counts_flaky_tasks_and_says_it_resumed(tmp_path: Path) -> None:
+    """``p1 --json`` said 5.2 s for 21 s of wall time; "flaky tests 12" counted tests in a column of
+    tasks; a resumed run never said it resumed. And the catalog's bookkeeping table was among the views."""
+    src = tmp_path / "src"
+    for name in ("sample__cronexpr-1", "sample__toposort-1"):
+        shutil.copytree(SAMPLE / name, src / name)
+    out = tmp_path / "run"
+    started = time.monotonic()
+    first = swedeck_cli("p1", str(src), "--out", str(out), "--json", "--set", "pipeline1.runs=1")
+    wall = time.monotonic() - started
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    assert 0.7 * wall <= summary["seconds"] <= wall and summary["reused"] == 0
+    assert summary["flaky_tasks"] <= summary["tasks"]
+    shutil.rmtree(out / "p1" / "sample__toposort-1")
+    again = swedeck_cli("p1", str(src), "--out", str(out), "--set", "pipeline1.runs=1")
+    assert again.returncode == 0, again.stderr
+    assert "resumed: 1 of 2 tasks already had their results (reused), 1 ran now" in again.stdout
+    assert f"with flaky tests ({summary['flaky_tests']} tests)" in again.stdout
+    tables = swedeck_cli("query", "show tables", "--db", str(out / "catalog.duckdb"), "--csv")
+    assert tables.returncode == 0 and "p1_results" in tables.stdout and "stale" not in tables.stdout, tables.stdout
+    lists = swedeck_cli("query", "select ['a', 'b[1]'] as l", "--db", str(out), "--csv")
+    assert lists.stdout.splitlines() == ["l", '"[""a"", ""b[1]""]"'], lists.stdout
