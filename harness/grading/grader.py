@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
-from harness.grading import canaries, tamper
+from harness.grading import canaries, guard as runtime_guard, tamper
 from harness.grading.capabilities import describe, violations
 from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
@@ -198,6 +198,7 @@ def _run_in(
         if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
             return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
         run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
+        runtime_guard.write_jobs(sandbox, token, envs, before, after, hidden)
         clock.mark("audit")
         todo = plan(before, after, task, facts, hidden)
         run.neutralized = todo.neutralized
@@ -267,6 +268,7 @@ def _commands_env(
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
             env["PYTEST_ADDOPTS"] += "".join(f" -p {name}" for name in facts.plugins)
+            runtime_guard.arm(sandbox, env, token, i, ours=instrument or observe is not None or coverage is not None)
             if maxfail is not None:
                 env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail + must_fail}"
         if plugins:
@@ -316,6 +318,7 @@ def _test(
                 what = f"timed out after {result.duration_s:.0f} s" if result.timed_out else f"printed over {len(output)} bytes"
                 run.detail = f"command {i} `{command}` {what}; its output ends:\n{tail(output)}"
                 break
+            runtime_guard.judge(run, sandbox, env, junit, outcomes, result.exit_code, i)  # its finding decides the outcome
             with budget.step(f"command {i}'s output and reports"):
                 try:
                     report, raised = read_junit(sandbox, junit), read_raised(sandbox, outcomes)
