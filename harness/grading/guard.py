@@ -88,9 +88,10 @@ def _mac(key: str, message: str) -> str:
 
 def findings(log: bytes, key: str, reports: Iterable[bytes], exit_code: int | None, ran: bool) -> list[str]:
     """What the guard's ``log`` says of one command: its own findings, else a missing, forged or
-    stale seal where the session ``ran`` (wrote its JUnit report), and its exit where it left no
-    line. ``reports``: the bytes of the sealed reports as the host read them."""
-    found, seals = [], []
+    stale seal where the guard loaded or the session ``ran`` (wrote its JUnit report), its exit
+    where it left no line, a log without the guard's first line. ``reports``: the bytes of the sealed
+    reports as the host read them."""
+    found, seals, loaded = [], [], False
     for line in log.decode(errors="replace").splitlines():
         word, _, rest = line.partition(" ")
         if word == "TAMPER":
@@ -98,6 +99,8 @@ def findings(log: bytes, key: str, reports: Iterable[bytes], exit_code: int | No
                 found.append(bytes.fromhex(rest).decode(errors="replace"))
             except ValueError:
                 found.append("the guard's log holds a line it did not write")
+        elif word == "LOADED":
+            loaded = True
         elif word == "SEAL":
             seals.append(rest.split())
         elif word == "UNGUARDED" and hmac.compare_digest(rest, _mac(key, "unguarded")):
@@ -112,8 +115,10 @@ def findings(log: bytes, key: str, reports: Iterable[bytes], exit_code: int | No
         return ["the guard's log holds a seal it did not write"]
     if exit_code == EXIT:
         return ["the run-time guard ended the tests (its record was cut)"]
-    if ran and not valid:
-        return ["the tests' session ended without the run-time guard's seal"]
+    if (ran or loaded) and not valid:
+        return ["the tests' session ended without the run-time guard's seal (it exited early, or the guard was cut off)"]
+    if not loaded:
+        return ["the run-time guard's log was cut (it never says the guard loaded)"]
     if valid and valid[-1][1:] != digests:
         return ["the reports are not the ones the run-time guard sealed (written after the session, or by another process)"]
     return []
