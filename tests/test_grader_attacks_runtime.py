@@ -204,7 +204,8 @@ PAYLOAD = "import _pytest.debugging\n" + SWALLOW + "\n_register(_pytest.debuggin
 EVIDENCE = {
     # a wrapper of the runner's own functions is on the stack when pytest reads a test's source for
     # its report: the guard may end it there, before the check after the test
-    "class": ("was replaced", "a hidden test file"), "module": ("was replaced", "a hidden test file"), "plugin": ("plugin of the changed files", "hook implementation"),
+    "class": ("was replaced", "a hidden test file", "guard's events"), "module": ("was replaced", "a hidden test file", "guard's events"),
+    "plugin": ("plugin of the changed files", "hook implementation"),
     "frames": ("frames", "reads a frame"), "gc": "gc.get_", "trace": ("sys.settrace", "sys.setprofile", "trace or profile"),
     "txt": "compiles code",
 }  # fmt: skip
@@ -290,7 +291,7 @@ ACTS = {
     "guard-audit-replaced": ("import sys\nsys.audit = lambda *a: None\n", "seal"),
     "guard-exit-early": ("import atexit, os\natexit.register(lambda: None)\nos._exit(0)\n", "seal"),
     "guard-fds-closed": ("import os\nos.closerange(3, 256)\n", "seal"),
-    "guard-own-event": ("import sys\nsys.audit('swedeck.guard', 'seal')\n", "guard's own events"),
+    "guard-own-event": ("import sys\nsys.audit('swedeck.guard', 'seal')\n", "guard's events"),
     "guard-unloaded": ("import sys\nsys.modules.pop('swedeck_guard', None)\nimport _pytest.debugging\n_pytest.debugging.pytestPDB._pluginmanager.unregister(name='swedeck_guard')\n", "seal"),
 }
 

@@ -61,12 +61,12 @@ def _install(job, key, ours):
     import _hashlib
     import _thread
     import posix
-    import threading
     import types
 
     import _pytest
     import pluggy
     import pytest
+    import swedeck_guard_state
 
     fd = posix.open(job["log"], posix.O_WRONLY | posix.O_APPEND)
     if not hasattr(sys, "addaudithook"):  # Python < 3.8: nothing to install; the host records it
@@ -74,22 +74,14 @@ def _install(job, key, ours):
         return
     # everything the hook calls is bound here, standard names included: a module or builtin attribute
     # the tree replaces later never reaches it, and none of it runs Python code of a module
-    _getframe, _ident, _write, _exit, _readlink, _getcwd, _listdir, _open, _read, _close = (
-        sys._getframe, _thread.get_ident, posix.write, posix._exit, posix.readlink, posix.getcwd, posix.listdir,
-        posix.open, posix.read, posix.close,
+    _getframe, _ident, _write, _exit, _readlink, _getcwd = (
+        sys._getframe, _thread.get_ident, posix.write, posix._exit, posix.readlink, posix.getcwd
     )  # fmt: skip
-    _gettrace, _getprofile, _mac, _sha = sys.gettrace, sys.getprofile, _hashlib.hmac_digest, _hashlib.openssl_sha256
-    _type, _str, _bytes, _int, _len, _list, _any, _orepr, _id = type, str, bytes, int, len, list, any, object.__repr__, id
-    _issubclass, _frozenset, _OSError, _Exception, _RDONLY = issubclass, frozenset, OSError, Exception, posix.O_RDONLY
-    _Function, _Module, _Builtin, _Method = types.FunctionType, types.ModuleType, types.BuiltinFunctionType, types.MethodType
-    _partial = __import__("functools").partial
+    _mac, _sha = _hashlib.hmac_digest, _hashlib.openssl_sha256
+    _type, _str, _bytes, _int, _len, _any, _orepr, _id = type, str, bytes, int, len, any, object.__repr__, id
+    _issubclass, _frozenset, _OSError, _Module = issubclass, frozenset, OSError, types.ModuleType
     _module_dict = _Module.__dict__["__dict__"].__get__
-    _type_dict = type.__dict__["__dict__"].__get__
-    _type_module = type.__dict__["__module__"].__get__
-    _func_module = _Function.__dict__["__module__"].__get__
-    _func_code = _Function.__dict__["__code__"].__get__
-    _get_plugins, _get_hookimpls = pluggy.PluginManager.get_plugins, pluggy.HookCaller.get_hookimpls
-    _modules, _sysdict, _audit, _threading = sys.modules, _module_dict(sys), sys.audit, _module_dict(threading)
+    _modules = sys.modules
 
     def norm(path):
         out = []
@@ -114,8 +106,6 @@ def _install(job, key, ours):
     kinds = {}  # co_filename -> "infra" | "candidate" | "other" | "pseudo"
     busy = set()  # threads inside the hook: the hook's own events are not judged
     state = {"manager": None, "sealed": False, "plugins": 0}
-    at_start = _frozenset(_listdir("/proc"))
-    me = _str(posix.getpid())
 
     # ------------------------------------------------------------------ attribution
 
@@ -183,18 +173,21 @@ def _install(job, key, ours):
     # the standard library's own users of a caller's frame, which hand no frame back
     frame_users = {"collections": (), "typing": (), "enum": (), "dataclasses": (), "warnings": (), "abc": (),
                    "logging": ("currentframe", "<lambda>")}  # fmt: skip
-    message_modules = ("/logging/__init__.py", "/warnings.py", "/linecache.py")
+    message_modules = ("/logging/__init__.py", "/warnings.py")  # a warning's or a log record's source line
     spawns = _frozenset({"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn"})
     frame_events = _frozenset({"sys._getframe", "sys._current_frames", "sys._current_exceptions"})
     frame_attrs = _frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
     anyway = _frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
                          "sys.addaudithook"}) | spawns  # fmt: skip
     direct_only = _frozenset({"code.__new__", "marshal.loads", "marshal.load"})
+    native = _frozenset({"ctypes.dlopen", "ctypes.dlsym", "ctypes.dlsym/handle", "ctypes.cdata", "ctypes.cdata/buffer",
+                         "ctypes.call_function", "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at",
+                         "ctypes.PyObj_FromPtr", "ctypes.create_string_buffer", "ctypes.create_unicode_buffer"})  # fmt: skip
     path_events = {"open": (0,), "os.listdir": (0,), "os.scandir": (0,), "glob.glob": (0,), "os.remove": (0,),
                    "os.rename": (0, 1), "os.truncate": (0,), "os.chmod": (0,), "os.link": (0, 1), "os.symlink": (0, 1),
                    "os.utime": (0,), "shutil.copyfile": (0, 1), "shutil.copytree": (0, 1), "shutil.move": (0, 1)}  # fmt: skip
     proc_parts = _frozenset({"environ", "mem", "fd", "fdinfo", "map_files", "maps", "root", "cwd", "exe"})
-    watched = frame_events | anyway | direct_only | _frozenset(path_events) | {
+    watched = frame_events | anyway | direct_only | native | _frozenset(path_events) | {
         "object.__getattr__", "object.__setattr__", "object.__delattr__", "compile", "swedeck.guard"}  # fmt: skip
 
     def resolve(path):
@@ -259,7 +252,7 @@ def _install(job, key, ours):
             return
         name = boundary.f_globals.get("__name__", "") if boundary is not None else ""
         direct = first is changed_frame
-        if event in anyway or event.startswith("ctypes.") or (direct and event in direct_only):
+        if event in anyway or event in native or (direct and event in direct_only):
             tampered(event, changed_frame)
         elif event in frame_events:
             allowed = frame_users.get(name.partition(".")[0])
@@ -283,131 +276,7 @@ def _install(job, key, ours):
                     if what is not None and not (shown and what == "a hidden test file"):
                         tampered("%s of %s (%s)" % (event, what, path), changed_frame)
 
-    # ------------------------------------------------------------------ state no event covers
-
-    missing = object()
-
-    def members(mod):
-        out = {}
-        for name, value in _list(_module_dict(mod).items()):
-            if _type(value) in (_Function, _Builtin) or _issubclass(_type(value), type):
-                out[name] = value
-                if _issubclass(_type(value), type):
-                    for attr, member in _list(_type_dict(value).items()):
-                        out[(name, attr)] = member
-        return out
-
-    def snapshot(prefixes):
-        return {name: (mod, members(mod)) for name, mod in _list(_modules.items())
-                if _issubclass(_type(mod), _Module) and (prefixes is None or name.startswith(prefixes))}  # fmt: skip
-
-    def from_changed(value):
-        if _type(value) is _partial:
-            value = value.func
-        if _type(value) is _Method:
-            value = value.__func__
-        if _type(value) is _Function:
-            return kind(_func_code(value).co_filename) == "candidate"
-        if _issubclass(_type(value), _Module):
-            filename = _module_dict(value).get("__file__")
-            return _type(filename) is _str and kind(filename) == "candidate"
-        if _issubclass(_type(value), type):
-            return module_kind(_type_module(value)) == "candidate"
-        return module_kind(_type_module(_type(value))) == "candidate"
-
-    def replaced(taken, strict):
-        """The first function, class or class attribute of ``taken`` that is no longer what it was:
-        any change in the test framework's own modules (``strict``), one of the changed files' in
-        the rest (the tests' and the framework's own replacements are put back or are theirs)."""
-        for name, (mod, was) in _list(taken.items()):
-            names = _module_dict(mod)
-            for attr, value in _list(was.items()):
-                if _type(attr) is _str:
-                    new, label = names.get(attr, missing), attr
-                else:
-                    new, label = _type_dict(was[attr[0]]).get(attr[1], missing), "%s.%s" % attr
-                if new is not value and (strict or new is missing or from_changed(new)):
-                    code = _func_code(new) if _type(new) is _Function else None
-                    origin = " by %s:%d" % (relative(code.co_filename), code.co_firstlineno) if code is not None else ""
-                    return "%s.%s was %s%s" % (name, label, "deleted" if new is missing else "replaced", origin)
-        return None
-
-    def foreign_hooks(thorough):
-        manager = state["manager"]
-        if manager is None:
-            return None
-        plugins = _get_plugins(manager)
-        if not thorough and _len(plugins) == state["plugins"]:
-            return None
-        state["plugins"] = _len(plugins)
-        for plugin in plugins:
-            if from_changed(plugin):
-                return "a plugin of the changed files is registered: %s" % _orepr(plugin)
-        for caller in _list(manager.hook.__dict__.values()):
-            if _type(caller) is pluggy.HookCaller:
-                for impl in _get_hookimpls(caller):
-                    if from_changed(impl.function):
-                        return "a hook implementation of the changed files: %s" % _orepr(impl.function)
-        return None
-
-    def tracers():
-        for value in (_gettrace(), _getprofile(), _threading.get("_trace_hook"), _threading.get("_profile_hook")):
-            if value is not None and from_changed(value):
-                return "a trace or profile function of the changed files is installed"
-        if _sysdict.get("audit") is not _audit:
-            return "sys.audit was replaced"
-        return None
-
-    def slurp(path):
-        fd_ = _open(path, _RDONLY)
-        try:
-            chunks = []
-            while True:
-                chunk = _read(fd_, 1 << 20)
-                if not chunk:
-                    return b"".join(chunks)
-                chunks.append(chunk)
-        finally:
-            _close(fd_)
-
-    def stat_of(pid):
-        """(state, parent, session, start time) of a process, from /proc."""
-        fields = slurp("/proc/%s/stat" % pid).rpartition(b")")[2].split()
-        return fields[0], fields[1].decode(), fields[3], _int(fields[19])
-
-    mine = stat_of(me)
-
-    def survivors():
-        """Processes started during the run and still alive, not zombies: this process's
-        descendants, its session's, and orphans the namespace's init adopted since it started."""
-        seen = {}
-        for pid in _frozenset(_listdir("/proc")) - at_start - {me}:
-            if pid.isdigit():
-                try:
-                    seen[pid] = stat_of(pid)
-                except _OSError:
-                    continue  # ended meanwhile
-        left = []
-        for pid, (status, parent, session, started) in _list(seen.items()):
-            if status in (b"Z", b"X"):
-                continue
-            ours, up = session == mine[2] or parent == "1" and started >= mine[3], parent
-            while not ours and up in seen:
-                ours, up = up == me, seen[up][1]
-            if ours or up == me:
-                try:
-                    cmdline = slurp("/proc/%s/cmdline" % pid).replace(b"\0", b" ").decode(errors="replace").strip()
-                except _OSError:
-                    continue
-                left.append("%s (%s)" % (pid, cmdline[:80]))
-        return "processes the run started outlive it: %s" % ", ".join(left) if left else None
-
-    def check(thorough):
-        found = replaced(framework, True) or tracers() or foreign_hooks(thorough)
-        if thorough:
-            found = found or replaced(everything, False) or survivors()
-        if found:
-            tampered(found)
+    check, slurp = swedeck_guard_state.checks(kind, module_kind, relative, tampered, state)
 
     def digest(path):
         try:
@@ -417,15 +286,12 @@ def _install(job, key, ours):
 
     def guard_event(args, frame, changed_frame):
         if changed_frame is not None or frame.f_code not in ours:
-            tampered("raises the guard's own events", changed_frame or frame)
+            tampered("the guard's events come through code it did not write (a wrapped runner, a forged call)", changed_frame or frame)
         what = args[0] if args else None
         if what == "configure" and state["manager"] is None:
             # pytest's own plugins change its classes as they configure (legacypath): what changed
             # since the guard loaded must be theirs, then nothing may change any more
-            found = replaced(framework, False)
-            if found:
-                tampered(found)
-            framework.update(snapshot(runner))
+            check(None)
             state["manager"] = args[1].pluginmanager
             state["plugins"] = -1
         elif what == "report":
@@ -451,10 +317,7 @@ def _install(job, key, ours):
         finally:
             busy.discard(thread)
 
-    runner = ("_pytest", "pytest", "pluggy", "unittest", "swedeck_")
-    everything = snapshot(None)
-    framework = {name: taken for name, taken in everything.items() if name.startswith(runner)}
-    known = {_id(value) for _, was in everything.values() for value in was.values()}  # kept alive by the snapshot
+    known = state["known"]
     sys.addaudithook(hook)
     _write(fd, b"LOADED\n")  # the host then wants the seal: a run that ends before it ended early
 
