@@ -79,7 +79,8 @@ def _install(job, key, ours):
     )  # fmt: skip
     _mac, _sha = _hashlib.hmac_digest, _hashlib.openssl_sha256
     _type, _str, _bytes, _int, _len, _any, _orepr, _id = type, str, bytes, int, len, any, object.__repr__, id
-    _issubclass, _frozenset, _OSError, _Module = issubclass, frozenset, OSError, types.ModuleType
+    _issubclass, _frozenset, _OSError, _Module, _Exception = issubclass, frozenset, OSError, types.ModuleType, Exception
+    _type_name = type.__dict__["__name__"].__get__
     _module_dict = _Module.__dict__["__dict__"].__get__
     _modules = sys.modules
 
@@ -243,7 +244,7 @@ def _install(job, key, ours):
             if args[1] not in frame_attrs:
                 return
         elif event in ("object.__setattr__", "object.__delattr__"):
-            if _id(args[0]) not in known:  # not a function or class of a module loaded before the tree
+            if not kept_object(args[0]):  # not a function or class of a module loaded before the tree
                 return
         changed_frame, boundary, first = actor(frame)
         if event == "swedeck.guard":
@@ -276,7 +277,7 @@ def _install(job, key, ours):
                     if what is not None and not (shown and what == "a hidden test file"):
                         tampered("%s of %s (%s)" % (event, what, path), changed_frame)
 
-    check, slurp = swedeck_guard_state.checks(kind, module_kind, relative, tampered, state)
+    check, slurp, kept_object = swedeck_guard_state.checks(kind, module_kind, relative, tampered, state)
 
     def digest(path):
         try:
@@ -314,10 +315,11 @@ def _install(job, key, ours):
         busy.add(thread)
         try:
             judge(event, args, _getframe(1))
+        except _Exception as err:  # fail closed: what the guard cannot judge, it does not let pass
+            tampered("the guard could not judge %s: %s" % (event, _type_name(_type(err))))
         finally:
             busy.discard(thread)
 
-    known = state["known"]
     sys.addaudithook(hook)
     _write(fd, b"LOADED\n")  # the host then wants the seal: a run that ends before it ended early
 

@@ -11,8 +11,7 @@ plugins) may not change at all once pytest's plugins configured, checked after e
 may not be replaced with the changed files' code, checked at the end, when the tests' own
 replacements are put back. Also checked: no plugin or hook implementation and no trace or profile
 function comes from the changed files, ``sys.audit`` is the interpreter's, and at the end no process
-started during the run is still alive (this process's descendants, its session's, and orphans the
-namespace's init adopted since it started).
+started during the run is still alive (this process's descendants and its session's).
 """
 
 import functools
@@ -25,10 +24,10 @@ import pluggy
 
 
 def checks(kind, module_kind, relative, tampered, state):
-    """``(check, slurp)``: ``check(thorough)`` ends the run through ``tampered`` on a finding;
-    ``slurp(path)`` reads a file with system calls alone. ``state`` holds the plugin manager once
-    pytest configured (``manager``, ``plugins``: how many it held last), and gets ``known``: the ids
-    of every function and class kept, alive as long as the snapshot."""
+    """``(check, slurp, protected)``: ``check(thorough)`` ends the run through ``tampered`` on a
+    finding; ``slurp(path)`` reads a file with system calls alone; ``protected(obj)``: whether
+    ``obj`` is a function or class kept. ``state`` holds the plugin manager once pytest configured
+    (``manager``, ``plugins``: how many it held last)."""
     _type, _str, _int, _len, _list, _orepr, _id, _issubclass, _frozenset, _OSError = (
         type, str, int, len, list, object.__repr__, id, issubclass, frozenset, OSError
     )  # fmt: skip
@@ -36,7 +35,9 @@ def checks(kind, module_kind, relative, tampered, state):
         types.FunctionType, types.ModuleType, types.BuiltinFunctionType, types.MethodType, functools.partial
     )  # fmt: skip
     _module_dict = _Module.__dict__["__dict__"].__get__
-    _meta = type
+    _meta, _dict, _type_name = type, dict, type.__dict__["__name__"].__get__
+    _type_qualname, _func_qualname = type.__dict__["__qualname__"].__get__, types.FunctionType.__dict__["__qualname__"].__get__
+    _func_module, _tuple_t, _NoneType = types.FunctionType.__dict__["__module__"].__get__, tuple, type(None)
     _type_dict = type.__dict__["__dict__"].__get__
     _type_module = type.__dict__["__module__"].__get__
     _func_code = _Function.__dict__["__code__"].__get__
@@ -48,19 +49,64 @@ def checks(kind, module_kind, relative, tampered, state):
 
     missing = object()
 
-    def members(mod):
-        out = {}
-        for name, value in _list(_module_dict(mod).items()):
-            if _type(value) in (_Function, _Builtin) or _issubclass(_type(value), _meta):
-                out[name] = value
-                if _issubclass(_type(value), _meta):
-                    for attr, member in _list(_type_dict(value).items()):
-                        out[(name, attr)] = member
-        return out
+    # the test framework's modules (their functions may not change at all once pytest configured);
+    # the runner's path among them, checked after every test; where classes are kept attribute by
+    # attribute (each under the module defining it), the rest only by name
+    framework = ("_pytest", "pytest", "pluggy", "unittest", "swedeck_")
+    per_test = ("_pytest.runner", "_pytest.python", "_pytest.reports", "_pytest.unittest", "_pytest.nodes", "_pytest.main",
+                "_pytest.outcomes", "_pytest.skipping", "_pytest.junitxml", "_pytest.fixtures", "pluggy", "unittest.case",
+                "unittest.result", "swedeck_")  # fmt: skip
+    deep = framework + ("xml.", "json")
 
-    def snapshot(prefixes):
-        return {name: (mod, members(mod)) for name, mod in _list(_modules.items())
-                if _issubclass(_type(mod), _Module) and (prefixes is None or name.startswith(prefixes))}  # fmt: skip
+    def take():
+        """{module name: (module, a copy of its names)}, {class id: (class, a copy of its attributes)}
+        for the classes the modules in ``deep`` define."""
+        modules, classes = {}, {}
+        for name, mod in _list(_modules.items()):
+            if _issubclass(_type(mod), _Module):
+                names = modules[name] = (mod, _dict(_module_dict(mod)))
+                if name.startswith(deep):
+                    for value in _list(names[1].values()):
+                        if _issubclass(_type(value), _meta) and _type_module(value) == name:
+                            classes[_id(value)] = (value, _dict(_type_dict(value)))
+        return modules, classes
+
+    def kept_kind(value):
+        """Whether a value is of a kind kept: a function or a class (state such as streams and
+        counters changes as the run goes)."""
+        return _type(value) in (_Function, _Builtin) or _issubclass(_type(value), _meta)
+
+    def replaced(modules, classes, strict, accept=False):
+        """The first function, class or class attribute kept that is no longer what it was: any
+        change in the test framework's (``strict``), one of the changed files' in the rest (the
+        tests' own replacements are put back by then). ``accept``: changes not of the changed files
+        are taken as the new state (pytest's own plugins configuring)."""
+        for name, (mod, was) in _list(modules.items()):
+            names = _module_dict(mod)
+            for attr, value in _list(was.items()):
+                new = names.get(attr, missing)
+                if new is value or not kept_kind(value):
+                    continue
+                if accept and new is not missing and not from_changed(new):
+                    was[attr] = new
+                elif accept or strict and name.startswith(framework) or new is missing or from_changed(new):
+                    return found(name + "." + attr, new)
+        for cls, was in _list(classes.values()):
+            now = _type_dict(cls)
+            for attr, value in _list(was.items()):
+                new = now.get(attr, missing)
+                if new is value or _type(value) in (_str, _int, _tuple_t, _NoneType):
+                    continue
+                if accept and not from_changed(new):
+                    was[attr] = new
+                elif accept or strict or from_changed(new):
+                    return found("%s.%s.%s" % (_type_module(cls), _type_name(cls), attr), new)
+        return None
+
+    def found(label, new):
+        code = _func_code(new) if _type(new) is _Function else None
+        origin = " by %s:%d" % (relative(code.co_filename), code.co_firstlineno) if code is not None else ""
+        return "%s was %s%s" % (label, "deleted" if new is missing else "replaced", origin)
 
     def from_changed(value):
         if _type(value) is _partial:
@@ -75,23 +121,6 @@ def checks(kind, module_kind, relative, tampered, state):
         if _issubclass(_type(value), _meta):
             return module_kind(_type_module(value)) == "candidate"
         return module_kind(_type_module(_type(value))) == "candidate"
-
-    def replaced(taken, strict):
-        """The first function, class or class attribute of ``taken`` that is no longer what it was:
-        any change in the test framework's own modules (``strict``), one of the changed files' in
-        the rest (the tests' and the framework's own replacements are put back or are theirs)."""
-        for name, (mod, was) in _list(taken.items()):
-            names = _module_dict(mod)
-            for attr, value in _list(was.items()):
-                if _type(attr) is _str:
-                    new, label = names.get(attr, missing), attr
-                else:
-                    new, label = _type_dict(was[attr[0]]).get(attr[1], missing), "%s.%s" % attr
-                if new is not value and (strict or new is missing or from_changed(new)):
-                    code = _func_code(new) if _type(new) is _Function else None
-                    origin = " by %s:%d" % (relative(code.co_filename), code.co_firstlineno) if code is not None else ""
-                    return "%s.%s was %s%s" % (name, label, "deleted" if new is missing else "replaced", origin)
-        return None
 
     def foreign_hooks(thorough):
         manager = state["manager"]
@@ -132,15 +161,15 @@ def checks(kind, module_kind, relative, tampered, state):
             _close(fd_)
 
     def stat_of(pid):
-        """(state, parent, session, start time) of a process, from /proc."""
+        """(state, parent, session) of a process, from /proc."""
         fields = slurp("/proc/%s/stat" % pid).rpartition(b")")[2].split()
-        return fields[0], fields[1].decode(), fields[3], _int(fields[19])
+        return fields[0], fields[1].decode(), fields[3]
 
     mine = stat_of(me)
 
     def survivors():
         """Processes started during the run and still alive, not zombies: this process's
-        descendants, its session's, and orphans the namespace's init adopted since it started."""
+        descendants and its session's (a program the changed code starts is refused as it starts)."""
         seen = {}
         for pid in _frozenset(_listdir("/proc")) - at_start - {me}:
             if pid.isdigit():
@@ -149,10 +178,10 @@ def checks(kind, module_kind, relative, tampered, state):
                 except _OSError:
                     continue  # ended meanwhile
         left = []
-        for pid, (status, parent, session, started) in _list(seen.items()):
+        for pid, (status, parent, session) in _list(seen.items()):
             if status in (b"Z", b"X"):
                 continue
-            ours, up = session == mine[2] or parent == "1" and started >= mine[3], parent
+            ours, up = session == mine[2], parent
             while not ours and up in seen:
                 ours, up = up == me, seen[up][1]
             if ours or up == me:
@@ -163,23 +192,40 @@ def checks(kind, module_kind, relative, tampered, state):
                 left.append("%s (%s)" % (pid, cmdline[:80]))
         return "processes the run started outlive it: %s" % ", ".join(left) if left else None
 
-    runner = ("_pytest", "pytest", "pluggy", "unittest", "swedeck_")
-    everything = snapshot(None)
-    framework = {name: taken for name, taken in everything.items() if name.startswith(runner)}
-    state["known"] = {_id(value) for _, was in everything.values() for value in was.values()}  # alive in the snapshot
+    everything, kept = take()
+
+    def protected(obj):
+        """Whether ``obj`` is a function or class kept (its module's, or a kept class's method)."""
+        if _type(obj) is _Function:
+            module, name = _func_module(obj), _func_qualname(obj)
+        elif _issubclass(_type(obj), _meta):
+            module, name = _type_module(obj), _type_qualname(obj)
+        else:
+            return False
+        taken = everything.get(module) if _type(module) is _str else None
+        if taken is None or _type(name) is not _str:
+            return False
+        head, _, rest = name.partition(".")
+        top = taken[1].get(head)
+        if not rest:
+            return top is obj
+        cls = kept.get(_id(top))
+        return cls is not None and cls[1].get(rest) is obj
+
+    runner = {name: taken for name, taken in everything.items() if name.startswith(per_test)}
+    runner_classes = {key: kept[key] for key, (cls, _) in kept.items() if _type_module(cls).startswith(per_test)}
 
     def check(thorough):
         """After a test (False), at the session's end (True), or once pytest's own plugins have
-        configured (None: what changed since the guard loaded must be theirs; from then on the
-        framework's functions and classes may not change at all)."""
+        configured (None: what changed since the guard loaded must not be the changed files'; from
+        then on the framework's functions and classes may not change at all)."""
         if thorough is None:
-            found = replaced(framework, False)
-            framework.update(snapshot(runner))
+            found = replaced(everything, kept, False, accept=True)
+        elif thorough:
+            found = tracers() or replaced(everything, kept, True) or foreign_hooks(True) or survivors()
         else:
-            found = replaced(framework, True) or tracers() or foreign_hooks(thorough)
-        if thorough:
-            found = found or replaced(everything, False) or survivors()
+            found = tracers() or replaced(runner, runner_classes, True) or foreign_hooks(False)
         if found:
             tampered(found)
 
-    return check, slurp
+    return check, slurp, protected
