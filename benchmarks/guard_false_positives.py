@@ -30,11 +30,16 @@ from harness.sandboxes.sandbox import Backend, EnvError  # noqa: E402
 
 
 def timed(task: Task, backend: Backend, guarded: bool) -> tuple[str, float, str]:
-    """(reason, seconds, detail) of one grade of gold, the guard on or off."""
+    """(reason, seconds, detail) of one grade of gold, the guard on or off; the gold pattern (one
+    guarded gold run, cached) is taken before the clock starts."""
+    try:
+        expected = grader.gold_pattern(task, backend)
+    except EnvError as err:
+        return "env_error", 0.0, str(err)[-600:]
     runtime_guard.ENABLED = guarded
     started = time.monotonic()
     try:
-        result = grader.grade(task, task.answer.gold_patch, backend)
+        result = grader.grade(task, task.answer.gold_patch, backend, expected=expected)
     except EnvError as err:
         return "env_error", time.monotonic() - started, str(err)[-300:]
     finally:
@@ -58,12 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         on_s = off_s = 0.0
         positives, other = [], []
         for task in tasks:
-            grader.gold_pattern(task, backend) if task.instance_id not in broken else None  # cached before timing
             off_reason, off, _ = timed(task, backend, False)
             on_reason, on, detail = timed(task, backend, True)
             on_s, off_s = on_s + on, off_s + off
             print(f"{name} {task.instance_id}: guard on {on_reason} {on:.2f} s, off {off_reason} {off:.2f} s", flush=True)
-            if on_reason == "tamper_suspected":
+            if on_reason == "tamper_suspected" or "tamper_suspected" in detail:
                 positives.append(f"   FALSE POSITIVE {task.instance_id}: {detail}")
             elif on_reason != off_reason or (on_reason != "ok" and task.instance_id not in broken):
                 other.append(f"   {task.instance_id}: guard on {on_reason}, off {off_reason}: {detail}")

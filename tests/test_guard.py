@@ -29,7 +29,7 @@ def test_act():
 """
 
 
-def session(tmp_path: Path, code: str, test: str = TEST) -> tuple[list[str], int]:
+def session(tmp_path: Path, code: str, test: str = TEST, lines: dict[str, list[int]] | None = None) -> tuple[list[str], int]:
     """Run pytest with the guard over a package whose changed ``pkg/__init__.py`` defines ``act()``
     running ``code``; the guard's findings as the host reads them, and pytest's exit."""
     root, io = tmp_path / "tree", tmp_path / "io"
@@ -44,7 +44,7 @@ def session(tmp_path: Path, code: str, test: str = TEST) -> tuple[list[str], int
     job, log, junit, outcomes = io / "guard.json", io / "guard.log", io / "junit.xml", io / "outcomes.jsonl"
     for path in (log, junit, outcomes):
         path.write_bytes(b"")
-    job.write_text(json.dumps({"root": str(root), "changed": ["pkg/__init__.py", "pkg/data.txt"], "protected": ["tests/test_act.py"],
+    job.write_text(json.dumps({"root": str(root), "changed": ["pkg/__init__.py", "pkg/data.txt"], "lines": lines or {}, "protected": ["tests/test_act.py"],
                                "log": str(log), "junit": str(junit), "outcomes": str(outcomes)}))  # fmt: skip
     env = {**os.environ, "SWEDECK_GUARD": str(job), "SWEDECK_GUARD_KEY": KEY, "PYTHONPATH": str(PLUGINS),
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "SWEDECK_OUTCOME_LOG": str(outcomes)}  # fmt: skip
@@ -126,6 +126,20 @@ def test_the_tests_own_acts_are_not_judged(tmp_path: Path) -> None:
             open(__file__).read()
     """)
     assert session(tmp_path, "", test) == ([], 0)
+
+
+def test_a_modified_files_pristine_lines_are_the_trees_own(tmp_path: Path) -> None:
+    """A library's deprecation helper reading its caller's frame on a line the change did not add
+    (python-semver's ``deprecated``) is the tree's code; the same call on an added line is the change's."""
+    code = "import inspect\nframe = inspect.currentframe().f_back"  # lines 2 and 3 of pkg/__init__.py
+    assert session(tmp_path / "pristine", code, lines={"pkg/__init__.py": [4]}) == ([], 0)
+    found, _ = session(tmp_path / "added", code, lines={"pkg/__init__.py": [3]})
+    assert found == ["pkg/__init__.py:3: walks the stack's frames (sys._getframe through inspect)"]
+
+
+def test_the_new_lines_of_a_patch_are_numbered_as_the_file_reads_after_it() -> None:
+    patch = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n+C\n c\n@@ -10,2 +11,3 @@\n x\n+y\n z\n"
+    assert guard.new_lines(patch) == {"m.py": [2, 3, 12]}
 
 
 def test_the_changed_files_lines_are_named(tmp_path: Path) -> None:

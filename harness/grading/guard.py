@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -49,18 +50,46 @@ def arm(sandbox: Sandbox, env: dict[str, str], token: str, i: int, *, ours: bool
     env |= {"SWEDECK_GUARD": job, "SWEDECK_GUARD_KEY": secrets.token_hex(16)}
 
 
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def new_lines(patch: str) -> dict[str, list[int]]:
+    """Per file the patch modifies (its path after the change, without git's ``b/``), the line
+    numbers of the lines it adds, as the file reads after it."""
+    out: dict[str, list[int]] = {}
+    current: list[int] | None = None
+    line_no = 0
+    for line in patch.splitlines():
+        if line.startswith("+++ "):
+            target = line[4:].split("\t")[0].strip()
+            current = None if target == "/dev/null" else out.setdefault(target.removeprefix("b/"), [])
+        elif current is not None and (found := _HUNK.match(line)):
+            line_no = int(found.group(1))
+        elif current is not None and line.startswith("+"):
+            current.append(line_no)
+            line_no += 1
+        elif current is not None and line.startswith(" "):
+            line_no += 1
+    return out
+
+
 def write_jobs(
     sandbox: Sandbox, token: str, envs: Sequence[tuple[dict[str, str], str, str]], before: dict[str, Entry], after: dict[str, Entry],
-    hidden: Mapping[str, object],
+    hidden: Mapping[str, object], patch: str,
 ) -> None:
     """The job of each guarded command of ``envs`` (environment, JUnit and outcome records' paths),
-    once the host has judged the change: the files it added or modified, the hidden tests."""
+    once the host has judged the change: the files it added or modified, the hidden tests, and per
+    modified Python file the lines the patch adds there (its other lines are the pristine tree's:
+    a library's own deprecation helper reading its caller's frame is not the change's act)."""
     changes = tree_changes(before, after)
     changed, protected = sorted(changes.added | changes.modified), sorted(hidden)
+    added = new_lines(patch)
+    lines = {path: added[path] for path in changes.modified if path in added and path.endswith((".py", ".pyw"))}
     for i, (env, junit, outcomes) in enumerate(envs):
         if "SWEDECK_GUARD" in env:
             log = paths(token, i)[1]
-            body = {"root": sandbox.workdir, "changed": changed, "protected": protected, "log": log, "junit": junit, "outcomes": outcomes}
+            body = {"root": sandbox.workdir, "changed": changed, "lines": lines, "protected": protected, "log": log, "junit": junit,
+                    "outcomes": outcomes}  # fmt: skip
             sandbox.write_file(env["SWEDECK_GUARD"], json.dumps(body))
 
 

@@ -98,6 +98,9 @@ def _install(job, key, ours):
 
     root = norm(job["root"])
     changed = _frozenset(norm(root + "/" + p) for p in job["changed"])
+    # a modified file's lines the change added; its other lines are the pristine tree's own code
+    added = {norm(root + "/" + p): _frozenset(numbers) for p, numbers in job.get("lines", {}).items()}
+    lines_of = {}  # co_filename -> the added lines, or None where every line is the change's
     protected = _frozenset(norm(root + "/" + p) for p in job["protected"])
     sealed_paths = (job["junit"], job["outcomes"])
     io_dir, git_dir, stdlib = folder(norm(job["log"])), root + "/.git/", folder(os.__file__)
@@ -105,6 +108,7 @@ def _install(job, key, ours):
     framework_dirs = (here, folder(_pytest.__file__), folder(pytest.__file__), folder(pluggy.__file__))
     sites = ("/site-packages/", "/dist-packages/")
     kinds = {}  # co_filename -> "infra" | "candidate" | "other" | "pseudo"
+    missing = object()
     busy = set()  # threads inside the hook: the hook's own events are not judged
     state = {"manager": None, "sealed": False, "plugins": 0}
 
@@ -138,7 +142,12 @@ def _install(job, key, ours):
             if found != "pseudo" and first is None:
                 first = frame
             if found == "candidate":
-                return frame, boundary, first
+                lines = lines_of.get(code.co_filename, missing)
+                if lines is missing:
+                    lines = lines_of[code.co_filename] = added.get(norm(code.co_filename if code.co_filename.startswith("/") else root + "/" + code.co_filename))
+                if lines is None or frame.f_lineno in lines:
+                    return frame, boundary, first
+                found = "other"  # a pristine line of a modified file
             if found == "other" or (found == "infra" and code.co_name == "<module>"):
                 return None, None, first  # judged code, or a standard module importing itself
             if found == "infra":

@@ -53,9 +53,10 @@ def checks(kind, module_kind, relative, tampered, state):
     # the runner's path among them, checked after every test; where classes are kept attribute by
     # attribute (each under the module defining it), the rest only by name
     framework = ("_pytest", "pytest", "pluggy", "unittest", "swedeck_")
-    per_test = ("_pytest.runner", "_pytest.python", "_pytest.reports", "_pytest.unittest", "_pytest.nodes", "_pytest.main",
-                "_pytest.outcomes", "_pytest.skipping", "_pytest.junitxml", "_pytest.fixtures", "pluggy", "unittest.case",
-                "unittest.result", "swedeck_")  # fmt: skip
+    # what a test's run and report go through, checked after every test (the rest at the end)
+    per_test = ("_pytest.runner", "_pytest.reports", "pluggy._callers", "pluggy._hooks", "pluggy._result", "swedeck_")
+    per_test_classes = ("CallInfo", "TestReport", "BaseReport", "Function", "Item", "Node", "TestCaseFunction", "TestCase",
+                        "_Outcome", "HookCaller", "PluginManager", "Result")  # fmt: skip
     deep = framework + ("xml.", "json")
 
     def take():
@@ -213,7 +214,7 @@ def checks(kind, module_kind, relative, tampered, state):
         return cls is not None and cls[1].get(rest) is obj
 
     runner = {name: taken for name, taken in everything.items() if name.startswith(per_test)}
-    runner_classes = {key: kept[key] for key, (cls, _) in kept.items() if _type_module(cls).startswith(per_test)}
+    runner_classes = {key: kept[key] for key, (cls, _) in kept.items() if _type_name(cls) in per_test_classes}
 
     def check(thorough):
         """After a test (False), at the session's end (True), or once pytest's own plugins have
