@@ -9,7 +9,9 @@ raises no audit event. So the functions and classes of every module loaded befor
 class's attributes, are kept as they were: the test framework's own (pytest, pluggy, unittest, these
 plugins) may not change at all once pytest's plugins configured, checked after each test; the rest
 may not be replaced with the changed files' code, checked at the end, when the tests' own
-replacements are put back. Also checked: no plugin or hook implementation and no trace or profile
+replacements are put back. After a test only what a test's run and report go through is compared,
+at most once in ``SPACING_S``, so a suite of thousands of short tests is not slowed by it. Also
+checked: no plugin or hook implementation and no trace or profile
 function comes from the changed files, ``sys.audit`` is the interpreter's, and at the end no process
 started during the run is still alive (this process's descendants and its session's).
 """
@@ -18,9 +20,13 @@ import functools
 import posix
 import sys
 import threading
+import time
 import types
 
 import pluggy
+
+
+SPACING_S = 0.01  # the least time between two checks after a test
 
 
 def checks(kind, module_kind, relative, tampered, state):
@@ -45,7 +51,8 @@ def checks(kind, module_kind, relative, tampered, state):
     _gettrace, _getprofile, _modules, _sysdict, _audit = sys.gettrace, sys.getprofile, sys.modules, _module_dict(sys), sys.audit
     _threading = _module_dict(threading)
     _open, _read, _close, _listdir, _RDONLY = posix.open, posix.read, posix.close, posix.listdir, posix.O_RDONLY
-    at_start, me = _frozenset(_listdir("/proc")), _str(posix.getpid())
+    at_start, me, _monotonic = _frozenset(_listdir("/proc")), _str(posix.getpid()), time.monotonic
+    state["checked"] = 0.0
 
     missing = object()
 
@@ -220,6 +227,10 @@ def checks(kind, module_kind, relative, tampered, state):
         """After a test (False), at the session's end (True), or once pytest's own plugins have
         configured (None: what changed since the guard loaded must not be the changed files'; from
         then on the framework's functions and classes may not change at all)."""
+        now = _monotonic()
+        if thorough is False and now - state["checked"] < SPACING_S:
+            return  # a suite of thousands of short tests pays for one check in SPACING_S, not one a test
+        state["checked"] = now
         if thorough is None:
             found = replaced(everything, kept, False, accept=True)
         elif thorough:
