@@ -316,8 +316,8 @@ def _install(job, key, ours):
             _write(fd, ("SEAL %s %s\n" % (mac, digests)).encode())
 
     def hook(event, args):
-        if event not in watched:
-            return
+        if event not in watched or event == "object.__getattr__" and args[1] not in frame_attrs:
+            return  # the common events, without a frame taken
         thread = _ident()
         if thread in busy:
             return
