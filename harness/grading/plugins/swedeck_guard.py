@@ -255,6 +255,17 @@ def _install(job, key, ours):
         elif event in ("object.__setattr__", "object.__delattr__"):
             if not kept_object(args[0]):  # not a function or class of a module loaded before the tree
                 return
+        elif event in path_events:  # the frames are walked only for a path of the grader's
+            hits = [(resolve(args[i]), i) for i in path_events[event] if i < _len(args)]
+            hits = [(path, what) for path, _ in hits if (what := protected_path(path)) is not None]
+            if not hits:
+                return
+        elif event in direct_only or event == "compile" and _type(args[1]) is _str and args[1].endswith((".py", ".pyw")):
+            first = frame  # only the changed code's own call counts: the first frame decides
+            while first is not None and kind(first.f_code.co_filename) == "pseudo":
+                first = first.f_back
+            if first is None or kind(first.f_code.co_filename) != "candidate":
+                return
         changed_frame, boundary, first = actor(frame)
         if event == "swedeck.guard":
             return guard_event(args, frame, changed_frame)
@@ -278,13 +289,10 @@ def _install(job, key, ours):
             if direct or filename and not filename.startswith("<") and not filename.endswith((".py", ".pyw")):
                 tampered("compiles code%s" % ("" if direct else " from " + filename), changed_frame)
         else:
-            for i in path_events.get(event, ()):
-                if i < _len(args):
-                    path = resolve(args[i])
-                    what = protected_path(path)
-                    shown = boundary is not None and boundary.f_code.co_filename.endswith(message_modules)
-                    if what is not None and not (shown and what == "a hidden test file"):
-                        tampered("%s of %s (%s)" % (event, what, path), changed_frame)
+            shown = boundary is not None and boundary.f_code.co_filename.endswith(message_modules)
+            for path, what in hits:
+                if not (shown and what == "a hidden test file"):
+                    tampered("%s of %s (%s)" % (event, what, path), changed_frame)
 
     check, slurp, kept_object = swedeck_guard_state.checks(kind, module_kind, relative, tampered, state)
 
