@@ -149,7 +149,7 @@ class ExecResult(Record):
 
 RunOutcome = Literal[
     "ok", "patch_apply_failed", "forbidden_change", "hidden_tests_apply_failed", "timeout", "output_limit",
-    "sandbox_error", "grader_error",
+    "sandbox_error", "grader_error", "tamper_suspected",  # the run-time guard's (harness.grading.guard)
 ]
 
 

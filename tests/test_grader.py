@@ -17,6 +17,7 @@ import pytest
 from conftest import LABELS, VALID_IDS, git, sampled
 from test_grader_attacks import REPORT_REWRITE
 
+from harness.grading import guard as runtime_guard
 from harness.config import Settings
 from harness.sandboxes.envs import prepare_tree
 from harness.grading import grader
@@ -250,8 +251,10 @@ _os._exit(0)
     ],
 )
 def test_exiting_early_with_0_earns_nothing(
-    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, early_exit: str, reason: str
+    backend: Backend, task: Task, expected: dict[str, Status], make_patch: Callable, early_exit: str, reason: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr(runtime_guard, "ENABLED", False)  # the layer behind the run-time guard
     if early_exit == "os-exit-at-import":
         edits = {"toposort/__init__.py": _prepend("import os\n\nos._exit(0)\n")}
     else:
@@ -462,10 +465,13 @@ def test_regression_modules_shadowing_pytest_or_the_stdlib_are_refused_before_th
         assert result.detail.splitlines()[1:] == [shadow]
 
 
-def test_regression_library_code_rewriting_pytest_reports_is_caught(backend: Backend, task: Task, make_patch: Callable) -> None:
+def test_regression_library_code_rewriting_pytest_reports_is_caught(
+    backend: Backend, task: Task, make_patch: Callable, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Imported by the tests, the candidate's package replaced TestReport.from_item_and_call so every
     failing test was reported passed, and JUnit and the summary agreed. swedeck_outcomes saw the calls
     raise first."""
+    monkeypatch.setattr(runtime_guard, "ENABLED", False)  # the layer behind the run-time guard
     result = grade(task, make_patch(task, {"toposort/__init__.py": _append(REPORT_REWRITE)}), backend)
     assert (result.reward, result.reason) == (0.0, "spoofing_suspected"), result
     assert any("CycleError but is reported passed" in e for e in result.spoof_evidence), result.spoof_evidence

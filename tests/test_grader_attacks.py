@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from harness.grading import grader, reports
+from harness.grading import guard as runtime_guard
 from harness.agent.adversary import TAMPER_CONFTEST
 from harness.grading.capabilities import PACKAGING_CONFIG
 from harness.records import Grade, Status, Task
@@ -38,8 +39,11 @@ from harness.sandboxes.sandbox import IO_DIR, Backend, Sandbox
 
 def grade(task: Task, patch: str, backend: Backend, **options: object) -> Grade:
     """Most attacks here reach into the runner, which the tamper audit zeroes before anything else
-    looks; they test the defences behind it, so here it only flags (section 7 tests the audit)."""
-    return grader.grade(task, patch, backend, tamper="flag", **options)  # type: ignore[arg-type]
+    looks and the run-time guard stops as it runs; they test the defences behind both, so here the
+    audit only flags (section 7 tests it) and the guard is off (test_grader_attacks_runtime.py tests it)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(runtime_guard, "ENABLED", False)
+        return grader.grade(task, patch, backend, tamper="flag", **options)  # type: ignore[arg-type]
 
 
 STYLES = {"pytest": ("sample__toposort-1", "toposort/__init__.py"), "unittest": ("sample__iniparse-1", "iniparse/__init__.py")}

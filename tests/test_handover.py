@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TEST_LIMITS, fresh_listing
+from harness.grading import guard as runtime_guard
 from harness.config import Limits, Settings
 from harness.grading import grader
 from harness.grading.grader import grade, gold_pattern, run_tests
@@ -103,6 +104,7 @@ def test_the_first_grade_of_a_task_cannot_shape_the_listing_later_grades_judge_a
 
     task = sample_tasks[TOPOSORT]
     monkeypatch.setattr(grader, "_PRISTINE", {})
+    monkeypatch.setattr(runtime_guard, "ENABLED", False)  # the layer behind the run-time guard
     reshaping = make_patch(task, {"toposort/graph.py": lambda text: text + RESHAPING})
     assert run_tests(task, reshaping, limited_backend).outcome == "ok"
     shadow = make_patch(task, {"pytest.py": "raise SystemExit(0)\n"})
@@ -298,9 +300,10 @@ _held_attack()
 CONTROL = "CONTROL = {}\n"
 
 
-def test_a_patch_cannot_rewrite_the_held_commands_script_or_speak_on_its_gate(limited_backend, sample_tasks, make_patch) -> None:  # noqa: ANN001
+def test_a_patch_cannot_rewrite_the_held_commands_script_or_speak_on_its_gate(limited_backend, sample_tasks, make_patch, monkeypatch) -> None:  # noqa: ANN001
     """Gold plus the attack earns what gold earns: the script is the host's (read-only to the sandbox
     user) and nobody reads the gate once the tests run."""
+    monkeypatch.setattr(runtime_guard, "ENABLED", False)  # the layer behind the run-time guard
     task = sample_tasks[TOPOSORT]
     control = make_patch(task, {"toposort/graph.py": lambda text: text + CONTROL.format(True) + HELD_ATTACK})
     with_gold = make_patch(task, {"toposort/graph.py": lambda text: _gold_file(task) + CONTROL.format(False) + HELD_ATTACK})
@@ -540,11 +543,12 @@ if _m and not _os.environ.get("_FORGED"):
 '''
 
 
-def test_a_forged_passing_run_answered_early_on_the_preloads_pipe_earns_nothing(limited_backend, sample_tasks, make_patch) -> None:  # noqa: ANN001
+def test_a_forged_passing_run_answered_early_on_the_preloads_pipe_earns_nothing(limited_backend, sample_tasks, make_patch, monkeypatch) -> None:  # noqa: ANN001
     """The buggy tree plus a forged complete passing run, ended through the answer pipe before pytest
     reports, with no os._exit for the tamper audit to flag. On bwrap the grader reads the forgery, and
     a must-fail canary it reports passed (the forger cannot tell canaries from tests) gives it away;
     on docker fd 7 is no answer pipe and the run ends as a timeout. Reward 0 on both."""
+    monkeypatch.setattr(runtime_guard, "ENABLED", False)  # the layer behind the run-time guard
     task = sample_tasks[TOPOSORT]
     expected = gold_pattern(task, limited_backend)
     g = grade(task, make_patch(task, {"toposort/__init__.py": lambda text: text + FORGE_AND_ANSWER}), limited_backend, expected=expected)

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
-from harness.grading import canaries, tamper
+from harness.grading import canaries, guard as runtime_guard, tamper
 from harness.grading.capabilities import describe, listed_tree, patch_violations, violations
 from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
@@ -40,19 +40,8 @@ from harness.grading.patching import APPLY_STRATEGIES, apply_patch
 from harness.grading.reports import Budget, command_statuses, forged_passes, read_instrumentation, read_junit, read_raised
 from harness.grading.shipping import PLUGIN_PATH, ship
 from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
-from harness.grading.trusted import (
-    File,
-    archive,
-    decode,
-    facts_key,
-    install_command,
-    install_failed,
-    installing,
-    plan,
-    tamper_findings,
-    task_facts,
-    write_names,
-)
+from harness.grading.trusted import (File, archive, decode, facts_key, install_command, install_failed, installing, plan,
+                                     tamper_findings, task_facts, write_names)
 from harness.grading.verdict import TamperMode, compare
 from harness.names import file_name
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
@@ -202,6 +191,7 @@ def _run_in(
             return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
         with budget.step("the tamper audit"):
             run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
+        runtime_guard.write_jobs(sandbox, token, envs, before, after, hidden, patch)
         clock.mark("audit")
         todo = plan(before, after, task, facts, hidden)
         run.neutralized = todo.neutralized
@@ -271,6 +261,7 @@ def _commands_env(
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
             env["PYTEST_ADDOPTS"] += "".join(f" -p {name}" for name in facts.plugins)
+            runtime_guard.arm(sandbox, env, token, i, ours=instrument or observe is not None or coverage is not None)
             if maxfail is not None:
                 env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail + must_fail}"
         if plugins:
@@ -319,6 +310,7 @@ def _test(
                 what = f"timed out after {result.duration_s:.0f} s" if result.timed_out else f"printed over {len(output)} bytes"
                 run.detail = f"command {i} `{command}` {what}; its output ends:\n{tail(output)}"
                 break
+            runtime_guard.judge(run, sandbox, env, junit, outcomes, result.exit_code, i)  # its finding decides the outcome
             with budget.step(f"command {i}'s output and reports"):
                 try:
                     report, raised = read_junit(sandbox, junit), read_raised(sandbox, outcomes)
