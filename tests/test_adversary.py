@@ -17,6 +17,7 @@ import pytest
 
 import harness.grading.canaries
 import harness.grading.grader
+import harness.grading.guard
 from harness.agent.adversary import CHANNELS, Channel, adversary_turns
 from harness.agent.loop import AgentConfig, rollout
 from harness.agent.audit import audit
@@ -127,7 +128,9 @@ def test_the_isolation_is_what_stops_them(
 
     # the grader's own defences: a planted conftest is refused, or left out of the tests' run, the
     # reports it rewrites would be caught against what the calls raised, and against the canaries;
-    # with all four off it pays (the tamper audit, which reads its hooks, is off for these steps)...
+    # with all four off it pays (the tamper audit, which reads its hooks, and the run-time guard, which
+    # stops the hooks as they run, are off for these steps)...
+    monkeypatch.setattr(harness.grading.guard, "ENABLED", False)
     audit = harness.grading.grader.tamper_findings
     monkeypatch.setattr(harness.grading.grader, "tamper_findings", lambda *args: [])
     monkeypatch.setattr(harness.grading.grader, "violations", lambda *args: [])
