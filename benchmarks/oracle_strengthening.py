@@ -24,7 +24,7 @@ commit message. Every stage resumes from ``RUN``.
 
     python benchmarks/oracle_strengthening.py --mirrors DIR [--out RUN] [--per-library N] [--max-tasks N]
                                               [--mutants N] [--backend bwrap] [--workers 2]
-                                              [--oracle-only] [--report-only]
+                                              [--no-mining] [--oracle-only] [--report-only]
 
 ``--oracle-only`` stops before the engine: what the maintainers' suites say of each mutant does not
 depend on swedeck's engine, so it can be computed once and the engine's stages run later (only the
@@ -300,7 +300,7 @@ def run(args: argparse.Namespace) -> None:
     out: Path = args.out
     full_dir, thin_dir = out / "tasks" / "full", out / "tasks" / "thin"
     libraries = args.libraries or tomllib.loads((HERE / "oracle_libraries.toml").read_text())["libraries"]
-    if not args.report_only:
+    if not args.report_only and not args.no_mining:
         print("mining", flush=True)
         folders = build_tasks(args.mirrors, libraries, full_dir, args.per_library, args.max_code_lines)
         swedeck(["p1", *map(str, folders), "--out", str(out / "full"), "--backend", args.backend, "--workers", str(args.workers)])
@@ -399,6 +399,7 @@ def main() -> int:
     parser.add_argument("--mutants", type=int, default=24, help="mutants graded per task")
     parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker"])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-mining", action="store_true", help="take the tasks RUN's Pipeline 1 finished; mine and run none")
     parser.add_argument("--oracle-only", action="store_true", help="mine, thin and grade the mutants on the upstream suites; no engine stage")
     parser.add_argument("--report-only", action="store_true", help="report on RUN as it is; run nothing")
     run(parser.parse_args())
