@@ -307,7 +307,7 @@ def run(args: argparse.Namespace) -> None:
     thinned = {}
     for result_path in sorted((out / "full" / "p1").glob("*/result.parquet")):
         (result,) = rows(result_path)
-        iid = result_path.parent.name
+        iid = result["instance_id"]  # the folder's name is harness.names.file_name of it
         if result["decision"] != "keep" or len(thinned) == args.max_tasks:
             continue
         target = thin_dir / f"{iid}-thin"
@@ -349,13 +349,15 @@ def report(out: Path, thinned: dict[str, Path], graded: dict[str, list[dict]], t
     sys.path.insert(0, str(HERE))
     from evidence_real import walls_per_task
 
+    from harness.names import file_name
+
     print(f"\n{'task':52} {'mut':>4} {'short':>5} {'rej':>4} {'full-pass':>9} {'rej':>4} {'conf':>4} {'verdict':12} {'strengthening':18}")
     totals = {"tasks": 0, "confirmed": 0, "shortcuts": 0, "rejected": 0, "full_pass": 0, "stricter": 0, "with_shortcut": 0}
     for iid in thinned:
         tid = f"{iid}-thin"
-        counts = rows(out / "thin" / "p2" / tid / "counts.parquet")
-        verdict = rows(out / "thin" / "p2" / tid / "verdict.parquet")
-        strength = rows(out / "thin" / "strengthen" / tid / "strengthening.parquet")
+        counts = rows(out / "thin" / "p2" / file_name(tid) / "counts.parquet")
+        verdict = rows(out / "thin" / "p2" / file_name(tid) / "verdict.parquet")
+        strength = rows(out / "thin" / "strengthen" / file_name(tid) / "strengthening.parquet")
         mutants = graded.get(iid, [])
         shortcuts = [m for m in mutants if m["thin"] == 1.0 and m["full"] == 0.0]
         full_pass = [m for m in mutants if m["full"] == 1.0]
