@@ -24,7 +24,7 @@ commit message. Every stage resumes from ``RUN``.
 
     python benchmarks/oracle_strengthening.py --mirrors DIR [--out RUN] [--per-library N] [--max-tasks N]
                                               [--mutants N] [--backend bwrap] [--workers 2]
-                                              [--oracle-only] [--report-only]
+                                              [--no-mining] [--oracle-only] [--report-only]
 
 ``--oracle-only`` stops before the engine: what the maintainers' suites say of each mutant does not
 depend on swedeck's engine, so it can be computed once and the engine's stages run later (only the
@@ -300,14 +300,14 @@ def run(args: argparse.Namespace) -> None:
     out: Path = args.out
     full_dir, thin_dir = out / "tasks" / "full", out / "tasks" / "thin"
     libraries = args.libraries or tomllib.loads((HERE / "oracle_libraries.toml").read_text())["libraries"]
-    if not args.report_only:
+    if not args.report_only and not args.no_mining:
         print("mining", flush=True)
         folders = build_tasks(args.mirrors, libraries, full_dir, args.per_library, args.max_code_lines)
         swedeck(["p1", *map(str, folders), "--out", str(out / "full"), "--backend", args.backend, "--workers", str(args.workers)])
     thinned = {}
     for result_path in sorted((out / "full" / "p1").glob("*/result.parquet")):
         (result,) = rows(result_path)
-        iid = result_path.parent.name
+        iid = result["instance_id"]  # the folder's name is harness.names.file_name of it
         if result["decision"] != "keep" or len(thinned) == args.max_tasks:
             continue
         target = thin_dir / f"{iid}-thin"
@@ -349,13 +349,15 @@ def report(out: Path, thinned: dict[str, Path], graded: dict[str, list[dict]], t
     sys.path.insert(0, str(HERE))
     from evidence_real import walls_per_task
 
+    from harness.names import file_name
+
     print(f"\n{'task':52} {'mut':>4} {'short':>5} {'rej':>4} {'full-pass':>9} {'rej':>4} {'conf':>4} {'verdict':12} {'strengthening':18}")
     totals = {"tasks": 0, "confirmed": 0, "shortcuts": 0, "rejected": 0, "full_pass": 0, "stricter": 0, "with_shortcut": 0}
     for iid in thinned:
         tid = f"{iid}-thin"
-        counts = rows(out / "thin" / "p2" / tid / "counts.parquet")
-        verdict = rows(out / "thin" / "p2" / tid / "verdict.parquet")
-        strength = rows(out / "thin" / "strengthen" / tid / "strengthening.parquet")
+        counts = rows(out / "thin" / "p2" / file_name(tid) / "counts.parquet")
+        verdict = rows(out / "thin" / "p2" / file_name(tid) / "verdict.parquet")
+        strength = rows(out / "thin" / "strengthen" / file_name(tid) / "strengthening.parquet")
         mutants = graded.get(iid, [])
         shortcuts = [m for m in mutants if m["thin"] == 1.0 and m["full"] == 0.0]
         full_pass = [m for m in mutants if m["full"] == 1.0]
@@ -399,6 +401,7 @@ def main() -> int:
     parser.add_argument("--mutants", type=int, default=24, help="mutants graded per task")
     parser.add_argument("--backend", default="bwrap", choices=["bwrap", "docker"])
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-mining", action="store_true", help="take the tasks RUN's Pipeline 1 finished; mine and run none")
     parser.add_argument("--oracle-only", action="store_true", help="mine, thin and grade the mutants on the upstream suites; no engine stage")
     parser.add_argument("--report-only", action="store_true", help="report on RUN as it is; run nothing")
     run(parser.parse_args())
