@@ -26,6 +26,7 @@ from collections.abc import Callable
 import pytest
 
 from harness.grading import canaries, capabilities, grader, tamper
+from harness.grading import guard as runtime_guard
 from harness.grading.tree import MAX_DEPTH, Entry, TaskFacts, parse_listing
 from harness.records import Grade, Task
 from harness.sandboxes.sandbox import Backend
@@ -142,11 +143,13 @@ def test_code_hidden_from_a_static_reader_earns_0(backend: Backend, style: tuple
 def test_control_each_hiding_really_forges(
     backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable, monkeypatch: pytest.MonkeyPatch, attack: str, style_name: str
 ) -> None:
-    """Control: the same patch with no canaries and the audit only flagging earns 1, so each hiding
-    carries a forging that works; the audit still names it."""
+    """Control: the same patch with no canaries, no run-time guard (which stops the forging as it runs)
+    and the audit only flagging earns 1, so each hiding carries a forging that works; the audit still
+    names it."""
     instance_id, package = STYLES[style_name]
     task = sample_tasks[instance_id]
     monkeypatch.setattr(canaries, "usable", lambda test_cmd: False)
+    monkeypatch.setattr(runtime_guard, "ENABLED", False)
     edits, named = _hidings(package)[attack]
     result = grader.grade(task, make_patch(task, edits), backend, tamper="flag")
     assert (result.reward, result.reason) == (1.0, "ok"), (result.reason, result.detail, result.differing)
