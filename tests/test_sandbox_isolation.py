@@ -598,13 +598,14 @@ def _in_add_dependency(body: str) -> Callable[[str], str]:
 
 HANG = _in_add_dependency("import time\ntime.sleep(10 ** 6)")
 # pytest captures fds 1 and 2 into a temp file during a test, so a test that floods the log writes to
-# the pipe the runner's real output goes to (its saved copy of fd 1)
+# the pipe the runner's real output goes to (its saved copy of fd 1), found by trying descriptors
+# (listing /proc/self/fd is what the run-time guard stops as tampering)
 FLOOD_REAL_STDOUT = _in_add_dependency(
     """
-import os
-for fd in sorted(map(int, os.listdir("/proc/self/fd"))):
+import os, stat
+for fd in range(3, 64):
     try:
-        is_pipe = os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:")
+        is_pipe = stat.S_ISFIFO(os.fstat(fd).st_mode)
     except OSError:
         continue
     if is_pipe:
@@ -620,7 +621,9 @@ atexit.register(lambda: [os.write(1, b"y" * 65536) for _ in range(16_000)])
 """
 )
 # a plain print() of 1 GiB inside a test only reaches pytest's capture file (in /tmp), a tmpfs of
-# Limits.tmp_mb, which fills first: pytest itself fails and no statuses are reported. Reward 0, recorded.
+# Limits.tmp_mb, which fills first: pytest itself fails and no statuses are reported. Reward 0, recorded
+# as tamper_suspected: the session died before the run-time guard sealed its reports, and the guard
+# fails closed (a session it cannot vouch for is not told apart from one whose guard was cut off).
 FLOOD_CAPTURED = _in_add_dependency("for _ in range(16_000):\n    print('y' * 65535)")
 
 
@@ -634,7 +637,7 @@ FLOOD_CAPTURED = _in_add_dependency("for _ in range(16_000):\n    print('y' * 65
             ("print-1gb-to-real-stdout", FLOOD_REAL_STDOUT, "output_limit", 6),
             ("print-1gb-at-exit", FLOOD_AT_EXIT, "output_limit", 6),
             # writes 512 MiB to the capture file first: seconds on a loaded machine
-            ("print-1gb-captured", FLOOD_CAPTURED, "tests_errored", 60),
+            ("print-1gb-captured", FLOOD_CAPTURED, "tamper_suspected", 60),
         )
     ],
     indirect=["grader_backend"],
