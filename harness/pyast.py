@@ -31,10 +31,10 @@ def parse(source: str, filename: str = "<unknown>", mode: str = "exec") -> ast.M
                 gc.enable()
 
 
-def literal_eval(source: str) -> object:
-    """``ast.literal_eval`` of source text: it parses, so the parse takes the lock (evaluating the
-    parsed node builds no AST and needs none)."""
-    return ast.literal_eval(parse(source.lstrip(" \t"), mode="eval"))
+def literal_eval(source: str | ast.expr) -> object:
+    """``ast.literal_eval`` of source text or of a node: text is parsed, so the parse takes the lock
+    (evaluating a node builds no AST and needs none)."""
+    return ast.literal_eval(source if isinstance(source, ast.AST) else parse(source.lstrip(" \t"), mode="eval"))
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import libcst as cst
 
-from harness.pyast import parse
+from harness.pyast import literal_eval, parse
 from probes.data_ops.added import Mutant, _Old, added_part
 from probes.pycst import PyFile, code_of, keep_parens, line_of, parens, short, spread, walk
 from probes.special_case import find_def
@@ -97,7 +97,7 @@ def calls_in_tests(sources: Mapping[str, str], test_ids: Sequence[str]) -> dict[
 
 def _literal(node: ast.expr) -> object:
     try:
-        value = ast.literal_eval(node)
+        value = literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return UNKNOWN
     return value if isinstance(value, (int, float, str, bytes)) and len(repr(value)) <= 200 else UNKNOWN
