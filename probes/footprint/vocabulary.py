@@ -148,29 +148,33 @@ def _functions(tree: ast.Module) -> Iterable[tuple[str, ast.FunctionDef | ast.As
 _NO = object()
 
 
-def keyword_defaults(source: str, qualnames: Iterable[str]) -> dict[str, tuple[tuple[str, object], ...]]:
-    """For each function named, its parameters that take a literal default, with that default: the
-    keyword arguments a call may pass (``maxsplit=``, ``strict=``)."""
+def _named_functions(source: str, qualnames: Iterable[str]) -> Iterable[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """The functions of ``source`` named in ``qualnames`` (none where it does not parse)."""
     wanted = set(qualnames)
     try:
         tree = parse(source)
     except SyntaxError:
-        return {}
+        return
+    yield from ((name, node) for name, node in _functions(tree) if name in wanted)
+
+
+def _literal(node: ast.expr, otherwise: object) -> object:
+    try:
+        return literal_eval(node)
+    except (ValueError, SyntaxError, TypeError):
+        return otherwise
+
+
+def keyword_defaults(source: str, qualnames: Iterable[str]) -> dict[str, tuple[tuple[str, object], ...]]:
+    """For each function named, its parameters that take a literal default, with that default: the
+    keyword arguments a call may pass (``maxsplit=``, ``strict=``)."""
     out: dict[str, tuple[tuple[str, object], ...]] = {}
-    for name, node in _functions(tree):
-        if name not in wanted:
-            continue
+    for name, node in _named_functions(source, qualnames):
         args = node.args
         positional = [*args.posonlyargs, *args.args]
         pairs = list(zip([a.arg for a in positional][len(positional) - len(args.defaults) :], args.defaults))
         pairs += [(a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
-        found = []
-        for param, default in pairs:
-            try:
-                found.append((param, literal_eval(ast.unparse(default))))
-            except (ValueError, SyntaxError, TypeError):
-                continue
-        out[name] = tuple(found)
+        out[name] = tuple((param, value) for param, default in pairs if (value := _literal(default, _NO)) is not _NO)
     return out
 
 
@@ -180,22 +184,10 @@ REQUIRED = "<required>"  # a positional parameter without a default
 def positional_params(source: str, qualnames: Iterable[str]) -> dict[str, tuple[tuple[str, object], ...]]:
     """For each function named, its positional parameters in order, each with its literal default
     (``REQUIRED`` where it has none or a default that is not a literal)."""
-    wanted = set(qualnames)
-    try:
-        tree = parse(source)
-    except SyntaxError:
-        return {}
     out: dict[str, tuple[tuple[str, object], ...]] = {}
-    for name, node in _functions(tree):
-        if name not in wanted:
-            continue
+    for name, node in _named_functions(source, qualnames):
         positional = [*node.args.posonlyargs, *node.args.args]
-        defaults: list[object] = [REQUIRED] * (len(positional) - len(node.args.defaults))
-        for d in node.args.defaults:
-            try:
-                defaults.append(literal_eval(ast.unparse(d)))
-            except (ValueError, SyntaxError, TypeError):
-                defaults.append(REQUIRED)
+        defaults = [REQUIRED] * (len(positional) - len(node.args.defaults)) + [_literal(d, REQUIRED) for d in node.args.defaults]
         out[name] = tuple((a.arg, d) for a, d in zip(positional, defaults))
     return out
 
