@@ -100,6 +100,9 @@ ACTS = {
     "git": ("open('.git/HEAD').read()", "git objects"),
     "io": ("import os, json\nos.listdir(os.path.dirname(os.environ['SWEDECK_GUARD']))", "IO folder"),
     "proc-environ": ("open('/proc/self/environ', 'rb').read()", "environment"),
+    # regression: a thread's own /proc entry holds the process's starting environment, guard key included
+    "proc-thread-environ": ("open('/proc/thread-self/environ', 'rb').read()", "environment"),
+    "proc-task-environ": ("import os\nopen(f'/proc/self/task/{os.getpid()}/environ', 'rb').read()", "environment"),
     "replace-runner": ("import _pytest.runner\n_pytest.runner.call_and_report = lambda *a, **k: None", "was replaced"),
     "replace-stdlib": ("import json\njson.dumps = lambda *a, **k: '{}'", "json.dumps was replaced"),
     "trace-hook": ("import threading\nthreading.settrace(lambda *a: None)", "trace or profile"),

@@ -244,7 +244,8 @@ def _install(job, key, ours):
         if path in protected:
             return "a hidden test file"
         parts = path.split("/")
-        if _len(parts) > 3 and parts[1] == "proc" and parts[3] in proc_parts:
+        # any depth: /proc/<pid>/task/<tid>/environ (what /proc/thread-self names) is the process's too
+        if _len(parts) > 3 and parts[1] == "proc" and not proc_parts.isdisjoint(parts[3:]):
             return "a process's descriptors, memory or environment"
         return None
 
