@@ -27,6 +27,7 @@ from probes.footprint.vocabulary import (
     positional_params,
     raised_types,
     regexes,
+    shape,
     spelled,
     text_strategy,
     vocabulary,
@@ -84,12 +85,23 @@ def test_strings_are_drawn_from_gold_s_regexes_and_from_edits_of_the_tests_own_i
     # an edit keeps the rest of the input as it is
     edited = draw(edit_strategy("a-b", __import__("hypothesis").strategies.just("Z")), 40)
     tokens = {"Z-b", "Za-b", "-b", "aZb", "aZ-b", "ab", "a-Z", "a-Zb", "a-"}
-    chars = {f"{c}-b" for c in "aeiouxyz09b"} | {f"a{c}b" for c in "aeiouxyz09b"} | {f"a-{c}" for c in "aeiouxyz09b"}
+    chars = {f"{c}-b" for c in "eiouxyzb"} | {f"a-{c}" for c in "aeiouxyz"}
     assert set(edited) <= tokens | chars and set(edited) & tokens and set(edited) & chars
 
 
+def test_regression_a_character_is_swapped_only_for_one_of_its_class() -> None:
+    # boltons 1e61524: 'BOSS' edited to 'iOSS' and 'Glass' to 'G9ass' made footprint tests pin gold's
+    # answer on mixed-case words, which a correct fix keeping the case rule differently answers otherwise
+    from hypothesis import strategies as st
+
+    for value in ("BOSS", "Glass", "v12"):
+        edited = draw(edit_strategy(value, st.just(value)), 80)
+        swapped = [e for e in edited if len(e) == len(value) and sum(a != b for a, b in zip(e, value)) == 1]
+        assert swapped and all(shape(e) == shape(value) for e in swapped)
+
+
 def test_a_value_of_the_inputs_own_shape_is_drawn_in_its_place() -> None:
-    from probes.footprint.vocabulary import Vocabulary, shape
+    from probes.footprint.vocabulary import Vocabulary
 
     assert shape("JPY") == shape("KWD") == "AAA" != shape("Jpy")
     drawn = draw(text_strategy(Vocabulary(strings=("KWD", "BHD", "note")), ["JPY"]), 60)

@@ -293,10 +293,15 @@ def edit_strategy(value: str, pieces):  # noqa: ANN001, ANN201
     def swap(at: int, char: str) -> str:
         return value[:at] + char + value[at + 1 :]
 
-    # one character changed too: inside a word, where a rule reads a letter (an ending, a prefix)
-    chars = sorted({c for c in value if c.isalnum()} | set("aeiouxyz09"))
-    return st.one_of(st.builds(edit, st.integers(0, len(tokens) - 1), st.sampled_from(["replace", "insert", "delete"]), pieces),
-                     st.builds(swap, st.integers(0, len(value) - 1), st.sampled_from(chars)))  # fmt: skip
+    # one character changed too: inside a word, where a rule reads a letter (an ending, a prefix), by
+    # one of its own class (a capital by a capital, a digit by a digit): what a correct fix other than
+    # gold must agree with gold on is the tests' kind of input, and 'iOSS' of 'BOSS' or 'G9ass' of
+    # 'Glass' is another kind, on which such a fix may answer otherwise
+    chars = sorted({c for c in value if c.isalnum()} | set("aeiouxyzAEIOUXYZ09"))
+    swaps = [(at, c) for at, old in enumerate(value) if old.isalnum() for c in chars if c != old and shape(c) == shape(old)]
+    options = [st.builds(edit, st.integers(0, len(tokens) - 1), st.sampled_from(["replace", "insert", "delete"]), pieces)]
+    options += [st.sampled_from(swaps).map(lambda s: swap(*s))] if swaps else []
+    return st.one_of(*options)
 
 
 def number_strategy(vocab: Vocabulary, seen: Sequence[int | float], kind: type):  # noqa: ANN201
