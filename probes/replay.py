@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harness.grading.patching import apply_patch
 from harness.pyast import parse
@@ -122,6 +123,12 @@ class Differential:
     detail: str = ""
     observed: int = 0  # standalone calls the observation engine took from the tests' own calls
     generated: int = 0  # ... and varied or read from documents (``probes.observe``)
+
+
+class Engine(Protocol):
+    """What tells another patch apart from gold: the program replay, the observed suite, the footprint."""
+
+    def distinguish(self, patch: str) -> Differential: ...
 
 
 def draw(strategy: object, examples: int) -> list[object]:

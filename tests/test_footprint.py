@@ -100,6 +100,16 @@ def test_regression_a_character_is_swapped_only_for_one_of_its_class() -> None:
         assert swapped and all(shape(e) == shape(value) for e in swapped)
 
 
+def test_an_input_s_ends_are_swept_through_their_whole_class() -> None:
+    from probes.footprint.vocabulary import end_swaps
+
+    swept = end_swaps("box")
+    assert len(swept) == 50 and {"boz", "boy", "cox", "zox"} <= set(swept) and "box" not in swept
+    assert set(end_swaps("V12")) >= {"V10", "V19", "A12", "Z12"} and "v12" not in end_swaps("V12")
+    assert end_swaps("x") == [c for c in "abcdefghijklmnopqrstuvwxyz" if c != "x"] and end_swaps("") == []
+    assert end_swaps("a-") == [c + "-" for c in "bcdefghijklmnopqrstuvwxyz"]  # an end of no class stays
+
+
 def test_a_value_of_the_inputs_own_shape_is_drawn_in_its_place() -> None:
     from probes.footprint.vocabulary import Vocabulary
 
@@ -280,3 +290,43 @@ def test_a_recorded_dunder_call_is_written_as_the_operator_a_test_uses() -> None
     assert as_written("S.__contains__(S('ab'), 'a')") == "'a' in S('ab')"
     assert as_written("V.__ge__(V(1), V(2))") == "V(1) >= V(2)"
     assert as_written("tail(2, 'ab')") == "tail(2, 'ab')"
+
+
+WIDE = """\
+diff --git a/boltons/strutils.py b/boltons/strutils.py
+--- a/boltons/strutils.py
++++ b/boltons/strutils.py
+@@ -258,7 +258,7 @@ def pluralize(word):
+         plural = irr_plural
+     elif word.endswith('y') and word[-2:-1] not in 'aeiou':
+         plural = word[:-1] + 'ies'
+-    elif word[-1] == 's' or word.endswith('ch') or word.endswith('sh'):
++    elif word[-1] in 'sxz' or word.endswith('ch') or word.endswith('sh'):
+         plural = word if word.endswith('es') else word + 'es'
+     else:
+         plural = word + 's'
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_the_footprint_tells_gold_from_a_fix_too_narrow_and_from_one_too_wide(footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """boltons 8c3fc28 (pluralize of words ending in x), as Pipeline 2 asks it of a surviving probe: the
+    shortcut (only the tested endings) answers like the buggy tree where gold changed it; a fix wider
+    than gold's ('z' too) answers unlike both where the bug left the answer alone. Gold itself is told
+    apart from nothing."""
+    from curation.pipeline1 import Pipeline1Config, process_task
+    from curation.sources.local import load_task_folder
+    from harness.sandboxes.envs import prepare_tree
+    from probes.differential import session_for
+
+    folder = Path(__file__).resolve().parent.parent / "data" / "real" / "mahmoud__boltons-8c3fc28"
+    task = load_task_folder(folder)
+    p1 = process_task(task, footprint_backend, Pipeline1Config(runs=1), "test", tmp_path)
+    engine = session_for(task, footprint_backend, p1.fail_to_pass, prepare_tree(task, swedeck_env)).footprint
+    assert engine is not None
+    narrow, wide = engine.distinguish((folder / "shortcut.patch").read_text()), engine.distinguish(WIDE)
+    assert narrow.found is not None and narrow.found.target.endswith("pluralize"), narrow.detail
+    assert wide.found is not None and wide.found.call.rstrip(")").endswith("z'"), wide.detail
+    assert engine.known[wide.found.call][0] == engine.known[wide.found.call][1]  # buggy and gold agree there
+    assert engine.distinguish(task.answer.gold_patch).found is None

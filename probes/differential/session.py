@@ -14,7 +14,7 @@ from harness.sandboxes.sandbox import Backend
 from probes.differential.literals import pool, variants
 from probes.differential.statements import programs
 from probes.observe import ObservationSession, context
-from probes.replay import Differential, Observed, Program, Step, behaviour, run_programs
+from probes.replay import Differential, Engine, Observed, Program, Step, behaviour, run_programs
 from probes.workspace import test_sources
 
 MAX_VARIANTS = 160  # variant programs per task
@@ -77,9 +77,11 @@ class DifferentialSession:
     discovery, then every variant), and compared with any number of other patches (one run each)."""
 
     def __init__(self, task: Task, backend: Backend, fail_to_pass: Sequence[str], sources: Mapping[str, str],
-                 changed: Sequence[str], *, budget: int = MAX_VARIANTS, observer: ObservationSession | None = None) -> None:  # fmt: skip
+                 changed: Sequence[str], *, budget: int = MAX_VARIANTS, observer: Engine | None = None,
+                 footprint: Engine | None = None) -> None:  # fmt: skip
         self.task, self.backend, self.changed, self.budget = task, backend, list(changed), budget
         self.observer = observer  # the suite observed through pytest, asked when no program tells the patch apart
+        self.footprint = footprint  # gold's diff drawn by Hypothesis, asked when neither tells it apart
         self.base = programs(sources, fail_to_pass)
         self.values = pool(task.problem_statement, sources.values())
         self._gold: Observed | None = None
@@ -104,10 +106,13 @@ class DifferentialSession:
 
     def distinguish(self, patch: str) -> Differential:
         answer = self.replay_programs(patch)
-        if answer.found is not None or self.observer is None:
-            return answer
-        more = self.observer.distinguish(patch)
-        return Differential(more.found, answer.tried + more.tried, f"{answer.detail}; {more.detail}", more.observed, more.generated)
+        for engine in (self.observer, self.footprint):
+            if answer.found is not None or engine is None:
+                continue
+            more = engine.distinguish(patch)
+            answer = Differential(more.found, answer.tried + more.tried, f"{answer.detail}; {more.detail}",
+                                  answer.observed + more.observed, answer.generated + more.generated)  # fmt: skip
+        return answer
 
     def replay_programs(self, patch: str) -> Differential:
         gold = self.gold()
@@ -192,8 +197,12 @@ def session_for(task: Task, backend: Backend, fail_to_pass: Sequence[str], tree:
     sources = test_sources(task, tree, files)
     hidden = test_sources(task, tree, [*task.answer.hidden_tests.files, *changed_python_files(task.answer.hidden_tests.patch)])
     ctx = context(task, tree, {**hidden, **sources}, fail_to_pass)
+    from probes.footprint.search import FootprintSearch  # here: the footprint's vocabulary imports this package's literals
+
     observer = ObservationSession(task, backend, ctx, pool(task.problem_statement, hidden.values()))
-    return DifferentialSession(task, backend, fail_to_pass, sources, changed_python_files(task.answer.gold_patch), observer=observer)
+    footprint = FootprintSearch(task, backend, tree, fail_to_pass, sources)
+    return DifferentialSession(task, backend, fail_to_pass, sources, changed_python_files(task.answer.gold_patch), observer=observer,
+                               footprint=footprint)  # fmt: skip
 
 
 def with_differential(probe: ProbeResult, answer: Differential) -> ProbeResult:

@@ -37,11 +37,11 @@ from harness.pyast import literal_eval, parse
 from harness.records import Behaviour, Task
 from harness.sandboxes.sandbox import Backend
 from probes.differential.literals import pool
-from probes.footprint.vocabulary import Vocabulary, keyword_strategy, spelled, strategy_for, vocabulary
+from probes.footprint.vocabulary import Vocabulary, end_swaps, keyword_strategy, spelled, strategy_for, vocabulary
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.session import ObservationSession, context, differs, observe
 from probes.observe.watched import import_root
-from probes.replay import behaviour
+from probes.replay import Differential, behaviour
 from probes.workspace import workspace
 
 MAX_SEEDS = 40
@@ -163,6 +163,13 @@ class Slot:
     added: bool = False  # a keyword parameter the call does not pass
     inner: int = -1  # the argument, written as a constructor call, whose positional literal this is
 
+    @property
+    def value(self) -> object:
+        """The seed's own value of this argument (``_NONE`` for a keyword it does not pass or a constructor's literal)."""
+        if self.added or self.inner >= 0:
+            return _NONE
+        return _value(dict([*((str(i), a) for i, a in enumerate(self.seed.args)), *self.seed.kwargs])[self.name])
+
     def call(self, value: object, how: str) -> Call | None:
         text = source_of(value)
         if text is None:
@@ -260,6 +267,8 @@ class FootprintSearch:
         self.ctx.expected |= set(self.vocab.raised)
         self.session = ObservationSession(task, backend, self.ctx, [])
         self.known: dict[str, tuple[Behaviour, Behaviour, str]] = {}  # call src -> (gold, buggy, literal)
+        self.calls: dict[str, Call] = {}  # call src -> the call, in the order first run
+        self._footprint: Footprint | None = None
 
     def run_batch(self, calls: Sequence[Call]) -> None:
         """Each call twice on gold and once on the buggy tree, remembered; a call gold answers
@@ -274,11 +283,35 @@ class FootprintSearch:
             if key in first and key in again and key in buggy:
                 g = behaviour(first[key])
                 self.known[call.src] = (g, behaviour(buggy[key]) if behaviour(again[key]) == g else g, first[key].get("literal", "") or "")
+                self.calls[call.src] = call
 
     def differs(self, call: Call) -> bool | None:
         """Whether the call tells the trees apart; None when no run has seen it."""
         seen = self.known.get(call.src)
         return None if seen is None else differs(seen[0], seen[1], self.ctx.expected)
+
+    def footprint(self) -> Footprint:
+        """``run``, once."""
+        if self._footprint is None:
+            self._footprint = self.run()
+        return self._footprint
+
+    def distinguish(self, patch: str) -> Differential:
+        """Another patch against gold on the footprint's calls: those where gold changed the buggy
+        tree's answer first (where a wrong fix most likely still answers like the buggy tree), then
+        every other call drawn, where buggy and gold agree (where a fix wider than gold's breaks what
+        the bug left alone). The first the patch answers unlike gold in contract, confirmed alone."""
+        found = self.footprint()
+        if not self.known:
+            return Differential(None, 0, f"footprint: {found.detail}")
+        first = [src for src, call in self.calls.items() if self.differs(call)]
+        order = [*dict.fromkeys([*first, *self.calls])][:MAX_CALLS]
+        calls = [self.calls[src] for src in order]
+        gold = {f"call{i}": (self.known[src][0], self.known[src][2]) for i, src in enumerate(order)}
+        hit, tried = self.session.first_difference(patch, calls, gold)
+        if hit is not None:
+            return Differential(hit, tried, f"footprint: {hit.how}")
+        return Differential(None, tried, f"footprint: none of {tried} calls drawn from gold's diff behaves unlike gold in contract")
 
     def run(self) -> Footprint:
         if not self.ctx.watched:
@@ -307,13 +340,16 @@ class FootprintSearch:
             drawn.append(call)
             return False
 
+        # the issue's own cases' strings swept at their ends, then what Hypothesis draws
+        swept = [c for slot in first if isinstance(v := slot.value, str) for t in end_swaps(v) if (c := slot.call(t, "an end character swapped"))]
+        swept = _unique(swept)[: room // 2]
         for slot in every:  # generation only: every value find draws, none differing yet
             search(slot, draws.get(id(slot), rest), record, shrink=False)
-        self.run_batch([*seeds, *documented, *drawn[:room]])
+        self.run_batch([*seeds, *documented, *swept, *drawn[: room - len(swept)]])
         shrunk = self.shrink(every, lambda slot: draws.get(id(slot), rest))
         own = {s.src for s in seeds}
         found = []
-        for call in _unique([*seeds, *documented, *drawn, *shrunk]):
+        for call in _unique([*seeds, *documented, *swept, *drawn, *shrunk]):
             if self.differs(call) and (seen_ := self.known.get(call.src)) is not None:
                 found.append(Found(self.spell(call), seen_[0], seen_[1], seen_[2], call.src in own))
         detail = (f"{len(self.known)} calls on both trees ({len(seeds)} of the tests', {len(documented)} from documents, "

@@ -304,6 +304,21 @@ def edit_strategy(value: str, pieces):  # noqa: ANN001, ANN201
     return st.one_of(*options)
 
 
+CLASSES = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789")
+
+
+def end_swaps(value: str) -> list[str]:
+    """``value`` with its last, then its first character replaced by every other of its class, in
+    turn: where a rule reads an ending or a prefix, the whole alphabet at the boundary, which a few
+    random draws leave mostly unseen (a fix that takes one letter too many is told from gold only by
+    that letter)."""
+    out: list[str] = []
+    for at in dict.fromkeys([len(value) - 1, 0]) if value else ():
+        letters = next((c for c in CLASSES if value[at] in c), "")
+        out += [value[:at] + c + value[at + 1 :] for c in letters if c != value[at]]
+    return out
+
+
 def number_strategy(vocab: Vocabulary, seen: Sequence[int | float], kind: type):  # noqa: ANN201
     """Numbers of ``kind``: boundaries of the diff's constants and of the tests' own values, and values
     beyond the tests' range (powers of ten past their largest)."""

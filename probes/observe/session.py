@@ -196,32 +196,39 @@ class ObservationSession:
         if not gold.gold:
             why = gold.error or ("no target of gold's patch was watched" if not self.ctx.watched else "the tests made no call with evaluable arguments into gold's changed functions")
             return Differential(None, 0, f"observation: {why}", **counts)
-        other = self.outcomes(patch, gold.calls)
-        tried, confirmations = 0, 0
-        for i, call in enumerate(gold.calls):  # the tests' own calls first, then the generated ones
-            key = f"call{i}"
-            if key not in gold.gold or key not in other:
-                continue
-            tried += 1
-            g, o = behaviour(gold.gold[key]), behaviour(other[key])
-            if not differs(g, o, self.ctx.expected):
-                continue
-            confirmations += 1
-            if self._confirmed(patch, call, g, o):
-                found = DistinguishingInput(
-                    test_id=call.test_id, how=call.how, setup=list(call.imports), call=call.src, gold=g, other=o,
-                    literal=gold.gold[key].get("literal", "") or "", target=call.target,
-                    source=call.source,
-                    args=list(call.args), kwargs=dict(call.kwargs),
-                )  # fmt: skip
-                return Differential(found, tried, f"observation: {call.how}", **counts)
-            if confirmations >= MAX_CONFIRMATIONS:
-                break
+        found, tried = self.first_difference(patch, gold.calls, {k: (behaviour(o), o.get("literal", "") or "") for k, o in gold.gold.items()})
+        if found is not None:
+            return Differential(found, tried, f"observation: {found.how}", **counts)
         unusable = sum(1 for row in self.rows if not row.get("call"))
         note = f"; {unusable} observed calls have no evaluable arguments" if unusable else ""
         note += f"; {gold.unstable} calls left out, gold answers them differently each time" if gold.unstable else ""
         return Differential(None, tried, f"observation: none of {tried} calls ({gold.observed} observed, {gold.generated} generated) "
                             f"behaves unlike gold in contract{note}", **counts)  # fmt: skip
+
+    def first_difference(self, patch: str, calls: Sequence[Call], gold: Mapping[str, tuple[Behaviour, str]]) -> tuple[DistinguishingInput | None, int]:
+        """The first of ``calls`` (gold's behaviour and value as source in ``gold``, keyed as
+        ``outcomes`` keys them) the patch answers unlike gold in contract, confirmed alone; and how
+        many calls were compared."""
+        other = self.outcomes(patch, calls)
+        tried, confirmations = 0, 0
+        for i, call in enumerate(calls):
+            key = f"call{i}"
+            if key not in gold or key not in other:
+                continue
+            tried += 1
+            (g, literal), o = gold[key], behaviour(other[key])
+            if not differs(g, o, self.ctx.expected):
+                continue
+            confirmations += 1
+            if self._confirmed(patch, call, g, o):
+                found = DistinguishingInput(
+                    test_id=call.test_id, how=call.how, setup=list(call.imports), call=call.src, gold=g, other=o, literal=literal,
+                    target=call.target, source=call.source, args=list(call.args), kwargs=dict(call.kwargs),
+                )  # fmt: skip
+                return found, tried
+            if confirmations >= MAX_CONFIRMATIONS:
+                break
+        return None, tried
 
     def _confirmed(self, patch: str, call: Call, gold: Behaviour, other: Behaviour) -> bool:
         """The call alone, in a fresh sandbox on each tree, behaves as in the batch: no state left by an
