@@ -1,4 +1,5 @@
-"""The differential engine's driver: runs inside a sandbox, on one tree, with only the standard library.
+"""The differential engine's driver: runs inside a sandbox, on one tree, with only the standard library
+(and the tree's own pytest, for the tests that take fixtures).
 
 ``python diff_driver.py SPEC OUT`` reads a JSON spec of programs (each the statements of one
 FAIL_TO_PASS test, with its asserts turned into observations, or with an empty ``test_file`` a
@@ -8,8 +9,9 @@ whether it entered a file gold changed. ``probes.differential`` writes the spec 
 output of two trees; nothing here decides anything.
 
 Spec: ``{"changed": [paths], "timeout_s": float, "discover": bool, "paths": [folders put on sys.path],
-"programs": [{"key", "test_file",
-"cls", "method", "steps": [{"kind": "exec"|"observe", "src"}], "names": [identifiers]}]}``.
+"programs": [{"key", "test_id", "test_file",
+"cls", "method", "steps": [{"kind": "exec"|"observe", "src"}], "names": [identifiers], "fixtures": [argnames]}]}``.
+A program with fixtures runs through pytest (``InPytest``), the others in a namespace of their own.
 Out: ``{"results": {key: [observation]}, "alternatives": {key: {name: [[module, attr], ...]}}}``.
 """
 
@@ -136,7 +138,7 @@ def _is_testcase(klass: type) -> bool:
     return any(base.__name__ == "TestCase" for base in klass.__mro__)
 
 
-def run_program(program: dict, changed: set[str], timeout_s: float) -> list[dict]:
+def run_program(program: dict, changed: set[str], timeout_s: float, ns: dict | None = None) -> list[dict]:
     entered = [False]
 
     def profile(frame, event, arg):  # noqa: ANN001, ANN202
@@ -146,9 +148,10 @@ def run_program(program: dict, changed: set[str], timeout_s: float) -> list[dict
     out: list[dict] = []
     try:
         # imported once, outside any program's time limit
-        module = load_module(program["test_file"]) if program["test_file"] else None
+        module = load_module(program["test_file"]) if program["test_file"] and ns is None else None
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
-        ns = namespace(module, program.get("cls"), program.get("method")) if module else {}
+        if ns is None:
+            ns = namespace(module, program.get("cls"), program.get("method")) if module else {}
         for i, step in enumerate(program["steps"]):
             printed = io.StringIO()
             entered[0] = False
@@ -234,6 +237,57 @@ def _same(a: object, b: object) -> bool:
         return False
 
 
+class InPytest:
+    """A pytest plugin that runs each program of a test with fixtures in place of the test's body: one
+    copy of the test per program (so each gets its own fixtures, set up and torn down by pytest), whose
+    call runs the program's steps in the test module's namespace with the fixtures' values (and the
+    class instance as ``self``)."""
+
+    def __init__(self, programs: list[dict], changed: set[str], timeout_s: float) -> None:
+        self.programs, self.changed, self.timeout_s = programs, changed, timeout_s
+        self.results: dict[str, list[dict]] = {}
+        self.by_node: dict[str, dict] = {}
+
+    def pytest_collection_modifyitems(self, session, config, items) -> None:  # noqa: ANN001
+        import pytest
+
+        copies = []
+        for item in items:
+            # the test's id as the task's test command names it, from the repository's root, whatever
+            # rootdir pytest settled on here
+            test_id = "::".join([os.path.relpath(str(item.path)), *item.nodeid.split("::")[1:]])
+            for k, program in enumerate(p for p in self.programs if p["test_id"] == test_id):
+                copy = pytest.Function.from_parent(item.parent, name=f"{item.name}__swedeck{k}", callobj=item.obj, originalname=item.originalname)
+                self.by_node[copy.nodeid] = program
+                copies.append(copy)
+        items[:] = copies
+
+    def pytest_pyfunc_call(self, pyfuncitem) -> bool | None:  # noqa: ANN001
+        program = self.by_node.get(pyfuncitem.nodeid)
+        if program is None:
+            return None
+        ns = dict(vars(pyfuncitem.module))
+        ns.update({name: pyfuncitem.funcargs[name] for name in program["fixtures"] if name in pyfuncitem.funcargs})
+        if pyfuncitem.instance is not None:
+            ns["self"] = pyfuncitem.instance
+        self.results[program["key"]] = run_program(program, self.changed, self.timeout_s, ns)
+        return True
+
+
+def run_in_pytest(programs: list[dict], changed: set[str], timeout_s: float) -> dict[str, list[dict]]:
+    """The programs of tests with fixtures, run by pytest (in this process) with their fixtures; a
+    program whose test pytest did not collect or set up has no result."""
+    import pytest
+
+    plugin = InPytest(programs, changed, timeout_s)
+    if os.getcwd() not in sys.path:  # as ``python -m pytest`` in the root, as test commands run it
+        sys.path.insert(0, os.getcwd())
+    ids = list(dict.fromkeys(p["test_id"] for p in programs))
+    with contextlib.redirect_stdout(io.StringIO()):
+        pytest.main(["-q", "-s", "-p", "no:cacheprovider", "-o", "addopts=", *ids], plugins=[plugin])
+    return plugin.results
+
+
 def main(spec_path: str, out_path: str) -> None:
     with open(spec_path) as f:
         spec = json.load(f)
@@ -243,10 +297,15 @@ def main(spec_path: str, out_path: str) -> None:
         sys.path.insert(0, os.path.join(root, folder))
     signal.signal(signal.SIGALRM, _alarm)
     results, alts = {}, {}
+    timeout_s = spec.get("timeout_s", 2.0)
     for program in spec["programs"]:
-        results[program["key"]] = run_program(program, changed, spec.get("timeout_s", 2.0))
+        if not program.get("fixtures"):
+            results[program["key"]] = run_program(program, changed, timeout_s)
         if spec.get("discover"):
             alts[program["key"]] = alternatives(program)
+    with_fixtures = [p for p in spec["programs"] if p.get("fixtures")]
+    if with_fixtures:
+        results.update(run_in_pytest(with_fixtures, changed, timeout_s))
     with open(out_path, "w") as f:
         json.dump({"results": results, "alternatives": alts}, f)
 

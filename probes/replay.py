@@ -41,12 +41,13 @@ class Program:
     imports: list[str] = field(default_factory=list)  # `from m import x` lines a name substitution needs
     base_key: str = ""  # the test's own program this variant came from
     renamed: tuple[str, str] | None = None  # the string literal this variant replaced, and its new value
+    fixtures: list[str] = field(default_factory=list)  # the test's arguments: pytest's fixtures, run through pytest
 
     def spec(self, names: Sequence[str] = ()) -> dict:
         steps = [{"kind": "exec", "src": line} for line in self.imports]
         steps += [{"kind": s.kind, "src": s.src} for s in self.steps]
-        return {"key": self.key, "test_file": self.test_file, "cls": self.cls, "method": self.method, "steps": steps,
-                "names": list(names)}  # fmt: skip
+        return {"key": self.key, "test_id": self.test_id, "test_file": self.test_file, "cls": self.cls, "method": self.method,
+                "steps": steps, "names": list(names), "fixtures": list(self.fixtures)}  # fmt: skip
 
 
 def free_names(steps: Iterable[Step]) -> list[str]:

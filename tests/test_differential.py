@@ -129,11 +129,13 @@ def test_only_replayable_tests_become_programs() -> None:
     sources = {"tests/test_a.py": PYTEST_FILE, "tests/test_u.py": UNITTEST_FILE}
     found = programs(sources, ["tests/test_a.py::test_price", "tests/test_a.py::test_with_fixture",
                                "tests/test_a.py::test_price[1]", "tests/test_u.py::PriceTests::test_price"])  # fmt: skip
-    assert [(p.test_id, p.cls, p.method) for p in found] == [
-        ("tests/test_a.py::test_price", None, "test_price"),
-        ("tests/test_u.py::PriceTests::test_price", "PriceTests", "test_price"),
+    # a test with fixtures is a program pytest runs with them; a parametrized case is not one
+    assert [(p.test_id, p.cls, p.method, p.fixtures) for p in found] == [
+        ("tests/test_a.py::test_price", None, "test_price", []),
+        ("tests/test_a.py::test_with_fixture", None, "test_with_fixture", ["tmp_path"]),
+        ("tests/test_u.py::PriceTests::test_price", "PriceTests", "test_price", []),
     ]
-    assert [s.src for s in found[1].steps] == ["price(2, 'USD', self.rate)", "price(1, 'USD', self.rate)"]
+    assert [s.src for s in found[2].steps] == ["price(2, 'USD', self.rate)", "price(1, 'USD', self.rate)"]
 
 
 def test_inputs_are_neighbours_same_shape_values_and_deterministic_hypothesis_draws() -> None:

@@ -592,10 +592,11 @@ def test_a_shortcut_that_passes_a_too_loose_suite_is_told_apart_with_a_confirmed
     assert grade(task, shortcut_patch, bwrap_backend).reward == 1.0  # the planted suite is too loose
     assert grade(task, task.answer.gold_patch, bwrap_backend).reward == 1.0
     session = session_for(task, bwrap_backend, [f2p], prepare_tree(task, swedeck_env))
-    answer = session.distinguish(shortcut_patch)
+    assert session.distinguish(shortcut_patch).found is not None
+    # the observed suite by itself (where the program replay has nothing to vary: parameters, values from setUp)
+    answer = session.observer.distinguish(shortcut_patch)
     found = answer.found
     assert found is not None, answer.detail
-    # the program replay has nothing to vary in these tests (parameters, a fixture, values from setUp)
     assert found.source in ("observed", "variant"), found
     assert found.target.split(":")[1].split(".")[0] == found.call.split("(")[0]
     assert found.gold != found.other and found.gold.raised in ("", "ValueError")
@@ -609,6 +610,21 @@ def test_a_shortcut_that_passes_a_too_loose_suite_is_told_apart_with_a_confirmed
     done = subprocess.run([sys.executable, "-c", check], cwd=tmp_path / "gold", capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == (found.gold.raised or "True"), (done.stdout, done.stderr, found)
     assert session.distinguish(task.answer.gold_patch).found is None  # gold against itself: no false alarm
+
+
+@pytest.mark.bwrap
+def test_a_test_with_a_fixture_is_replayed_through_pytest_with_its_fixture(tmp_path: Path, bwrap_backend: Backend, swedeck_env) -> None:  # noqa: ANN001
+    """The program replay runs a FAIL_TO_PASS test that takes fixtures inside pytest, a copy of the test
+    per variant with its own fixtures: the shortcut is told apart there, on a varied literal of the
+    test's own statement, before any standalone call is needed."""
+    path, buggy, gold, shortcut, tests, hidden, issue, f2p = CASES["fixture"]
+    task = make_task(tmp_path, "observe-fixture-program", path, buggy, gold, tests, hidden, issue)
+    bwrap_backend.prepare(task)
+    session = session_for(task, bwrap_backend, [f2p], prepare_tree(task, swedeck_env))
+    answer = session.replay_programs(diff(path, buggy, shortcut))
+    assert answer.found is not None and answer.found.source == "program", answer.detail
+    assert [p.fixtures for p in session.programs if p.base_key == f2p] and all(p.fixtures for p in session.programs)
+    assert session.replay_programs(task.answer.gold_patch).found is None
 
 
 TAGS = '''

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -193,5 +194,4 @@ def _variant(base: Program, i: int, step: Step, k: int, names: Mapping[str, obje
     steps = list(base.steps)
     steps[i] = Step(step.kind, _replace(step.src, k, names, new), step.assertion)
     key = f"{base.test_id}#{i}.{k}:{how}"
-    return Program(key=key, test_id=base.test_id, test_file=base.test_file, cls=base.cls, method=base.method,
-                   steps=steps, how=how, imports=[*base.imports, *imports], base_key=base.key)  # fmt: skip
+    return dataclasses.replace(base, key=key, steps=steps, how=how, imports=[*base.imports, *imports], base_key=base.key)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -40,8 +41,8 @@ def renamed_everywhere(base: Program, old: str, new: str) -> Program:
             return ast.Constant(new) if node.value == old else node
 
     steps = [Step(s.kind, ast.unparse(Rename().visit(parse(s.src))), s.assertion) for s in base.steps]
-    return Program(key=f"{base.key}#rename:{old!r}->{new!r}", test_id=base.test_id, test_file=base.test_file, cls=base.cls,
-                   method=base.method, steps=steps, how=f"{old!r} -> {new!r} everywhere", imports=list(base.imports))  # fmt: skip
+    return dataclasses.replace(base, key=f"{base.key}#rename:{old!r}->{new!r}", steps=steps, how=f"{old!r} -> {new!r} everywhere",
+                               base_key="", renamed=None)  # fmt: skip
 
 
 def renamed_behaviour(obs: dict, old: str, new: str) -> Behaviour:

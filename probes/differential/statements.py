@@ -120,6 +120,12 @@ def steps_of(body: Sequence[ast.stmt]) -> list[Step]:
     return out
 
 
+def _is_mark(node: ast.expr) -> bool:
+    """A pytest mark other than parametrize (``@pytest.mark.slow``): pytest reads it, the call is the test's own."""
+    text = ast.unparse(node.func if isinstance(node, ast.Call) else node)
+    return (text.startswith("pytest.mark.") or text.startswith("mark.")) and not text.endswith(".parametrize")
+
+
 def programs(sources: Mapping[str, str], test_ids: Sequence[str]) -> list[Program]:
     """One program per replayable FAIL_TO_PASS test (see the module docstring)."""
     out = []
@@ -135,10 +141,11 @@ def programs(sources: Mapping[str, str], test_ids: Sequence[str]) -> list[Progra
         if fn is None or isinstance(fn, ast.AsyncFunctionDef):
             continue
         params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
-        if params not in ([], ["self"]) or fn.args.vararg or fn.args.kwarg or fn.decorator_list:
-            continue  # fixtures and parametrized tests are not replayed
+        if fn.args.vararg or fn.args.kwarg or not all(_is_mark(d) for d in fn.decorator_list):
+            continue  # parametrized tests, and decorators that wrap the test's call (a frozen clock), are not replayed
         cls = parts[-2] if len(parts) > 1 else None
         steps = steps_of(fn.body)
         if any(s.kind == "observe" for s in steps):
-            out.append(Program(key=test_id, test_id=test_id, test_file=file, cls=cls, method=parts[-1], steps=steps))
+            fixtures = [a for a in params if a != "self"]
+            out.append(Program(key=test_id, test_id=test_id, test_file=file, cls=cls, method=parts[-1], steps=steps, fixtures=fixtures))
     return out
