@@ -12,7 +12,8 @@ Spec: ``{"changed": [paths], "timeout_s": float, "discover": bool, "paths": [fol
 "programs": [{"key", "test_id", "test_file",
 "cls", "method", "steps": [{"kind": "exec"|"observe", "src"}], "names": [identifiers], "fixtures": [argnames]}]}``.
 A program with fixtures runs through pytest (``InPytest``), the others in a namespace of their own.
-Out: ``{"results": {key: [observation]}, "alternatives": {key: {name: [[module, attr], ...]}}}``.
+Out: ``{"results": {key: [observation]}, "alternatives": {key: {name: [[module, attr], ...]}},
+"params": {key: {argname: source}}}`` (``params``: a parametrized case's own values).
 """
 
 from __future__ import annotations
@@ -246,6 +247,7 @@ class InPytest:
     def __init__(self, programs: list[dict], changed: set[str], timeout_s: float) -> None:
         self.programs, self.changed, self.timeout_s = programs, changed, timeout_s
         self.results: dict[str, list[dict]] = {}
+        self.params: dict[str, dict[str, str]] = {}  # a parametrized case's parameters, as source ('' where none reads back)
         self.by_node: dict[str, dict] = {}
 
     def pytest_collection_modifyitems(self, session, config, items) -> None:  # noqa: ANN001
@@ -256,9 +258,14 @@ class InPytest:
             # the test's id as the task's test command names it, from the repository's root, whatever
             # rootdir pytest settled on here
             test_id = "::".join([os.path.relpath(str(item.path)), *item.nodeid.split("::")[1:]])
+            # a parametrized case keeps its parameters (pytest's own copies pass the same three)
+            case = {"callspec": item.callspec, "fixtureinfo": item._fixtureinfo} if hasattr(item, "callspec") else {}
             for k, program in enumerate(p for p in self.programs if p["test_id"] == test_id):
-                copy = pytest.Function.from_parent(item.parent, name=f"{item.name}__swedeck{k}", callobj=item.obj, originalname=item.originalname)
+                copy = pytest.Function.from_parent(item.parent, name=f"{item.name}__swedeck{k}", callobj=item.obj,
+                                                   originalname=item.originalname, **case)  # fmt: skip
                 self.by_node[copy.nodeid] = program
+                if case:
+                    self.params[program["key"]] = {n: literal(v, {}) for n, v in item.callspec.params.items()}
                 copies.append(copy)
         items[:] = copies
 
@@ -274,7 +281,7 @@ class InPytest:
         return True
 
 
-def run_in_pytest(programs: list[dict], changed: set[str], timeout_s: float) -> dict[str, list[dict]]:
+def run_in_pytest(programs: list[dict], changed: set[str], timeout_s: float) -> InPytest:
     """The programs of tests with fixtures, run by pytest (in this process) with their fixtures; a
     program whose test pytest did not collect or set up has no result."""
     import pytest
@@ -285,7 +292,7 @@ def run_in_pytest(programs: list[dict], changed: set[str], timeout_s: float) -> 
     ids = list(dict.fromkeys(p["test_id"] for p in programs))
     with contextlib.redirect_stdout(io.StringIO()):
         pytest.main(["-q", "-s", "-p", "no:cacheprovider", "-o", "addopts=", *ids], plugins=[plugin])
-    return plugin.results
+    return plugin
 
 
 def main(spec_path: str, out_path: str) -> None:
@@ -304,10 +311,13 @@ def main(spec_path: str, out_path: str) -> None:
         if spec.get("discover"):
             alts[program["key"]] = alternatives(program)
     with_fixtures = [p for p in spec["programs"] if p.get("fixtures")]
+    params: dict[str, dict[str, str]] = {}
     if with_fixtures:
-        results.update(run_in_pytest(with_fixtures, changed, timeout_s))
+        ran = run_in_pytest(with_fixtures, changed, timeout_s)
+        results.update(ran.results)
+        params = ran.params
     with open(out_path, "w") as f:
-        json.dump({"results": results, "alternatives": alts}, f)
+        json.dump({"results": results, "alternatives": alts, "params": params}, f)
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ class Observed:
     results: dict[str, list[dict]]
     alternatives: dict[str, dict[str, list[list[str]]]] = field(default_factory=dict)
     error: str = ""
+    params: dict[str, dict[str, str]] = field(default_factory=dict)  # a parametrized case's values, as source
 
 
 def run_programs(
@@ -101,7 +102,7 @@ def run_programs(
             raw = json.loads(sandbox.read_file(out))
         except (OSError, ValueError) as err:
             return Observed({}, error=f"the driver wrote no result (exit {done.exit_code}): {err}: {done.output[-500:]}")
-        return Observed(raw.get("results", {}), raw.get("alternatives", {}))
+        return Observed(raw.get("results", {}), raw.get("alternatives", {}), params=raw.get("params", {}))
     except (EnvError, SandboxError, OSError) as err:
         return Observed({}, error=f"the sandbox failed: {err}")
     finally:

@@ -40,6 +40,17 @@ def test_price():
 
 def test_with_fixture(tmp_path):
     assert price(1, "USD", Rate(1)) == "USD 1"
+
+@pytest.mark.parametrize("n,shown", [(1, "USD 1"), (2, "USD 2")])
+def test_cases(n, shown):
+    assert price(n, "USD", Rate(1)) == shown
+
+def freeze_time(day):  # as freezegun's: wraps the test's call
+    return lambda fn: fn
+
+@freeze_time("2020-01-01")
+def test_frozen():
+    assert price(1, "USD", Rate(1)) == "USD 1"
 '''
 
 UNITTEST_FILE = '''
@@ -128,14 +139,27 @@ def test_a_negative_number_is_one_literal() -> None:
 def test_only_replayable_tests_become_programs() -> None:
     sources = {"tests/test_a.py": PYTEST_FILE, "tests/test_u.py": UNITTEST_FILE}
     found = programs(sources, ["tests/test_a.py::test_price", "tests/test_a.py::test_with_fixture",
-                               "tests/test_a.py::test_price[1]", "tests/test_u.py::PriceTests::test_price"])  # fmt: skip
-    # a test with fixtures is a program pytest runs with them; a parametrized case is not one
+                               "tests/test_a.py::test_cases[1-USD 1]", "tests/test_a.py::test_frozen",
+                               "tests/test_u.py::PriceTests::test_price"])  # fmt: skip
+    # a test with fixtures, or a parametrized case, is a program pytest runs with them; a test under a
+    # decorator that wraps its call is not one
     assert [(p.test_id, p.cls, p.method, p.fixtures) for p in found] == [
         ("tests/test_a.py::test_price", None, "test_price", []),
         ("tests/test_a.py::test_with_fixture", None, "test_with_fixture", ["tmp_path"]),
+        ("tests/test_a.py::test_cases[1-USD 1]", None, "test_cases", ["n", "shown"]),
         ("tests/test_u.py::PriceTests::test_price", "PriceTests", "test_price", []),
     ]
-    assert [s.src for s in found[2].steps] == ["price(2, 'USD', self.rate)", "price(1, 'USD', self.rate)"]
+    assert [s.src for s in found[3].steps] == ["price(2, 'USD', self.rate)", "price(1, 'USD', self.rate)"]
+
+
+def test_a_parametrized_case_varies_its_parameters_bound_before_its_statements() -> None:
+    from probes.differential.literals import case_variants
+
+    (base,) = programs({"tests/test_a.py": PYTEST_FILE}, ["tests/test_a.py::test_cases[1-USD 1]"])
+    tried = case_variants(base, {"n": "1", "shown": "'USD 1'", "rate": ""}, ["EUR 1"], 6)
+    assert [p.imports[-1] for p in tried[:4]] == ["n = 2", "shown = 'USD 2'", "n = 0", "shown = 'USD 0'"]
+    assert all(p.steps == base.steps and p.base_key == base.key for p in tried) and len(tried) == 6
+    assert tried[1].renamed == ("USD 1", "USD 2") and tried[0].renamed is None
 
 
 def test_inputs_are_neighbours_same_shape_values_and_deterministic_hypothesis_draws() -> None:

@@ -613,17 +613,20 @@ def test_a_shortcut_that_passes_a_too_loose_suite_is_told_apart_with_a_confirmed
 
 
 @pytest.mark.bwrap
-def test_a_test_with_a_fixture_is_replayed_through_pytest_with_its_fixture(tmp_path: Path, bwrap_backend: Backend, swedeck_env) -> None:  # noqa: ANN001
-    """The program replay runs a FAIL_TO_PASS test that takes fixtures inside pytest, a copy of the test
-    per variant with its own fixtures: the shortcut is told apart there, on a varied literal of the
-    test's own statement, before any standalone call is needed."""
-    path, buggy, gold, shortcut, tests, hidden, issue, f2p = CASES["fixture"]
-    task = make_task(tmp_path, "observe-fixture-program", path, buggy, gold, tests, hidden, issue)
+@pytest.mark.parametrize("style", ["fixture", "parametrized"])
+def test_a_test_with_fixtures_or_parameters_is_replayed_through_pytest(style: str, tmp_path: Path, bwrap_backend: Backend, swedeck_env) -> None:  # noqa: ANN001
+    """The program replay runs a FAIL_TO_PASS test that takes fixtures, or a parametrized case, inside
+    pytest, a copy of the test per variant with its own fixtures (a case's parameters bound to other
+    values before its statements): the shortcut is told apart there, before any standalone call."""
+    path, buggy, gold, shortcut, tests, hidden, issue, f2p = CASES[style]
+    task = make_task(tmp_path, f"observe-{style}-program", path, buggy, gold, tests, hidden, issue)
     bwrap_backend.prepare(task)
     session = session_for(task, bwrap_backend, [f2p], prepare_tree(task, swedeck_env))
     answer = session.replay_programs(diff(path, buggy, shortcut))
     assert answer.found is not None and answer.found.source == "program", answer.detail
-    assert [p.fixtures for p in session.programs if p.base_key == f2p] and all(p.fixtures for p in session.programs)
+    assert session.programs and all(p.fixtures for p in session.programs)
+    if style == "parametrized":  # the input is the case with a parameter bound otherwise
+        assert " -> " in answer.found.how and answer.found.how.split("=")[0] in session.programs[0].fixtures, answer.found
     assert session.replay_programs(task.answer.gold_patch).found is None
 
 

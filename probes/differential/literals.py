@@ -181,8 +181,13 @@ def variants(
                         variant.renamed = (old, value)
                     tries.append(variant)
             sites.append(tries)
+    return round_robin(sites, budget)
+
+
+def round_robin(sites: list[list[Program]], budget: int) -> list[Program]:
+    """Up to ``budget`` programs, one of each site's in turn: every literal gets its best values first."""
     out: list[Program] = []
-    while any(sites) and len(out) < budget:  # round-robin over the literals, best values first
+    while any(sites) and len(out) < budget:
         for tries in sites:
             if tries and len(out) < budget:
                 out.append(tries.pop(0))
@@ -195,3 +200,27 @@ def _variant(base: Program, i: int, step: Step, k: int, names: Mapping[str, obje
     steps[i] = Step(step.kind, _replace(step.src, k, names, new), step.assertion)
     key = f"{base.test_id}#{i}.{k}:{how}"
     return dataclasses.replace(base, key=key, steps=steps, how=how, imports=[*base.imports, *imports], base_key=base.key)
+
+
+def case_variants(base: Program, params: Mapping[str, str], values: Sequence[object], budget: int) -> list[Program]:
+    """Programs of a parametrized case with one of its parameters (``params``: each as source, as the
+    driver read it) bound to a value worth trying before the test's statements run: the inputs of a
+    parametrized test are its parameters, not the literals of its body."""
+    sites: list[list[Program]] = []
+    for name, src in params.items():
+        try:
+            old = literal_eval(src) if src else None
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            continue
+        if not isinstance(old, (str, int, float)) or isinstance(old, bool):
+            continue
+        tries = []
+        for value, how in alternatives_for(old, values):
+            bind = f"{name} = {ast.unparse(constant(value))}"
+            variant = dataclasses.replace(base, key=f"{base.test_id}#{name}:{value!r}", how=f"{name}={old!r} -> {value!r} ({how})",
+                                          imports=[*base.imports, bind], base_key=base.key)  # fmt: skip
+            if isinstance(old, str) and isinstance(value, str):
+                variant.renamed = (old, value)
+            tries.append(variant)
+        sites.append(tries)
+    return round_robin(sites, budget)

@@ -12,7 +12,7 @@ from pathlib import Path
 from harness.pyast import parse
 from harness.records import Behaviour, DistinguishingInput, ProbeResult, Task
 from harness.sandboxes.sandbox import Backend
-from probes.differential.literals import pool, variants
+from probes.differential.literals import case_variants, pool, variants
 from probes.differential.statements import programs
 from probes.observe import ObservationSession, context
 from probes.replay import Differential, Engine, Observed, Program, Step, behaviour, run_programs
@@ -41,8 +41,9 @@ def renamed_everywhere(base: Program, old: str, new: str) -> Program:
             return ast.Constant(new) if node.value == old else node
 
     steps = [Step(s.kind, ast.unparse(Rename().visit(parse(s.src))), s.assertion) for s in base.steps]
-    return dataclasses.replace(base, key=f"{base.key}#rename:{old!r}->{new!r}", steps=steps, how=f"{old!r} -> {new!r} everywhere",
-                               base_key="", renamed=None)  # fmt: skip
+    imports = [ast.unparse(Rename().visit(parse(line))) for line in base.imports]  # a parametrized case's binding too
+    return dataclasses.replace(base, key=f"{base.key}#rename:{old!r}->{new!r}", steps=steps, imports=imports,
+                               how=f"{old!r} -> {new!r} everywhere", base_key="", renamed=None)  # fmt: skip
 
 
 def renamed_behaviour(obs: dict, old: str, new: str) -> Behaviour:
@@ -99,6 +100,8 @@ class DifferentialSession:
                 observed = first.results[base.key]
                 reached = [any(o.get("reached") for o in observed if o.get("step") == i) for i in range(len(base.steps))]
                 extra += variants(base, reached, self.values, first.alternatives.get(base.key, {}), per_test)
+                if any(reached) and base.key in first.params:
+                    extra += case_variants(base, first.params[base.key], self.values, per_test)
             extra = extra[: self.budget]
             second = run_programs(self.task, self.backend, self.task.answer.gold_patch, extra, self.changed) if extra else Observed({})
             self.programs = progs + [p for p in extra if p.key in second.results]
@@ -161,7 +164,8 @@ class DifferentialSession:
         key = (program.base_key, old, new)
         if key not in self._opaque:
             base = self.gold().results.get(program.base_key)
-            renamed = renamed_everywhere(next(p for p in self.base if p.key == program.base_key), old, new)
+            # the variant with the rest of the test renamed alike: its own replacement or binding is one of them
+            renamed = renamed_everywhere(program, old, new)
             observed = run_programs(self.task, self.backend, self.task.answer.gold_patch, [renamed], self.changed)
             got = observed.results.get(renamed.key)
             self._opaque[key] = base is not None and got is not None and equivariant(base, got, old, new)

@@ -121,9 +121,9 @@ def steps_of(body: Sequence[ast.stmt]) -> list[Step]:
 
 
 def _is_mark(node: ast.expr) -> bool:
-    """A pytest mark other than parametrize (``@pytest.mark.slow``): pytest reads it, the call is the test's own."""
+    """A pytest mark (``@pytest.mark.slow``, ``parametrize``): pytest reads it, the call is the test's own."""
     text = ast.unparse(node.func if isinstance(node, ast.Call) else node)
-    return (text.startswith("pytest.mark.") or text.startswith("mark.")) and not text.endswith(".parametrize")
+    return text.startswith("pytest.mark.") or text.startswith("mark.")
 
 
 def programs(sources: Mapping[str, str], test_ids: Sequence[str]) -> list[Program]:
@@ -131,9 +131,9 @@ def programs(sources: Mapping[str, str], test_ids: Sequence[str]) -> list[Progra
     out = []
     for test_id in test_ids:
         file, _, rest = test_id.partition("::")
-        if not rest or file not in sources or "[" in rest:
+        if not rest or file not in sources:
             continue
-        parts = rest.split("::")
+        parts = rest.partition("[")[0].split("::")
         try:
             fn = find_def(parse(sources[file]), parts)
         except SyntaxError:
@@ -142,7 +142,7 @@ def programs(sources: Mapping[str, str], test_ids: Sequence[str]) -> list[Progra
             continue
         params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
         if fn.args.vararg or fn.args.kwarg or not all(_is_mark(d) for d in fn.decorator_list):
-            continue  # parametrized tests, and decorators that wrap the test's call (a frozen clock), are not replayed
+            continue  # decorators that wrap the test's call (a frozen clock) are not replayed
         cls = parts[-2] if len(parts) > 1 else None
         steps = steps_of(fn.body)
         if any(s.kind == "observe" for s in steps):
