@@ -42,9 +42,14 @@ class Program:
     base_key: str = ""  # the test's own program this variant came from
     renamed: tuple[str, str] | None = None  # the string literal this variant replaced, and its new value
     fixtures: list[str] = field(default_factory=list)  # the test's arguments: pytest's fixtures, run through pytest
+    binding: tuple[str, str] | None = None  # a parametrized case's parameter bound otherwise: name, value as source
+
+    def prelude(self) -> list[str]:
+        """The lines run before the test's statements: imports, then the binding."""
+        return [*self.imports, *([f"{self.binding[0]} = {self.binding[1]}"] if self.binding else [])]
 
     def spec(self, names: Sequence[str] = ()) -> dict:
-        steps = [{"kind": "exec", "src": line} for line in self.imports]
+        steps = [{"kind": "exec", "src": line} for line in self.prelude()]
         steps += [{"kind": s.kind, "src": s.src} for s in self.steps]
         return {"key": self.key, "test_id": self.test_id, "test_file": self.test_file, "cls": self.cls, "method": self.method,
                 "steps": steps, "names": list(names), "fixtures": list(self.fixtures)}  # fmt: skip

@@ -157,7 +157,7 @@ def test_a_parametrized_case_varies_its_parameters_bound_before_its_statements()
 
     (base,) = programs({"tests/test_a.py": PYTEST_FILE}, ["tests/test_a.py::test_cases[1-USD 1]"])
     tried = case_variants(base, {"n": "1", "shown": "'USD 1'", "rate": ""}, ["EUR 1"], 6)
-    assert [p.imports[-1] for p in tried[:4]] == ["n = 2", "shown = 'USD 2'", "n = 0", "shown = 'USD 0'"]
+    assert [p.prelude()[-1] for p in tried[:4]] == ["n = 2", "shown = 'USD 2'", "n = 0", "shown = 'USD 0'"]
     assert all(p.steps == base.steps and p.base_key == base.key for p in tried) and len(tried) == 6
     assert tried[1].renamed == ("USD 1", "USD 2") and tried[0].renamed is None
 

@@ -216,9 +216,8 @@ def case_variants(base: Program, params: Mapping[str, str], values: Sequence[obj
             continue
         tries = []
         for value, how in alternatives_for(old, values):
-            bind = f"{name} = {ast.unparse(constant(value))}"
             variant = dataclasses.replace(base, key=f"{base.test_id}#{name}:{value!r}", how=f"{name}={old!r} -> {value!r} ({how})",
-                                          imports=[*base.imports, bind], base_key=base.key)  # fmt: skip
+                                          binding=(name, ast.unparse(constant(value))), base_key=base.key)  # fmt: skip
             if isinstance(old, str) and isinstance(value, str):
                 variant.renamed = (old, value)
             tries.append(variant)

@@ -15,7 +15,7 @@ from harness.sandboxes.sandbox import Backend
 from probes.differential.literals import case_variants, pool, variants
 from probes.differential.statements import programs
 from probes.observe import ObservationSession, context
-from probes.replay import Differential, Engine, Observed, Program, Step, behaviour, run_programs
+from probes.replay import Differential, Engine, Observed, Program, Step, behaviour, free_names, run_programs
 from probes.workspace import test_sources
 
 MAX_VARIANTS = 160  # variant programs per task
@@ -41,8 +41,8 @@ def renamed_everywhere(base: Program, old: str, new: str) -> Program:
             return ast.Constant(new) if node.value == old else node
 
     steps = [Step(s.kind, ast.unparse(Rename().visit(parse(s.src))), s.assertion) for s in base.steps]
-    imports = [ast.unparse(Rename().visit(parse(line))) for line in base.imports]  # a parametrized case's binding too
-    return dataclasses.replace(base, key=f"{base.key}#rename:{old!r}->{new!r}", steps=steps, imports=imports,
+    binding = (base.binding[0], ast.unparse(Rename().visit(parse(base.binding[1], mode="eval")))) if base.binding else None
+    return dataclasses.replace(base, key=f"{base.key}#rename:{old!r}->{new!r}", steps=steps, binding=binding,
                                how=f"{old!r} -> {new!r} everywhere", base_key="", renamed=None)  # fmt: skip
 
 
@@ -177,15 +177,31 @@ def _distinguishing(program: Program, gold: Sequence[dict], other: Sequence[dict
     o = other[at] if at < len(other) else None
     spec_steps = program.spec()["steps"]
     index = min(max((g or o or {}).get("step", 0), 0), len(spec_steps) - 1)
-    offset = len(program.imports)
+    prelude = program.prelude()
     # earlier assert operands are pure by convention and dropped; every other earlier statement is setup
-    setup = list(program.imports[:index])
-    setup += [s.src for s in program.steps[: max(index - offset, 0)] if s.kind == "exec" or not s.assertion]
+    setup = prelude[:index]
+    statements = [s.src for s in program.steps[: max(index - len(prelude), 0)] if s.kind == "exec" or not s.assertion]
+    call = spec_steps[index]["src"]
+    if program.binding and not any(program.binding[0] in free_names([Step("exec", line)]) for line in statements):
+        # a parametrized case's parameter read only by the call: the call with the value in its place,
+        # which strengthening can write as a new case of the test
+        setup.remove(prelude[len(program.imports)])
+        call = substituted(call, *program.binding)
     return DistinguishingInput(
-        test_id=program.test_id, how=program.how, setup=setup, call=spec_steps[index]["src"],
+        test_id=program.test_id, how=program.how, setup=[*setup, *statements], call=call,
         call_is_statement=spec_steps[index]["kind"] == "exec", gold=behaviour(g), other=behaviour(o),
         literal=(g or {}).get("literal", "") or "",
     )  # fmt: skip
+
+
+def substituted(src: str, name: str, value: str) -> str:
+    """``src`` with every read of ``name`` replaced by the expression ``value``."""
+
+    class Put(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            return parse(value, mode="eval").body if node.id == name and isinstance(node.ctx, ast.Load) else node  # type: ignore[attr-defined]
+
+    return ast.unparse(Put().visit(parse(src)))
 
 
 # ============================================================================================ survivors
