@@ -10,7 +10,8 @@ output of two trees; nothing here decides anything.
 
 Spec: ``{"changed": [paths], "timeout_s": float, "discover": bool, "paths": [folders put on sys.path],
 "programs": [{"key", "test_id", "test_file",
-"cls", "method", "steps": [{"kind": "exec"|"observe", "src"}], "names": [identifiers], "fixtures": [argnames]}]}``.
+"cls", "method", "steps": [{"kind": "exec"|"observe", "src"}], "names": [identifiers], "fixtures": [argnames],
+"decorators": [source]}]}``.
 A program with fixtures runs through pytest (``InPytest``), the others in a namespace of their own.
 Out: ``{"results": {key: [observation]}, "alternatives": {key: {name: [[module, attr], ...]}},
 "params": {key: {argname: source}}}`` (``params``: a parametrized case's own values).
@@ -139,7 +140,10 @@ def _is_testcase(klass: type) -> bool:
     return any(base.__name__ == "TestCase" for base in klass.__mro__)
 
 
-def run_program(program: dict, changed: set[str], timeout_s: float, ns: dict | None = None) -> list[dict]:
+def run_program(program: dict, changed: set[str], timeout_s: float, ns: dict | None = None, supplied: set[str] | frozenset = frozenset()) -> list[dict]:
+    """The program's steps, each observation recorded, until one raises; inside the test's own
+    decorators that wrap its call (a frozen clock, a patch), re-applied around the steps, whose
+    positional arguments (a patch's mock) bind the test's parameters nothing in ``supplied`` gave."""
     entered = [False]
 
     def profile(frame, event, arg):  # noqa: ANN001, ANN202
@@ -153,34 +157,44 @@ def run_program(program: dict, changed: set[str], timeout_s: float, ns: dict | N
         signal.setitimer(signal.ITIMER_REAL, timeout_s)
         if ns is None:
             ns = namespace(module, program.get("cls"), program.get("method")) if module else {}
-        for i, step in enumerate(program["steps"]):
-            printed = io.StringIO()
-            entered[0] = False
-            sys.setprofile(profile)
-            try:
-                with contextlib.redirect_stdout(printed):
-                    if step["kind"] == "observe":
-                        value = eval(compile(step["src"], "<observe>", "eval"), ns)  # noqa: S307
-                        observed = canon(value)
-                    else:
-                        exec(compile(step["src"], "<setup>", "exec"), ns)  # noqa: S102
-                        observed = None
-            except ProgramTimeout:
+        env = ns
+
+        def steps(*args: object, **kwargs: object) -> None:
+            env.update(zip([n for n in program.get("fixtures", []) if n not in supplied], args))
+            env.update(kwargs)
+            for i, step in enumerate(program["steps"]):
+                printed = io.StringIO()
+                entered[0] = False
+                sys.setprofile(profile)
+                try:
+                    with contextlib.redirect_stdout(printed):
+                        if step["kind"] == "observe":
+                            value = eval(compile(step["src"], "<observe>", "eval"), env)  # noqa: S307
+                            observed = canon(value)
+                        else:
+                            exec(compile(step["src"], "<setup>", "exec"), env)  # noqa: S102
+                            observed = None
+                except ProgramTimeout:
+                    sys.setprofile(None)
+                    out.append({"step": i, "raised": "timeout", "value": None, "stdout": "", "reached": True, "literal": ""})
+                    return
+                except (Exception, SystemExit) as err:  # noqa: BLE001 - the behaviour under observation; a CLI's exit too (semver's main)
+                    sys.setprofile(None)
+                    out.append({"step": i, "raised": exc_name(err), "value": None, "stdout": printed.getvalue()[-2000:],
+                                "reached": entered[0], "literal": ""})  # fmt: skip
+                    return
                 sys.setprofile(None)
-                out.append({"step": i, "raised": "timeout", "value": None, "stdout": "", "reached": True, "literal": ""})
-                break
-            except (Exception, SystemExit) as err:  # noqa: BLE001 - the behaviour under observation; a CLI's exit too (semver's main)
-                sys.setprofile(None)
-                out.append({"step": i, "raised": exc_name(err), "value": None, "stdout": printed.getvalue()[-2000:],
-                            "reached": entered[0], "literal": ""})  # fmt: skip
-                break
-            sys.setprofile(None)
-            if step["kind"] == "observe":
-                out.append({"step": i, "raised": "", "value": observed, "stdout": printed.getvalue()[-2000:],
-                            "reached": entered[0], "literal": literal(value, ns)})  # fmt: skip
+                if step["kind"] == "observe":
+                    out.append({"step": i, "raised": "", "value": observed, "stdout": printed.getvalue()[-2000:],
+                                "reached": entered[0], "literal": literal(value, env)})  # fmt: skip
+
+        run = steps
+        for src in reversed(program.get("decorators", [])):
+            run = eval(compile(src, "<decorator>", "eval"), env)(run)  # noqa: S307
+        run()
     except ProgramTimeout:
         out.append({"step": -1, "raised": "timeout", "value": None, "stdout": "", "reached": True, "literal": ""})
-    except Exception as err:  # noqa: BLE001 - the test module or its setUp failed to load
+    except Exception as err:  # noqa: BLE001 - the test module, its setUp or a decorator failed
         out.append({"step": -1, "raised": exc_name(err), "value": None, "stdout": "", "reached": False, "literal": ""})
     finally:
         sys.setprofile(None)
@@ -274,10 +288,11 @@ class InPytest:
         if program is None:
             return None
         ns = dict(vars(pyfuncitem.module))
-        ns.update({name: pyfuncitem.funcargs[name] for name in program["fixtures"] if name in pyfuncitem.funcargs})
+        supplied = {name for name in program["fixtures"] if name in pyfuncitem.funcargs}
+        ns.update({name: pyfuncitem.funcargs[name] for name in supplied})
         if pyfuncitem.instance is not None:
             ns["self"] = pyfuncitem.instance
-        self.results[program["key"]] = run_program(program, self.changed, self.timeout_s, ns)
+        self.results[program["key"]] = run_program(program, self.changed, self.timeout_s, ns, supplied)
         return True
 
 

@@ -43,6 +43,7 @@ class Program:
     renamed: tuple[str, str] | None = None  # the string literal this variant replaced, and its new value
     fixtures: list[str] = field(default_factory=list)  # the test's arguments: pytest's fixtures, run through pytest
     binding: tuple[str, str] | None = None  # a parametrized case's parameter bound otherwise: name, value as source
+    decorators: list[str] = field(default_factory=list)  # those that wrap the test's call (a frozen clock), outermost first
 
     def prelude(self) -> list[str]:
         """The lines run before the test's statements: imports, then the binding."""
@@ -52,7 +53,7 @@ class Program:
         steps = [{"kind": "exec", "src": line} for line in self.prelude()]
         steps += [{"kind": s.kind, "src": s.src} for s in self.steps]
         return {"key": self.key, "test_id": self.test_id, "test_file": self.test_file, "cls": self.cls, "method": self.method,
-                "steps": steps, "names": list(names), "fixtures": list(self.fixtures)}  # fmt: skip
+                "steps": steps, "names": list(names), "fixtures": list(self.fixtures), "decorators": list(self.decorators)}  # fmt: skip
 
 
 def free_names(steps: Iterable[Step]) -> list[str]:

@@ -51,6 +51,13 @@ def freeze_time(day):  # as freezegun's: wraps the test's call
 @freeze_time("2020-01-01")
 def test_frozen():
     assert price(1, "USD", Rate(1)) == "USD 1"
+
+def given(*strategies):  # as Hypothesis's: calls the test many times, with arguments of its own
+    return lambda fn: fn
+
+@given(1)
+def test_property(n):
+    assert price(n, "USD", Rate(1))
 '''
 
 UNITTEST_FILE = '''
@@ -139,17 +146,18 @@ def test_a_negative_number_is_one_literal() -> None:
 def test_only_replayable_tests_become_programs() -> None:
     sources = {"tests/test_a.py": PYTEST_FILE, "tests/test_u.py": UNITTEST_FILE}
     found = programs(sources, ["tests/test_a.py::test_price", "tests/test_a.py::test_with_fixture",
-                               "tests/test_a.py::test_cases[1-USD 1]", "tests/test_a.py::test_frozen",
+                               "tests/test_a.py::test_cases[1-USD 1]", "tests/test_a.py::test_frozen", "tests/test_a.py::test_property",
                                "tests/test_u.py::PriceTests::test_price"])  # fmt: skip
-    # a test with fixtures, or a parametrized case, is a program pytest runs with them; a test under a
-    # decorator that wraps its call is not one
-    assert [(p.test_id, p.cls, p.method, p.fixtures) for p in found] == [
-        ("tests/test_a.py::test_price", None, "test_price", []),
-        ("tests/test_a.py::test_with_fixture", None, "test_with_fixture", ["tmp_path"]),
-        ("tests/test_a.py::test_cases[1-USD 1]", None, "test_cases", ["n", "shown"]),
-        ("tests/test_u.py::PriceTests::test_price", "PriceTests", "test_price", []),
+    # a test with fixtures, or a parametrized case, is a program pytest runs with them; a decorator that
+    # wraps the test's call is re-applied around the program, a mark is pytest's; a property test is none
+    assert [(p.test_id, p.cls, p.method, p.fixtures, p.decorators) for p in found] == [
+        ("tests/test_a.py::test_price", None, "test_price", [], []),
+        ("tests/test_a.py::test_with_fixture", None, "test_with_fixture", ["tmp_path"], []),
+        ("tests/test_a.py::test_cases[1-USD 1]", None, "test_cases", ["n", "shown"], []),
+        ("tests/test_a.py::test_frozen", None, "test_frozen", [], ["freeze_time('2020-01-01')"]),
+        ("tests/test_u.py::PriceTests::test_price", "PriceTests", "test_price", [], []),
     ]
-    assert [s.src for s in found[3].steps] == ["price(2, 'USD', self.rate)", "price(1, 'USD', self.rate)"]
+    assert [s.src for s in found[4].steps] == ["price(2, 'USD', self.rate)", "price(1, 'USD', self.rate)"]
 
 
 def test_a_parametrized_case_varies_its_parameters_bound_before_its_statements() -> None:
@@ -331,3 +339,61 @@ def test_a_survivor_that_only_tells_opaque_names_apart_is_not_evidence(sessions)
     assert topo.found is None and "renamed opaque identifiers" in topo.detail, topo
     money = sessions["sample__moneyfmt-1"].distinguish((DATA / "moneyfmt_special_case_currency.patch").read_text())
     assert money.found is not None and "'USD' -> " in money.found.how
+
+
+CLOCK_LIB = '''
+import time
+
+def offset():
+    return 0
+
+def stamp():
+    return int(time.time()) + offset()
+'''
+CLOCK_TESTS = '''
+import functools
+import time
+from unittest import mock
+
+import pytest
+
+from lib import stamp
+
+
+def frozen(at):  # as freezegun's freeze_time: the clock stands still for the test's call
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            real, time.time = time.time, lambda: at
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                time.time = real
+        return inner
+    return wrap
+
+
+@frozen(86400)
+def test_frozen():
+    assert stamp() == 86400
+
+
+@pytest.mark.slow
+@mock.patch("lib.offset", return_value=7)
+@frozen(60)
+def test_frozen_with_fixture(offset, tmp_path):  # a patch's mock comes first, pytest leaves it out
+    assert stamp() == 67
+'''
+
+
+def test_regression_a_decorator_that_wraps_the_test_s_call_is_re_applied_around_the_program(tmp_path: Path) -> None:
+    """A test under a frozen clock replayed without it observed the real time: gold's value changed each
+    run and could tell nothing; the program now runs inside the test's own decorators (through pytest
+    too, with a decorator's extra argument bound to the test's parameter nothing else supplies)."""
+    root = make_tree(tmp_path / "repo", CLOCK_LIB, {"test_c.py": CLOCK_TESTS})
+    progs = programs({"tests/test_c.py": CLOCK_TESTS}, ["tests/test_c.py::test_frozen", "tests/test_c.py::test_frozen_with_fixture"])
+    assert [p.decorators for p in progs] == [["frozen(86400)"], ["mock.patch('lib.offset', return_value=7)", "frozen(60)"]]
+    assert progs[1].fixtures == ["offset", "tmp_path"]
+    got = drive(root, progs)["results"]
+    assert [o["value"] for o in got["tests/test_c.py::test_frozen"]] == ["86400"]
+    assert [o["value"] for o in got["tests/test_c.py::test_frozen_with_fixture"]] == ["67"], got

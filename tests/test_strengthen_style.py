@@ -282,3 +282,25 @@ def test_an_anchored_test_imports_before_the_original_checks_run(tmp_path: Path)
     assert cand is not None and cand.code.splitlines()[2:] == ["    from lib import tail", "    assert tail(1, 'AB') == ['B']",
                                                                "    assert tail(0, 'AB') == []"]  # fmt: skip
     assert f"PASSED {cand.test_id}" in run_pytest(tmp_path, {"tests_n.py": place(source, cand)}, cand.test_id)
+
+
+def test_a_new_test_carries_the_decorators_that_wrap_the_original_s_call_and_no_other() -> None:
+    """An input observed under a frozen clock holds only under it; marks are the original's own, and a
+    patch or Hypothesis would hand the new test arguments it does not take."""
+    import ast
+
+    from judge.strengthen.candidates import carried_decorators
+
+    source = """
+@pytest.mark.usefixtures("db")
+@pytest.mark.parametrize("a", [1])
+@freeze_time("2020-01-01")
+@mock.patch("x.y")
+@mock.patch.object(A, "b")
+@pytest.mark.skipif(True, reason="")
+@settings(max_examples=5)
+@given(st.integers())
+def test_x(a, b, c):
+    pass
+"""
+    assert carried_decorators(ast.parse(source).body[0]) == ["pytest.mark.usefixtures('db')", "freeze_time('2020-01-01')"]

@@ -22,6 +22,7 @@ from judge.strengthen.writing import (
     own_checks,
     split_test_id,
 )
+from probes.differential.statements import injects
 from probes.special_case import find_def
 
 
@@ -36,8 +37,17 @@ def _fixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef, statements: Sequence[s
     return [p for p in params if p != "self" and p not in skip and p in used]
 
 
-def _usefixtures(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
-    return [ast.unparse(d) for d in fn.decorator_list if isinstance(d, ast.Call) and _dotted(d.func).endswith("mark.usefixtures")]
+def carried_decorators(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """The original test's decorators a new test beside it needs: its ``usefixtures`` marks, and those
+    that wrap its call (a frozen clock: the input was observed inside it); not its other marks
+    (``parametrize``, ``skipif``), nor one that hands the test arguments of its own (a patch, Hypothesis)."""
+    out = []
+    for d in fn.decorator_list:
+        name = _dotted(d.func if isinstance(d, ast.Call) else d)
+        mark = name.startswith("mark.") or ".mark." in name
+        if name.endswith("mark.usefixtures") or (name and not mark and not injects(name)):
+            out.append(ast.unparse(d))
+    return out
 
 
 def _binds_immutable(statement: str) -> bool:
@@ -119,7 +129,7 @@ def model_free_candidate(probe: ProbeResult, sources: dict[str, str], *, form: F
         why = f"{parts[-1]}'s checks, then {why}"
     argnames = spec.argnames if spec is not None else ()
     fixtures = _fixtures(fn, body, argnames) if fn is not None else []
-    decorators = _usefixtures(fn) if fn is not None else []
+    decorators = carried_decorators(fn) if fn is not None else []
 
     def code(name: str) -> str:
         return function_code(name, body, method=cls is not None, why=why, fixtures=fixtures, decorators=decorators)

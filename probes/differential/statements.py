@@ -120,6 +120,17 @@ def steps_of(body: Sequence[ast.stmt]) -> list[Step]:
     return out
 
 
+# decorators that call the test with arguments of their own, or many times (Hypothesis's)
+INJECTING = {"given", "example", "settings", "seed", "reproduce_failure"}
+
+
+def injects(name: str) -> bool:
+    """Whether the decorator of that dotted name hands the test arguments of its own (a patch's mock,
+    Hypothesis's draws) or calls it more than once."""
+    parts = name.split(".")
+    return "patch" in parts or parts[-1] in INJECTING
+
+
 def _is_mark(node: ast.expr) -> bool:
     """A pytest mark (``@pytest.mark.slow``, ``parametrize``): pytest reads it, the call is the test's own."""
     text = ast.unparse(node.func if isinstance(node, ast.Call) else node)
@@ -141,11 +152,14 @@ def programs(sources: Mapping[str, str], test_ids: Sequence[str]) -> list[Progra
         if fn is None or isinstance(fn, ast.AsyncFunctionDef):
             continue
         params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
-        if fn.args.vararg or fn.args.kwarg or not all(_is_mark(d) for d in fn.decorator_list):
-            continue  # decorators that wrap the test's call (a frozen clock) are not replayed
+        names = [ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in fn.decorator_list]
+        if fn.args.vararg or fn.args.kwarg or any(injects(n) and "patch" not in n.split(".") for n in names):
+            continue  # a property test: its inputs are Hypothesis's, each call its own program
         cls = parts[-2] if len(parts) > 1 else None
         steps = steps_of(fn.body)
         if any(s.kind == "observe" for s in steps):
             fixtures = [a for a in params if a != "self"]
-            out.append(Program(key=test_id, test_id=test_id, test_file=file, cls=cls, method=parts[-1], steps=steps, fixtures=fixtures))
+            wrapping = [ast.unparse(d) for d in fn.decorator_list if not _is_mark(d)]  # re-applied around the steps
+            out.append(Program(key=test_id, test_id=test_id, test_file=file, cls=cls, method=parts[-1], steps=steps, fixtures=fixtures,
+                               decorators=wrapping))  # fmt: skip
     return out
