@@ -440,7 +440,9 @@ class VerdictRecord(Stamped):
 
 # strengthened: no confirmed survivor to kill, tests added from the fix's untested footprint
 StrengtheningStatus = Literal["repaired", "partially_repaired", "not_repaired", "strengthened"]
-ValidationStep = Literal["leak", "contract", "gold_stable", "fails_on_buggy", "kills_survivor", "invariant", "pass_to_pass", "relevance"]
+# passes_on_buggy: a test of what the fix keeps (next to what it changes) must pass there, where fails_on_buggy is asked of the others
+ValidationStep = Literal["leak", "contract", "gold_stable", "fails_on_buggy", "passes_on_buggy", "kills_survivor", "invariant", "pass_to_pass",
+                         "relevance"]
 Relevance = Literal["unreviewed", "accepted", "rejected"]
 
 

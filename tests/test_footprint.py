@@ -103,11 +103,12 @@ def test_regression_a_character_is_swapped_only_for_one_of_its_class() -> None:
 def test_an_input_s_ends_are_swept_through_their_whole_class() -> None:
     from probes.footprint.vocabulary import end_swaps
 
-    swept = end_swaps("box")
-    assert len(swept) == 50 and {"boz", "boy", "cox", "zox"} <= set(swept) and "box" not in swept
-    assert set(end_swaps("V12")) >= {"V10", "V19", "A12", "Z12"} and "v12" not in end_swaps("V12")
-    assert end_swaps("x") == [c for c in "abcdefghijklmnopqrstuvwxyz" if c != "x"] and end_swaps("") == []
-    assert end_swaps("a-") == [c + "-" for c in "bcdefghijklmnopqrstuvwxyz"]  # an end of no class stays
+    swept = dict(end_swaps("box"))
+    assert len(swept) == 50 and (swept["boz"], swept["boy"], swept["cox"], swept["zox"]) == ("last", "last", "first", "first")
+    assert "box" not in swept
+    assert {t for t, _ in end_swaps("V12")} >= {"V10", "V19", "A12", "Z12"} and "v12" not in dict(end_swaps("V12"))
+    assert end_swaps("x") == [(c, "last") for c in "abcdefghijklmnopqrstuvwxyz" if c != "x"] and end_swaps("") == []
+    assert end_swaps("a-") == [(c + "-", "first") for c in "bcdefghijklmnopqrstuvwxyz"]  # an end of no class stays
 
 
 def test_a_value_of_the_inputs_own_shape_is_drawn_in_its_place() -> None:
@@ -330,3 +331,29 @@ def test_the_footprint_tells_gold_from_a_fix_too_narrow_and_from_one_too_wide(fo
     assert wide.found is not None and wide.found.call.rstrip(")").endswith("z'"), wide.detail
     assert engine.known[wide.found.call][0] == engine.known[wide.found.call][1]  # buggy and gold agree there
     assert engine.distinguish(task.answer.gold_patch).found is None
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_a_test_of_what_the_fix_keeps_rejects_a_fix_too_wide(footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """boltons 8c3fc28 with no probe at all: beside the footprint's tests of what gold changes, one test
+    pins what it keeps nearest to that change (words the buggy tree and gold pluralize alike), so a fix
+    that takes 'z' endings too, which the upstream tests and the footprint's own tests let through,
+    fails; gold and the correct alternative pass."""
+    from harness.grading.grader import grade
+    from harness.records import Status
+
+    folder = Path(__file__).resolve().parent.parent / "data" / "real" / "mahmoud__boltons-8c3fc28"
+    from curation.sources.local import load_task_folder
+
+    task = load_task_folder(folder)
+    record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
+    (keeps,) = [t for t in record.tests if "keeps" in t.test_id]
+    assert not keeps.rejected_at, keeps.checks
+    assert [c.step for c in keeps.checks][:4] == ["leak", "contract", "gold_stable", "passes_on_buggy"]
+    assert any(f.outcome == f"kept as {keeps.test_id} (keeps)" and f.gold == f.buggy for f in record.footprint)
+    expected = {k: Status(v) for k, v in record.expected_status.items()}
+    assert grade(task, WIDE, footprint_backend).reward == 1.0  # the upstream tests let it through
+    assert grade(strong, WIDE, footprint_backend, expected=expected).reward == 0.0
+    assert grade(strong, task.answer.gold_patch, footprint_backend, expected=expected).reward == 1.0
+    assert grade(strong, (folder / "alternative.patch").read_text(), footprint_backend, expected=expected).reward == 1.0

@@ -11,6 +11,13 @@ as the tests spell them, named after what it checks. Validation is the survivors
 (``judge.strengthen.validation``), except that it need not kill a survivor: it must fail on the buggy
 tree by itself and pass on gold, its rewrites and every correct alternative. Per (function,
 argument) one test is kept; what is left untested is recorded with why.
+
+Then one test of what the fix keeps: up to ``KEPT_PER_TEST`` calls no test makes where the two trees
+agree, at an end of a FAIL_TO_PASS input where other characters make them differ (``Footprint.kept``:
+the boundary of gold's change), each asserting the value both give. It must pass on the buggy tree
+(``passes_on_buggy``) and everything a footprint test must; a fix wider than gold's (an ending too
+many, a guard one value too wide), or one that rewrites the function for the tested inputs only,
+fails it though it handles every input gold changed.
 """
 
 from __future__ import annotations
@@ -130,7 +137,7 @@ def body(found: Found, prop: str, *, unittest: bool, pytest_imported: bool) -> l
         return [*d.setup, f"result = {d.call}", *checks]
     if prop == "not_none":
         return [*d.setup, f"self.assertIsNotNone({d.call})" if unittest else f"assert {d.call} is not None"]
-    return model_free_body(d, unittest=unittest, pytest_imported=pytest_imported)
+    return model_free_body(d, unittest=unittest, pytest_imported=pytest_imported)  # its value (or "keeps": the value both trees give)
 
 
 _OPERATORS = {"__add__": ast.Add, "__sub__": ast.Sub, "__mul__": ast.Mult, "__truediv__": ast.Div, "__floordiv__": ast.FloorDiv,
@@ -194,7 +201,7 @@ def name_for(found: Found, prop: str, taken: str) -> str:
     func = found.call.func.rpartition(".")[2].strip("_").lower() or "call"
     what = {"raises": f"raises_{found.gold.raised.rpartition('.')[2].lower()}", "returns": "does_not_raise",
             "type": f"returns_{value_type(found.gold.value).lower()}", "not_none": "finds_a_result", "value": "result",
-            "attributes": "_".join(a for a, _ in differing_attributes(found))}[prop]  # fmt: skip
+            "attributes": "_".join(a for a, _ in differing_attributes(found)), "keeps": "keeps_its_result"}[prop]  # fmt: skip
     where, _, value = found.call.how.partition(" with ")[2].partition(" -> ")
     varied = f"{where if where.endswith('=') else ''}{value.rpartition(' (')[0]}" if value else found.call.src
     slug = _SLUG.sub("_", varied).strip("_").lower()[:32] or "empty"
@@ -223,14 +230,17 @@ def candidate(picked: Sequence[tuple[Found, str]], sources: dict[str, str], fail
     imports = list(dict.fromkeys(line for line in lines if line.startswith(("import ", "from "))))
     stated = [*imports, *(line for line in lines if line not in imports)]
     name = name_for(found, prop, source)
-    why = f"gold's change on input(s) no test calls ({found.call.how.rpartition(' (')[2].rstrip(')') or 'the tests'})"
+    keeps = prop == "keeps"
+    origin = found.call.how.rpartition(" (")[2].rstrip(")") or "the tests"
+    why = f"what gold keeps next to its change, on input(s) no test calls ({origin})" if keeps else f"gold's change on input(s) no test calls ({origin})"
     found_by = "the fix's footprint: " + "; ".join(f"{f.call.src[:120]}: gold {f.gold.raised or f.gold.value[:50]}, buggy {f.buggy.raised or f.buggy.value[:50]}"
                                                    for f, _ in picked)  # fmt: skip
     code = function_code(name, stated, method=cls is not None, why=why)
-    return Candidate(file=file, cls=cls, name=name, code=code, source="model_free", found_by=found_by, footprint=True)
+    return Candidate(file=file, cls=cls, name=name, code=code, source="model_free", found_by=found_by, footprint=not keeps, keeps=keeps)
 
 
 PER_TEST = 3  # inputs of one kind asserted in one test
+KEPT_PER_TEST = 25  # inputs where the trees agree, asserted in the one test of what the fix keeps: one end's whole class
 
 
 def _bigrams(text: str) -> set[str]:
@@ -298,6 +308,13 @@ def strengthen_from(bench: Workbench, footprint: Footprint, sources: dict[str, s
         pinned = any(outcomes.get(f.call.src, "").startswith("kept") for f in inputs)
         for f in inputs:
             outcomes.setdefault(f.call.src, "left untested: " + ("a kept test pins other inputs of this function's argument" if pinned else "; ".join(why)))
+    # the boundary of gold's change: where it agrees with the buggy tree, nearest to where it differs
+    keeps = footprint.kept[:KEPT_PER_TEST]
+    if keeps and (cand := candidate([(f, "keeps") for f in keeps], sources, fail_to_pass)) is not None:
+        record = bench.consider(cand)
+        step = next((c for c in record.checks if c.step == record.rejected_at), None)
+        outcomes |= {f.call.src: f"kept as {record.test_id} (keeps)" if step is None else f"left untested: rejected at {record.rejected_at} ({step.detail[:160]})"
+                     for f in keeps}  # fmt: skip
     return [FootprintInput(call=f.call.src, target=f.call.target, how=f.call.how, gold=f.gold, buggy=f.buggy, tested=f.tested,
                            outcome=outcomes.get(f.call.src, f"left untested: over the budget ({MAX_TESTS} tests, {MAX_TRIES} tried a task)"))  # fmt: skip
-            for f in footprint.found]
+            for f in [*footprint.found, *keeps]]

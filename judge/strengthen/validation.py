@@ -80,8 +80,8 @@ def validate(ctx: Context, cand: Candidate) -> AddedTest:
     task = ctx.with_tests({cand.file: text}, {**ctx.p1.expected_status, tid: "PASSED"})
     steps: list[tuple[str, Callable[[], ValidationCheck]]] = [
         ("gold_stable", lambda: _gold_stable(ctx, task, alone, tid)),
-        ("fails_on_buggy", lambda: _fails_on_buggy(ctx, task, alone, tid)),
-        ("kills_survivor", lambda: _kills(ctx, task, alone, tid, record, cand.footprint)),
+        ("fails_on_buggy", lambda: _on_buggy(ctx, task, alone, tid, cand.keeps)),
+        ("kills_survivor", lambda: _kills(ctx, task, alone, tid, record, cand.footprint or cand.keeps)),
         ("invariant", lambda: _invariant(ctx, task, alone, tid)),
         ("pass_to_pass", lambda: _pass_to_pass(ctx, task)),
     ]
@@ -115,11 +115,12 @@ def _gold_stable(ctx: Context, task: Task, alone: dict[str, str], tid: str) -> V
                            rewards=rewards, executions=len(rewards))  # fmt: skip
 
 
-def _fails_on_buggy(ctx: Context, task: Task, alone: dict[str, str], tid: str) -> ValidationCheck:
+def _on_buggy(ctx: Context, task: Task, alone: dict[str, str], tid: str, keeps: bool = False) -> ValidationCheck:
+    """The test fails on the buggy tree; one of what the fix keeps passes there."""
     g = ctx.grade(task, "", alone, [tid])
     status = g.statuses.get(tid)
-    ok = status in (Status.FAILED, Status.ERROR)
-    return ValidationCheck(step="fails_on_buggy", passed=ok, detail=f"on the buggy tree: {status or g.reason}",
+    ok = status == Status.PASSED if keeps else status in (Status.FAILED, Status.ERROR)
+    return ValidationCheck(step="passes_on_buggy" if keeps else "fails_on_buggy", passed=ok, detail=f"on the buggy tree: {status or g.reason}",
                            rewards=[g.reward], executions=1)  # fmt: skip
 
 

@@ -36,6 +36,7 @@ class Candidate:
     case: str = ""
     copied: str = ""  # the original test's checks it repeats first (anchored): the suite's, not its own
     footprint: bool = False  # from the fix's untested footprint: it need not kill a survivor, only fail on buggy
+    keeps: bool = False  # what the fix keeps next to what it changes: it must pass on the buggy tree too
 
     @property
     def test_id(self) -> str:

@@ -39,7 +39,7 @@ from harness.sandboxes.sandbox import Backend
 from probes.differential.literals import pool
 from probes.footprint.vocabulary import Vocabulary, end_swaps, keyword_strategy, spelled, strategy_for, vocabulary
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
-from probes.observe.session import ObservationSession, context, differs, observe
+from probes.observe.session import ObservationSession, context, differs, in_contract, observe
 from probes.observe.watched import import_root
 from probes.replay import Differential, behaviour
 from probes.workspace import workspace
@@ -51,6 +51,7 @@ MIN_DRAWS = 3
 MAX_GROUPS = 6  # (target, argument) kinds of difference shrunk per task
 SHRINK_ROUNDS = 2
 MAX_PENDING = 60  # values a shrink round asks about per group
+MAX_KEPT = 60  # calls where the trees agree, next to where they differ: what the fix keeps
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Footprint:
     detail: str = ""
     expected: set[str] = field(default_factory=set)  # exception types in contract
     own: list[str] = field(default_factory=list)  # the tests' own calls, as a test writes them
+    kept: list[Found] = field(default_factory=list)  # where the trees agree, next to where they differ: what the fix keeps
 
 
 # ============================================================================================ targets
@@ -341,7 +343,7 @@ class FootprintSearch:
             return False
 
         # the issue's own cases' strings swept at their ends, then what Hypothesis draws
-        swept = [c for slot in first if isinstance(v := slot.value, str) for t in end_swaps(v) if (c := slot.call(t, "an end character swapped"))]
+        swept = [c for slot in first if isinstance(v := slot.value, str) for t, end in end_swaps(v) if (c := slot.call(t, f"its {end} character swapped"))]
         swept = _unique(swept)[: room // 2]
         for slot in every:  # generation only: every value find draws, none differing yet
             search(slot, draws.get(id(slot), rest), record, shrink=False)
@@ -355,7 +357,26 @@ class FootprintSearch:
         detail = (f"{len(self.known)} calls on both trees ({len(seeds)} of the tests', {len(documented)} from documents, "
                   f"{len(self.known) - len(seeds) - len(documented)} drawn by Hypothesis from gold's diff); {len(found)} differ")  # fmt: skip
         own_calls = [self.spell(s).src for s in seeds]
-        return Footprint(simplest(found, shrunk, own_calls), len(self.known), detail, self.ctx.expected, own_calls)
+        return Footprint(simplest(found, shrunk, own_calls), len(self.known), detail, self.ctx.expected, own_calls, self.kept(own))
+
+    def kept(self, own: set[str]) -> list[Found]:
+        """What the fix keeps at the boundary of its change: where one end of a FAIL_TO_PASS input swept
+        through its class (``end_swaps``) gives characters on which the trees differ (the input's own,
+        as a rule) and others on which they agree, the agreeing ones, no test's call, gold in contract with a value that reads
+        back (or an expected exception). A fix wider than gold's (an ending too many) breaks one of
+        them though it handles every input gold changed."""
+        groups: dict[str, list[tuple[Call, Behaviour, Behaviour, str]]] = {}
+        for src, call in self.calls.items():
+            if call.how.endswith(" character swapped)"):
+                g, b, literal = self.known[src]
+                groups.setdefault(call.how.partition(" -> ")[0] + call.how.rpartition(" (")[2], []).append((call, g, b, literal))
+        out: list[Found] = []
+        for group in groups.values():
+            seed = self.known.get(group[0][0].how.partition(" with ")[0])  # the test's own call, where they differ as a rule
+            if any(differs(g, b, self.ctx.expected) for _, g, b, _ in [*group, *([(None, *seed)] if seed else [])]):
+                out += [Found(self.spell(c), g, b, lit, False) for c, g, b, lit in group
+                        if c.src not in own and g == b and in_contract(g, self.ctx.expected) and (lit or g.raised)]  # fmt: skip
+        return out[:MAX_KEPT]
 
     def spell(self, call: Call) -> Call:
         """The call as a test writes it (``vocabulary.spelled``), where the signature is known."""

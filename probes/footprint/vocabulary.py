@@ -307,15 +307,16 @@ def edit_strategy(value: str, pieces):  # noqa: ANN001, ANN201
 CLASSES = ("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "0123456789")
 
 
-def end_swaps(value: str) -> list[str]:
+def end_swaps(value: str) -> list[tuple[str, str]]:
     """``value`` with its last, then its first character replaced by every other of its class, in
-    turn: where a rule reads an ending or a prefix, the whole alphabet at the boundary, which a few
-    random draws leave mostly unseen (a fix that takes one letter too many is told from gold only by
-    that letter)."""
-    out: list[str] = []
+    turn, each with which end it is: where a rule reads an ending or a prefix, the whole alphabet at
+    the boundary, which a few random draws leave mostly unseen (a fix that takes one letter too many
+    is told from gold only by that letter)."""
+    out: list[tuple[str, str]] = []
     for at in dict.fromkeys([len(value) - 1, 0]) if value else ():
         letters = next((c for c in CLASSES if value[at] in c), "")
-        out += [value[:at] + c + value[at + 1 :] for c in letters if c != value[at]]
+        end = "last" if at == len(value) - 1 else "first"
+        out += [(value[:at] + c + value[at + 1 :], end) for c in letters if c != value[at]]
     return out
 
 
