@@ -111,6 +111,13 @@ def test_an_input_s_ends_are_swept_through_their_whole_class() -> None:
     assert end_swaps("a-") == [(c + "-", "first") for c in "bcdefghijklmnopqrstuvwxyz"]  # an end of no class stays
 
 
+def test_an_integer_is_swept_through_the_boundaries_of_the_diff_s_constants() -> None:
+    from probes.footprint.vocabulary import Vocabulary, number_sweep
+
+    swept = number_sweep(-3, Vocabulary(numbers=(0, 10)))
+    assert {-1, 0, 1, 9, 10, 11, -10, -4, -2} <= set(swept) and -3 not in swept and swept == sorted(swept)
+
+
 def test_a_value_of_the_inputs_own_shape_is_drawn_in_its_place() -> None:
     from probes.footprint.vocabulary import Vocabulary
 
@@ -356,4 +363,26 @@ def test_a_test_of_what_the_fix_keeps_rejects_a_fix_too_wide(footprint_backend, 
     assert grade(task, WIDE, footprint_backend).reward == 1.0  # the upstream tests let it through
     assert grade(strong, WIDE, footprint_backend, expected=expected).reward == 0.0
     assert grade(strong, task.answer.gold_patch, footprint_backend, expected=expected).reward == 1.0
+    assert grade(strong, (folder / "alternative.patch").read_text(), footprint_backend, expected=expected).reward == 1.0
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_a_test_of_what_the_fix_keeps_rejects_a_guard_one_value_too_wide(footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """more-itertools 958990e (sliced with a negative n): the shortcut raises for ``n <= 0`` where gold
+    raises for ``n < 0``; at 0 the buggy tree and gold agree, so no footprint test of what gold changes
+    can tell it, and the swept boundaries of n pin what gold keeps there."""
+    from curation.sources.local import load_task_folder
+    from harness.grading.grader import grade
+    from harness.records import Status
+
+    folder = Path(__file__).resolve().parent.parent / "data" / "real" / "more-itertools__more-itertools-958990e"
+    task = load_task_folder(folder)
+    record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
+    kept = [t for t in record.tests if "keeps" in t.test_id and not t.rejected_at]
+    assert kept, [(t.test_id, t.rejected_at) for t in record.tests]
+    expected = {k: Status(v) for k, v in record.expected_status.items()}
+    shortcut = (folder / "shortcut.patch").read_text()
+    assert grade(task, shortcut, footprint_backend).reward == 1.0
+    assert grade(strong, shortcut, footprint_backend, expected=expected).reward == 0.0
     assert grade(strong, (folder / "alternative.patch").read_text(), footprint_backend, expected=expected).reward == 1.0

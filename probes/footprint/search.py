@@ -37,7 +37,7 @@ from harness.pyast import literal_eval, parse
 from harness.records import Behaviour, Task
 from harness.sandboxes.sandbox import Backend
 from probes.differential.literals import pool
-from probes.footprint.vocabulary import Vocabulary, end_swaps, keyword_strategy, spelled, strategy_for, vocabulary
+from probes.footprint.vocabulary import Vocabulary, end_swaps, keyword_strategy, number_sweep, spelled, strategy_for, vocabulary
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.session import ObservationSession, context, differs, in_contract, observe
 from probes.observe.watched import import_root
@@ -51,6 +51,7 @@ MIN_DRAWS = 3
 MAX_GROUPS = 6  # (target, argument) kinds of difference shrunk per task
 SHRINK_ROUNDS = 2
 MAX_PENDING = 60  # values a shrink round asks about per group
+SWEPT = "swept"  # how a swept value says so
 MAX_KEPT = 60  # calls where the trees agree, next to where they differ: what the fix keeps
 
 
@@ -343,7 +344,7 @@ class FootprintSearch:
             return False
 
         # the issue's own cases' strings swept at their ends, then what Hypothesis draws
-        swept = [c for slot in first if isinstance(v := slot.value, str) for t, end in end_swaps(v) if (c := slot.call(t, f"its {end} character swapped"))]
+        swept = [c for slot in first for t, how in self.sweep(slot.value) if (c := slot.call(t, how))]
         swept = _unique(swept)[: room // 2]
         for slot in every:  # generation only: every value find draws, none differing yet
             search(slot, draws.get(id(slot), rest), record, shrink=False)
@@ -360,14 +361,14 @@ class FootprintSearch:
         return Footprint(simplest(found, shrunk, own_calls), len(self.known), detail, self.ctx.expected, own_calls, self.kept(own))
 
     def kept(self, own: set[str]) -> list[Found]:
-        """What the fix keeps at the boundary of its change: where one end of a FAIL_TO_PASS input swept
-        through its class (``end_swaps``) gives characters on which the trees differ (the input's own,
-        as a rule) and others on which they agree, the agreeing ones, no test's call, gold in contract with a value that reads
+        """What the fix keeps at the boundary of its change: where a FAIL_TO_PASS input's argument swept
+        (``sweep``: one end through its class, a number through the boundaries) gives values on which
+        the trees differ (the input's own, as a rule) and others on which they agree, the agreeing ones, no test's call, gold in contract with a value that reads
         back (or an expected exception). A fix wider than gold's (an ending too many) breaks one of
         them though it handles every input gold changed."""
         groups: dict[str, list[tuple[Call, Behaviour, Behaviour, str]]] = {}
         for src, call in self.calls.items():
-            if call.how.endswith(" character swapped)"):
+            if call.how.endswith(f" {SWEPT})"):
                 g, b, literal = self.known[src]
                 groups.setdefault(call.how.partition(" -> ")[0] + call.how.rpartition(" (")[2], []).append((call, g, b, literal))
         out: list[Found] = []
@@ -377,6 +378,15 @@ class FootprintSearch:
                 out += [Found(self.spell(c), g, b, lit, False) for c, g, b, lit in group
                         if c.src not in own and g == b and in_contract(g, self.ctx.expected) and (lit or g.raised)]  # fmt: skip
         return out[:MAX_KEPT]
+
+    def sweep(self, value: object) -> list[tuple[object, str]]:
+        """The values a FAIL_TO_PASS call's argument is swept through, each with how (ending in ``SWEPT``):
+        a string's ends through their class, an integer through the boundaries of the diff's constants."""
+        if isinstance(value, str):
+            return [(t, f"its {end} character {SWEPT}") for t, end in end_swaps(value)]
+        if isinstance(value, int) and not isinstance(value, bool):
+            return [(n, f"a boundary {SWEPT}") for n in number_sweep(value, self.vocab)]
+        return []
 
     def spell(self, call: Call) -> Call:
         """The call as a test writes it (``vocabulary.spelled``), where the signature is known."""

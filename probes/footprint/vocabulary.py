@@ -320,6 +320,17 @@ def end_swaps(value: str) -> list[tuple[str, str]]:
     return out
 
 
+MAX_SWEPT_NUMBERS = 24
+
+
+def number_sweep(value: int, vocab: Vocabulary) -> list[int]:
+    """Every integer boundary of the diff's constants and of ``value`` itself, in order (but ``value``):
+    where a guard compares, the value on each side of it, which a few random draws may miss (``n <= 0``
+    for gold's ``n < 0`` is told from it only at 0)."""
+    near = boundaries([*(n for n in vocab.numbers if isinstance(n, int) and not isinstance(n, bool)), value, value - 1, value + 1])
+    return sorted({int(n) for n in near if isinstance(n, int) and n != value})[:MAX_SWEPT_NUMBERS]
+
+
 def number_strategy(vocab: Vocabulary, seen: Sequence[int | float], kind: type):  # noqa: ANN201
     """Numbers of ``kind``: boundaries of the diff's constants and of the tests' own values, and values
     beyond the tests' range (powers of ten past their largest)."""
