@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,7 @@ MIN_DRAWS = 3
 MAX_GROUPS = 6  # (target, argument) kinds of difference shrunk per task
 SHRINK_ROUNDS = 2
 MAX_PENDING = 60  # values a shrink round asks about per group
+ASK_BUDGET_S = 240.0  # answering surviving patches per task, the search included
 SWEPT = "swept"  # how a swept value says so
 MAX_KEPT = 60  # calls where the trees agree, next to where they differ: what the fix keeps
 
@@ -271,6 +273,7 @@ class FootprintSearch:
         self.session = ObservationSession(task, backend, self.ctx, [])
         self.known: dict[str, tuple[Behaviour, Behaviour, str]] = {}  # call src -> (gold, buggy, literal)
         self.calls: dict[str, Call] = {}  # call src -> the call, in the order first run
+        self.seconds = 0.0  # spent answering other patches (the search included)
         self._footprint: Footprint | None = None
 
     def run_batch(self, calls: Sequence[Call]) -> None:
@@ -303,7 +306,17 @@ class FootprintSearch:
         """Another patch against gold on the footprint's calls: those where gold changed the buggy
         tree's answer first (where a wrong fix most likely still answers like the buggy tree), then
         every other call drawn, where buggy and gold agree (where a fix wider than gold's breaks what
-        the bug left alone). The first the patch answers unlike gold in contract, confirmed alone."""
+        the bug left alone). The first the patch answers unlike gold in contract, confirmed alone.
+        Within ``ASK_BUDGET_S`` a task, the search included: later survivors get no answer here."""
+        if self.seconds >= ASK_BUDGET_S:
+            return Differential(None, 0, f"footprint: the task's budget ({ASK_BUDGET_S:.0f} s) is spent")
+        started = time.monotonic()
+        try:
+            return self._distinguish(patch)
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def _distinguish(self, patch: str) -> Differential:
         found = self.footprint()
         if not self.known:
             return Differential(None, 0, f"footprint: {found.detail}")
