@@ -14,7 +14,8 @@ from conftest import TEST_LIMITS
 
 from harness.records import Behaviour
 from judge.strengthen.footprint import candidate, name_for, value_type, weakest
-from probes.footprint.search import Found, facade_targets, source_of
+from probes.footprint.search import Found, source_of
+from probes.footprint.targets import facade_targets
 from probes.footprint.vocabulary import (
     REQUIRED,
     boundaries,
