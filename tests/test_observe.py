@@ -744,3 +744,21 @@ def test_boltons_435774e_an_instance_a_test_built_without_a_repr_is_replayed_thr
     assert found.call == "Replacer.sub(Replacer({}), '')" and found.source == "variant", found
     assert found.gold.value == json.dumps("''") and found.other.raised == "KeyError"
     assert session.distinguish(task.answer.gold_patch).found is None
+
+
+def test_regression_hypothesis_draws_only_where_the_budget_is_not_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """parse 0477aa5: Hypothesis drew for every argument of every seed though the argument's budget
+    (``PER_ARGUMENT``) was already full, a third of its observation time. It draws only where its
+    values can still be kept, and the alternatives are the same either way."""
+    import probes.observe.values as values
+
+    full = ("{:d}", tuple(f"{{:{c}}}" for c in "abcdefghijklmnop"))  # plenty of spliced and seen strings
+    short = (7, (3,))
+    eager = {case: values.alternatives(case[0], case[1], False) for case in (full, short)}
+    asked: list[object] = []
+    real = values._hypothesis
+    monkeypatch.setattr(values, "_hypothesis", lambda value, seen: asked.append(value) or real(value, seen))
+    assert {case: values.alternatives(case[0], case[1], False) for case in (full, short)} == eager
+    assert asked == [7]
+    assert any(how.startswith("Hypothesis") for _, how in eager[short])
+    assert len(eager[full]) == values.PER_ARGUMENT
