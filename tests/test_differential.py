@@ -305,3 +305,18 @@ def test_a_survivor_that_only_tells_opaque_names_apart_is_not_evidence(sessions)
     assert topo.found is None and "renamed opaque identifiers" in topo.detail, topo
     money = sessions["sample__moneyfmt-1"].distinguish((DATA / "moneyfmt_special_case_currency.patch").read_text())
     assert money.found is not None and "'USD' -> " in money.found.how
+
+
+def test_regression_a_literal_s_hypothesis_draw_runs_only_where_its_values_can_be_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A literal's alternatives stop at ``PER_LITERAL``; Hypothesis drew for every literal anyway (a
+    derandomised run each). It draws only where the others leave room, with the same alternatives."""
+    import probes.differential.literals as literals
+
+    many = ["USB", "GBP", "EUR", "JPY", "KWD", "BHD", "CHF", "SEK", "NOK", "DKK", "PLN"]
+    eager = {case: literals.alternatives_for(case, many if case == "USD" else []) for case in ("USD", 7)}
+    asked: list[object] = []
+    real = literals._hypothesis
+    monkeypatch.setattr(literals, "_hypothesis", lambda value: asked.append(value) or real(value))
+    assert {case: literals.alternatives_for(case, many if case == "USD" else []) for case in ("USD", 7)} == eager
+    assert asked == [7] and len(eager["USD"]) == literals.PER_LITERAL
+    assert any(how == "hypothesis" for _, how in eager[7])
