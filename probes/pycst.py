@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -144,18 +145,40 @@ def python_files(ws: Workspace) -> list[PyFile]:
         new = ws.new[path]
         if new is None or not path.endswith(".py") or not importable(path, ws.root):
             continue
-        try:
-            wrapper = MetadataWrapper(cst.parse_module(new))
-            pos = wrapper.resolve(PositionProvider)
-        except Exception:  # noqa: BLE001 - not Python 3 libcst can parse
-            continue
-        old_l, new_l = file_lines(ws.old[path]), file_lines(new)
-        py = PyFile(path, ws.old[path], new, wrapper, pos, added_lines(old_l, new_l), touched_lines(old_l, new_l))
+        if (py := _parsed(path, ws.old[path], new)) is not None:
+            out.append(py)
+    return out
+
+
+_PARSED: dict[tuple[str, str | None, str], PyFile | None] = {}  # the last MAX_PARSED files, by content
+_PARSED_LOCK = threading.Lock()
+MAX_PARSED = 8
+
+
+def _parsed(path: str, old: str | None, new: str) -> PyFile | None:
+    """One file's view, made once per content: a task's wrong probes and its rewrites of gold are
+    generated from the same files, and libcst's parse with positions was half of it on a
+    5,000-line module. Nothing changes a PyFile once it is made (its nodes are immutable)."""
+    key = (path, old, new)
+    with _PARSED_LOCK:
+        if key in _PARSED:
+            return _PARSED[key]
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(new))
+        pos = wrapper.resolve(PositionProvider)
+    except Exception:  # noqa: BLE001 - not Python 3 libcst can parse
+        py = None
+    else:
+        old_l, new_l = file_lines(old), file_lines(new)
+        py = PyFile(path, old, new, wrapper, pos, added_lines(old_l, new_l), touched_lines(old_l, new_l))
         finder = Functions()
         wrapper.visit(finder)
         py.functions = finder.found
-        out.append(py)
-    return out
+    with _PARSED_LOCK:
+        if len(_PARSED) >= MAX_PARSED:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[key] = py
+    return py
 
 
 def code_of(py: PyFile, node: cst.CSTNode) -> str:

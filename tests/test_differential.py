@@ -397,3 +397,42 @@ def test_regression_a_decorator_that_wraps_the_test_s_call_is_re_applied_around_
     got = drive(root, progs)["results"]
     assert [o["value"] for o in got["tests/test_c.py::test_frozen"]] == ["86400"]
     assert [o["value"] for o in got["tests/test_c.py::test_frozen_with_fixture"]] == ["67"], got
+
+
+def test_regression_a_literal_s_hypothesis_draw_runs_only_where_its_values_can_be_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A literal's alternatives stop at ``PER_LITERAL``; Hypothesis drew for every literal anyway (a
+    derandomised run each). It draws only where the others leave room, with the same alternatives."""
+    import probes.differential.literals as literals
+
+    many = ["USB", "GBP", "EUR", "JPY", "KWD", "BHD", "CHF", "SEK", "NOK", "DKK", "PLN"]
+    eager = {case: literals.alternatives_for(case, many if case == "USD" else []) for case in ("USD", 7)}
+    asked: list[object] = []
+    real = literals._hypothesis
+    monkeypatch.setattr(literals, "_hypothesis", lambda value: asked.append(value) or real(value))
+    assert {case: literals.alternatives_for(case, many if case == "USD" else []) for case in ("USD", 7)} == eager
+    assert asked == [7] and len(eager["USD"]) == literals.PER_LITERAL
+    assert any(how == "hypothesis" for _, how in eager[7])
+
+
+@pytest.mark.bwrap
+def test_regression_a_program_that_tells_nothing_on_gold_is_not_run_on_a_survivor(sessions, sample_tasks, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: ANN001
+    """A program gold times out on (its whole limit) was replayed on every survivor, where no answer
+    can be evidence. It is not run on the patch, and still counts as compared."""
+    import copy
+
+    import probes.differential.session as module
+    from probes.replay import Observed, Step, run_programs
+
+    task = sample_tasks["sample__moneyfmt-1"]
+    session = copy.copy(sessions["sample__moneyfmt-1"])
+    gold = session.gold()
+    loop = Program(key="loop", test_id="t", test_file="", cls=None, method="", steps=[Step("observe", "__import__('time').sleep(9)")])
+    looped = run_programs(task, session.backend, task.answer.gold_patch, [loop], session.changed).results["loop"]
+    assert looped[0]["raised"] == "timeout"
+    session._gold = Observed({**gold.results, "loop": looped}, gold.alternatives)
+    session.programs = [*session.programs, loop]
+    sent: list[list[str]] = []
+    monkeypatch.setattr(module, "run_programs", lambda t, b, patch, progs, *a, **k: sent.append([p.key for p in progs]) or run_programs(t, b, patch, progs, *a, **k))
+    answer = session.replay_programs(task.answer.gold_patch)
+    assert answer.found is None and answer.tried == len(session.programs)
+    assert sent == [[p.key for p in session.programs[:-1]]]

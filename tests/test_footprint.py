@@ -387,3 +387,24 @@ def test_a_test_of_what_the_fix_keeps_rejects_a_guard_one_value_too_wide(footpri
     assert grade(task, shortcut, footprint_backend).reward == 1.0
     assert grade(strong, shortcut, footprint_backend, expected=expected).reward == 0.0
     assert grade(strong, (folder / "alternative.patch").read_text(), footprint_backend, expected=expected).reward == 1.0
+
+
+@pytest.mark.bwrap
+def test_regression_a_call_gold_times_out_on_is_not_run_again(sample_tasks, footprint_backend, swedeck_env) -> None:  # noqa: ANN001
+    """more-itertools edb3346: 46 of 314 drawn calls took the 1 s limit on each of the three runs
+    (twice on gold, once on the buggy tree), two thirds of its footprint's time. Gold out of contract
+    on a call tells nothing, so after gold's first run times out it is not run again, and it does not differ."""
+    from harness.sandboxes.envs import prepare_tree
+    from probes.footprint.search import FootprintSearch
+
+    task = sample_tasks["sample__moneyfmt-1"]
+    search = FootprintSearch(task, footprint_backend, prepare_tree(task, swedeck_env), [], {})
+    sent: list[list[str]] = []
+    real = search.session.outcomes
+    search.session.outcomes = lambda patch, calls: sent.append([c.src for c in calls]) or real(patch, calls)  # type: ignore[method-assign]
+    slow = Call("time:sleep", "sleep", ("5",), (), ("from time import sleep",), "", "variant", "")
+    quick = Call("builtins:len", "len", ("'ab'",), (), (), "", "variant", "")
+    search.run_batch([slow, quick])
+    assert sent == [[slow.src, quick.src], [quick.src], [quick.src]]
+    assert search.known[slow.src][0].raised == "timeout" and search.known[quick.src][0].value == '"2"'
+    assert search.differs(slow) is False and search.differs(quick) is False

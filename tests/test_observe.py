@@ -218,6 +218,35 @@ def test_calls_the_library_makes_itself_are_not_observed(tmp_path: Path) -> None
     assert [r["call"] for r in rows] == ["Box(3)"]
 
 
+LOOP_SUITE = """
+from pkg.core import Box
+
+def test_loop(tmp_path_factory):
+    import pkg.core
+    calls = []
+    real = pkg.core.Box.__repr__
+    pkg.core.Box.__repr__ = lambda self: calls.append(1) or real(self)
+    box = Box(0)
+    for _ in range(1000):
+        box = box.grow(1)
+    pkg.core.Box.__repr__ = real
+    open("reprs", "w").write(str(len(calls)))
+"""
+
+
+def test_regression_a_test_past_its_record_cap_is_not_read_any_more(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """boltons-25e8d6b: a test inserting into a BarrelList in a loop was observed for 130 s (2 s plain),
+    each call's arguments written as source after the test's records were capped: past the cap the
+    arguments are not read (no repr taken), and the records are the same."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    from swedeck_observe_calls import MAX_RECORDS_PER_TEST
+
+    rows = run_plugin(tmp_path, ["pkg/core.py::Box.grow"], suite=LOOP_SUITE)
+    loop = [r for r in rows if r["test"].endswith("test_loop")]
+    assert len(loop) == MAX_RECORDS_PER_TEST and loop[-1]["call"] == f"Box.grow(Box({MAX_RECORDS_PER_TEST - 1}), 1)"
+    assert int((tmp_path / "reprs").read_text()) <= 3 * MAX_RECORDS_PER_TEST < 1000
+
+
 # ================================================================================ inputs and contract (pure)
 
 
@@ -734,3 +763,21 @@ def test_boltons_435774e_an_instance_a_test_built_without_a_repr_is_replayed_thr
     assert found.call == "Replacer.sub(Replacer({}), '')" and found.source == "variant", found
     assert found.gold.value == json.dumps("''") and found.other.raised == "KeyError"
     assert session.distinguish(task.answer.gold_patch).found is None
+
+
+def test_regression_hypothesis_draws_only_where_the_budget_is_not_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    """parse 0477aa5: Hypothesis drew for every argument of every seed though the argument's budget
+    (``PER_ARGUMENT``) was already full, a third of its observation time. It draws only where its
+    values can still be kept, and the alternatives are the same either way."""
+    import probes.observe.values as values
+
+    full = ("{:d}", tuple(f"{{:{c}}}" for c in "abcdefghijklmnop"))  # plenty of spliced and seen strings
+    short = (7, (3,))
+    eager = {case: values.alternatives(case[0], case[1], False) for case in (full, short)}
+    asked: list[object] = []
+    real = values._hypothesis
+    monkeypatch.setattr(values, "_hypothesis", lambda value, seen: asked.append(value) or real(value, seen))
+    assert {case: values.alternatives(case[0], case[1], False) for case in (full, short)} == eager
+    assert asked == [7]
+    assert any(how.startswith("Hypothesis") for _, how in eager[short])
+    assert len(eager[full]) == values.PER_ARGUMENT

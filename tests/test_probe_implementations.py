@@ -272,3 +272,18 @@ def test_a_pinned_parameter_survives_a_real_too_loose_suite_that_kills_every_tok
     session = session_for(task, bwrap_backend, [f2p], tree)
     found = session.distinguish(survivors[0].patch).found
     assert found is not None and found.gold != found.other, found
+
+
+def test_regression_a_file_s_view_is_parsed_once_per_content(tmp_path: Path) -> None:
+    """A task's wrong probes and its rewrites of gold each parsed gold's files with positions (half of
+    generation on more-itertools' 5,000-line module): one view per content now, and a file whose old
+    or new text differs gets its own, with its own added lines."""
+    base, gold = "def f(x):\n    return x\n", "def f(x):\n    return x + 1\n"
+    views = []
+    for name, new in (("a", gold), ("b", gold), ("c", gold + "\n\ndef g():\n    return 2\n")):
+        tree = make_repo(tmp_path / name, {"pkg/__init__.py": "", "pkg/mod.py": base})
+        with workspace(make_task(make_gold(tree, {"pkg/mod.py": new})), tree) as ws:
+            assert ws is not None
+            views.append(next(p for p in python_files(ws) if p.path == "pkg/mod.py"))
+    assert views[0] is views[1] and views[2] is not views[0]
+    assert views[0].added == {2} and views[2].added == {2, 3, 4, 5, 6} and [fn.name.value for _, _, fn in views[2].functions] == ["f", "g"]

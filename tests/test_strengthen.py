@@ -305,3 +305,22 @@ def test_the_strengthen_stage_commits_a_record_per_too_loose_task_and_resumes(pr
     stamp = record.stat().st_mtime_ns
     again = run_strengthen(out, cfg, 2, every=True)  # semverlite joins (its footprint); moneyfmt's record is kept
     assert sorted(again["per_task"]) == ["sample__moneyfmt-1", "sample__semverlite-1"] and record.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.bwrap
+def test_regression_gold_s_full_grade_of_one_suite_is_run_once(sample_tasks, probe_backend, swedeck_env, tmp_path) -> None:  # noqa: ANN001
+    """With a single kept test the final suite is the one its ``pass_to_pass`` step graded in full on
+    gold: strengthening graded it twice. Gold's full grade is remembered by suite and pattern; another
+    suite is graded anew."""
+    task = sample_tasks["sample__moneyfmt-1"]
+    file = STRENGTHEN["sample__moneyfmt-1"]["file"]
+    p1 = process_task(task, probe_backend, Pipeline1Config(runs=1), "test", tmp_path)
+    tree = prepare_tree(task, swedeck_env)
+    ctx = Context(task, p1, probe_backend, [], [], workspace.test_sources(task, tree, [file]), "")
+    first = ctx.gold_full(ctx.with_tests({}, p1.expected_status))
+    ran = ctx.executions
+    assert first.reward == 1.0 and ran == len(p1.expected_status)
+    assert ctx.gold_full(ctx.with_tests({}, dict(p1.expected_status))) is first and ctx.executions == ran
+    added = f"{ctx.sources[file]}\n\ndef test_added():\n    assert True\n"
+    other = ctx.gold_full(ctx.with_tests({file: added}, {**p1.expected_status, f"{file}::test_added": "PASSED"}))
+    assert other is not first and other.reward == 1.0 and ctx.executions == 2 * ran + 1

@@ -140,3 +140,24 @@ def test_no_gold_patch_in_the_repository_is_flagged() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "tamper_audit.py")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "flagged: 0" in done.stdout
+
+
+def test_regression_one_change_is_audited_once_and_any_other_byte_or_patch_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A patch graded many times (gold in Pipeline 1, a survivor under each candidate test) was parsed
+    and audited every time. The findings are remembered by what the audit read; a changed byte, an
+    unreadable file in place of an empty one, or another patch is audited again, never answered from
+    another change's findings."""
+    from harness.grading import trusted
+
+    audits: list[str] = []
+    real = tamper.audit
+    monkeypatch.setattr(tamper, "audit", lambda files, patch: audits.append(patch) or real(files, patch))
+    patch = "--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,2 +1,2 @@\n def fixed():\n-    return 1\n+    return 2\n"
+    clean = {"pkg/mod.py": b"def fixed():\n    return 2\n"}
+    assert trusted.audited(clean, patch) == [] and trusted.audited(dict(clean), patch) == [] and len(audits) == 1
+    walking = {"pkg/mod.py": b"import sys\ndef fixed():\n    return sys._getframe(2)\n"}
+    walks = patch.replace("+    return 2", "+    return sys._getframe(2)")
+    assert trusted.audited(walking, walks)[0].startswith("pkg/mod.py:3: walks frames") and len(audits) == 2
+    assert trusted.audited(walking, patch) == [] and len(audits) == 3  # the same files: that line is not the patch's
+    assert trusted.audited({"pkg/mod.py": None}, patch) != trusted.audited({"pkg/mod.py": b""}, patch) == []
+    assert len(audits) == 5

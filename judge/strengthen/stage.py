@@ -249,7 +249,7 @@ def strengthen(
     new_ids = [t.test_id for t, _ in kept]
     expected = {**p1.expected_status, **dict.fromkeys(new_ids, "PASSED")}
     final = ctx.with_tests(added, expected)
-    g = ctx.grade(final, task.answer.gold_patch, expected, None)
+    g = ctx.gold_full(final)
     if g.reward != 1.0:
         return done("not_repaired", f"gold does not reproduce its pattern with the added tests: {g.reason} {dict(list(g.differing.items())[:3])}", tests,
                     killed=[], **traced)  # fmt: skip

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness.grading.grader import grade
 from harness.pyast import parse
-from harness.records import AddedTest, Grade, HiddenTests, Pipeline1Result, ProbeResult, Status, Task, ValidationCheck
+from harness.records import AddedTest, Grade, HiddenTests, Pipeline1Result, ProbeResult, Status, Task, ValidationCheck, content_hash
 from harness.sandboxes.sandbox import Backend
 from judge.rules import added_test_leaks
 from judge.strengthen.cases import place
@@ -33,6 +33,7 @@ class Context:
     gold_runs: int = GOLD_RUNS
     log_dir: Path | None = None
     executions: int = 0
+    gold_graded: dict[str, Grade] = field(default_factory=dict)  # gold's full grades, by suite and pattern
 
     def with_tests(self, extra: dict[str, str], expected: dict[str, str]) -> Task:
         """The task with these test files' texts written after the hidden tests patch, and gold's pattern."""
@@ -48,6 +49,18 @@ class Context:
                   log_dir=self.log_dir)  # fmt: skip
         self.executions += len(g.statuses)
         return g
+
+
+    def gold_full(self, task: Task) -> Grade:
+        """Gold's full grade on ``task``'s suite and pattern, remembered: with a single kept test the
+        final suite is the one that test's ``pass_to_pass`` step graded, and gold is stable on it
+        (``gold_stable``), so grading it again tells nothing new."""
+        assert task.answer.expected_status is not None
+        expected = {k: str(v) for k, v in task.answer.expected_status.items()}
+        key = content_hash([task.answer.hidden_tests, expected])
+        if key not in self.gold_graded:
+            self.gold_graded[key] = self.grade(task, task.answer.gold_patch, expected, None)
+        return self.gold_graded[key]
 
 
 def validate(ctx: Context, cand: Candidate) -> AddedTest:
@@ -151,8 +164,7 @@ def _invariant(ctx: Context, task: Task, alone: dict[str, str], tid: str) -> Val
 
 
 def _pass_to_pass(ctx: Context, task: Task) -> ValidationCheck:
-    assert task.answer.expected_status is not None
-    g = ctx.grade(task, task.answer.gold_patch, {k: str(v) for k, v in task.answer.expected_status.items()}, None)
+    g = ctx.gold_full(task)
     changed = {k: v for k, v in g.differing.items()}
     detail = "every other test keeps gold's status" if g.reward == 1.0 else f"{g.reason}: {dict(list(changed.items())[:5])}"
     return ValidationCheck(step="pass_to_pass", passed=g.reward == 1.0, detail=detail, rewards=[g.reward], executions=1)

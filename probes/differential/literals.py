@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import itertools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from harness.pyast import literal_eval, parse
 from probes.replay import Program, Step, draw
@@ -93,13 +94,19 @@ def alternatives_for(value: object, values: Sequence[object]) -> list[tuple[obje
         out += [(v, "neighbour") for v in (value + 1, value - 1, value + 0.5)]
         out += [(v, "boundary") for v in (0.0, -value)]
         out += [(v, "issue or tests") for v in same_type]
-    out += [(v, "hypothesis") for v in _hypothesis(value)]
+
+    def drawn() -> Iterator[tuple[object, str]]:  # last, and drawn only when the others leave room
+        for v in _hypothesis(value):
+            yield v, "hypothesis"
+
     seen, unique = {(type(value), value)}, []
-    for v, how in out:
+    for v, how in itertools.chain(out, drawn()):
+        if len(unique) >= PER_LITERAL:
+            break
         if (type(v), v) not in seen:
             seen.add((type(v), v))
             unique.append((v, how))
-    return unique[:PER_LITERAL]
+    return unique
 
 
 def _number(node: ast.AST) -> ast.Constant | None:

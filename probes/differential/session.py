@@ -61,10 +61,15 @@ def equivariant(base: Sequence[dict], renamed: Sequence[dict], old: str, new: st
     )
 
 
+def tells_nothing(gold: Sequence[dict]) -> bool:
+    """A program that timed out or did not load on gold: no other tree's answer to it is evidence."""
+    return any(o.get("raised") == "timeout" or o.get("step") == -1 for o in gold)
+
+
 def first_difference(gold: Sequence[dict], other: Sequence[dict]) -> int | None:
-    """Index of the first observation whose behaviour differs; None when they agree. A program that
-    timed out or did not load on gold tells nothing."""
-    if any(o.get("raised") == "timeout" or o.get("step") == -1 for o in gold):
+    """Index of the first observation whose behaviour differs; None when they agree, or when the
+    program tells nothing on gold."""
+    if tells_nothing(gold):
         return None
     for i in range(max(len(gold), len(other))):
         g = gold[i] if i < len(gold) else None
@@ -122,11 +127,18 @@ class DifferentialSession:
         gold = self.gold()
         if not self.programs:
             return Differential(None, 0, gold.error or "no FAIL_TO_PASS test could be replayed")
-        other = run_programs(self.task, self.backend, patch, self.programs, self.changed)
+        # a program that tells nothing on gold is not run on the patch (one that timed out would take
+        # its whole limit again, for every survivor); it still counts as compared
+        mute = {p.key for p in self.programs if tells_nothing(gold.results[p.key])}
+        live = [p for p in self.programs if p.key not in mute]
+        other = run_programs(self.task, self.backend, patch, live, self.changed) if live else Observed({})
         if other.error:
             return Differential(None, 0, other.error)
         tried, names, unconfirmed = 0, 0, 0
         for program in self.programs:
+            if program.key in mute:
+                tried += 1
+                continue
             if program.key not in other.results:
                 continue
             tried += 1
