@@ -12,7 +12,7 @@ import typer
 from flows.cli.common import (
     ConfigOpt, EvalOpt, JsonOpt, SetOpt, _config, _console, _print_errors, _progress, _stdout, _user_error, _with_evals,
 )
-from flows.cli.train import _preflight
+from flows.cli.train import _preflight, supervised
 
 app = typer.Typer()  # added to swedeck's app without a name: its commands are top-level ones
 
@@ -117,32 +117,44 @@ def arms(
     overrides: SetOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="one run folder per arm under it")] = Path("runs/arms"),
     arm: Annotated[list[str] | None, typer.Option("--arm", help="only these arms (default: all)")] = None,
-    held_out: Annotated[int, typer.Option("--held-out", help="tasks every arm trains without, then is scored on")] = 1,
+    held_out: Annotated[int, typer.Option("--held-out", min=0, help="tasks every arm trains without, then is scored on")] = 1,
 ) -> None:
     """Train every arm of a deck with identical settings and seeds (the run config's env must be swe),
     then score each arm's final policy on held-out tasks: as the arm grades them and by the
     strengthened tests (a gap between the two is reward hacking)."""
-    from flows.config import load_model
+    from flows.overrides import load_model
     from training.run import RunConfig, check_arms
 
     cfg = load_model(RunConfig, config, overrides)
-    check_arms(cfg, deck_dir)
+    names = check_arms(cfg, deck_dir, arm, held_out)
     _preflight(cfg)
-    from flows.training import arms_flow
+    from flows.supervise import Job
+    from harness.names import under
+    from training.metrics import updates_done
 
-    with _progress("arms") as bar:
-        job = bar.add_task("arms", total=cfg.train.updates, info="")
-        results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm, held_out=held_out,
-                            on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
+    updates = cfg.train.updates
+
+    def done() -> int:
+        return sum(min(updates_done(under(out, a) / "metrics"), updates) for a in names)
+
+    def progress(event: dict) -> tuple[int, str]:  # arms train one after another
+        m = event["update"]
+        return names.index(event["arm"]) * updates + m["update"] + 1, f"{event['arm']}: reward {m['reward']:.2f}"
+
+    job = Job(stages=["arms"], out=str(out), config=cfg.model_dump(mode="json"), deck=str(deck_dir.resolve()), arms=names,
+              held_out=held_out)  # fmt: skip
+    results = supervised(job, "arms", updates * len(names), done, progress)
 
     def num(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.2f}"
 
     for name, summary in results.items():
-        _console().print(f"{name}: {len(summary['updates'])} updates, last training reward {num(summary['reward'])} · plot {summary['plot']}")
+        retired = "" if summary["retired_at"] is None else " (every task was retired: nothing was left to learn from)"
+        _console().print(f"{name}: {len(summary['updates'])} of {updates} updates{retired}, last training reward {num(summary['reward'])} · "
+                         f"plot {summary['plot']}", highlight=False, soft_wrap=True)  # fmt: skip
         if summary["held_out"]:
             _console().print(f"  held out {', '.join(summary['held_out'])}: own reward {num(summary['own_score'])}, "
-                             f"strengthened score {num(summary['strengthened_score'])}")  # fmt: skip
+                             f"strengthened score {num(summary['strengthened_score'])}", highlight=False, soft_wrap=True)  # fmt: skip
 
 
 @app.command()
