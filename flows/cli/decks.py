@@ -38,19 +38,23 @@ def deck(
     Pipeline 2 accepted, with rewritten issues) and the strengthened arm (the raw arm's tasks, with the
     strengthened hidden tests where strengthening added tests). One task per upstream fix (the run's
     clusters), contaminated ones dropped by dedup.policy; dropped.parquet says what was left out."""
-    from curation.decks import deck_rows, dedupe, verified_task, write_deck
-    from curation.pipeline1 import kept_tasks
-    from judge.pipeline2 import verdicts
-    from judge.strengthen import records
-
+    if not (run_dir / "p1").is_dir():
+        _user_error(f"{run_dir} has no Pipeline 1 results; run `swedeck curate --out {run_dir}` first")
+    cfg = _config(config, overrides, None)
     import os
 
+    from curation.decks import deck_rows, dedupe, verified_task, write_deck
+    from curation.pipeline1 import kept_tasks
     from curation.store import read_records
     from harness.records import ProbeResult
-    from judge.pipeline2 import result_path
+    from judge.pipeline2 import result_path, verdicts
+    from judge.strengthen import records
 
     judged = verdicts(run_dir)
-    kept, selection = dedupe(run_dir, kept_tasks(run_dir), judged, _config(config, overrides, None).dedup)
+    every = kept_tasks(run_dir)
+    kept, selection = dedupe(run_dir, every, judged, cfg.dedup)
+    if not kept:  # a deck of no task would be a folder of empty tables no loader accepts
+        _user_error(f"{run_dir}: no task for a deck: Pipeline 1 kept {len(every)}" + (", and dedup.policy dropped them all" if every else ""))
     strengthened = records(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     source_run = os.path.relpath(run_dir.resolve(), out.resolve())  # the deck moves with its run, or names it by a relative path
@@ -82,12 +86,10 @@ def dedup(
     from curation.sources import SourceError
 
     if len(runs) > 1 and (out is None or out.resolve() in {r.resolve() for r in runs}):  # a run's dedup/ is its own
-        _console().print("[red]several runs: say where their joint result goes with --out, a folder that is none of them[/]")
-        raise typer.Exit(2)
+        _user_error("several runs: say where their joint result goes with --out, a folder that is none of them")
     missing = [r for r in runs if not (r / "p1").is_dir() and not (r / dd.DEDUP_DIR).is_dir()]
     if missing:
-        _console().print(f"[red]not a run folder: {', '.join(map(str, missing))}[/]")
-        raise typer.Exit(2)
+        _user_error(f"not a run folder: {', '.join(map(str, missing))}")
     cfg = _with_evals(_config(config, overrides, None), evals)
     try:
         clustering, records, errors = dd.dedup_runs(runs, out or runs[0], cfg.dedup)
@@ -177,8 +179,7 @@ def query(
     paths = db or [Path("runs/curate/catalog.duckdb")]
     for path in paths:
         if not (path.is_file() or (path / "p1").is_dir() or (path / "load_errors").is_dir() or (path / DECK_FILE).exists()):
-            _console().print(f"[red]no catalog, run or deck at {path}[/]; run `swedeck curate` or pass --db")
-            raise typer.Exit(2)
+            _user_error(f"no catalog, run or deck at {path}; run `swedeck curate` or pass --db")
     deck_catalog = paths[0] / "catalog.duckdb"
     if len(paths) == 1 and paths[0].is_file():
         con = connect(paths[0])
@@ -191,8 +192,7 @@ def query(
     try:
         cursor = con.execute(sql)
     except duckdb.Error as err:
-        _console().print(f"[red]{err}[/]")
-        raise typer.Exit(2) from None
+        _user_error(err)
     columns = [d[0] for d in cursor.description]
     rows = cursor.fetchall()
     if as_json:

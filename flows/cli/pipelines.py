@@ -10,7 +10,7 @@ import typer
 
 from flows.cli.common import (
     BackendOpt, ConfigOpt, EvalOpt, JsonOpt, RepoCacheOpt, RunnerOpt, SetOpt, SourceOpt, _config, _console, _find,
-    _progress, _quiet_prefect, _sources, _stdout, _with_evals,
+    _progress, _quiet_prefect, _sources, _stdout, _user_error, _with_evals,
 )
 from flows.cli.decks import _dedup_line
 
@@ -75,8 +75,7 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
                         bars[stage] = progress.add_task(labels[stage], total=totals[stage], info="")
                     progress.update(bars[stage], completed=finished(), total=totals[stage])  # type: ignore[arg-type]
     except RunConflict as err:
-        _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
-        raise typer.Exit(2) from None
+        _user_error(f"{err}; wait for it to end, or use another --out")
     except Interrupted as stop:
         _console().print(_interrupted(finished() if remaining else 0, totals[remaining[0]] if remaining else None, bool(remaining)))
         raise typer.Exit(128 + stop.signum) from None
@@ -178,8 +177,7 @@ def report(
     """One self-contained HTML page of a run (funnel, reject reasons, verdicts per corpus, probe survival,
     slow and flaky tests, errors); every number links to the SQL that gives it."""
     if not (run_dir / "catalog.duckdb").exists():
-        _console().print(f"[red]{run_dir} has no catalog[/]; run `swedeck curate --out {run_dir}` first")
-        raise typer.Exit(2)
+        _user_error(f"{run_dir} has no catalog; run `swedeck curate --out {run_dir}` first")
     from curation.report import write_report
 
     print(write_report(run_dir, out).resolve())
@@ -197,12 +195,10 @@ def serve(
 
     cfg = _config(config, overrides, None, runner)
     if not cfg.schedules:
-        _console().print(f"[red]{config} has no \\[schedules.NAME] table[/] (sources, cron, out)")
-        raise typer.Exit(2)
+        _user_error(f"{config} has no [schedules.NAME] table (sources, cron, out)")
     if not os.environ.get("PREFECT_API_URL"):
-        _console().print("[red]no Prefect server:[/] start one (`prefect server start`) and set PREFECT_API_URL "
-                         "(e.g. http://127.0.0.1:4200/api); a temporary API would not run the schedules")  # fmt: skip
-        raise typer.Exit(2)
+        _user_error("no Prefect server: start one (`prefect server start`) and set PREFECT_API_URL "
+                    "(e.g. http://127.0.0.1:4200/api); a temporary API would not run the schedules")  # fmt: skip
     _quiet_prefect()
     # a service's flow runs report what they did, to the console and to the API (the run's logs in the
     # UI); per-task lines stay at warnings
@@ -261,10 +257,9 @@ def strengthen(
 ) -> None:
     """Strengthen the hidden tests of every task the judge called too loose: tests from the confirmed
     survivors' distinguishing inputs, each validated by the grader; the original tests stay untouched."""
-    cfg = _config(config, overrides, backend)
     if not (run_dir / "p2").is_dir():
-        _console().print(f"[red]{run_dir} has no Pipeline 2 results[/]; run `swedeck judge {run_dir}` first")
-        raise typer.Exit(2)
+        _user_error(f"{run_dir} has no Pipeline 2 results; run `swedeck judge {run_dir}` first")
+    cfg = _config(config, overrides, backend)
     _run_pipelines(["strengthen"], run_dir, cfg, workers, strengthen_all=every, as_json=as_json)
 
 
@@ -280,10 +275,9 @@ def judge(
     as_json: JsonOpt = False,
 ) -> None:
     """Pipeline 2 over a run's kept tasks: model-free probes, then the judge (endpoint from settings)."""
-    cfg = _config(config, overrides, backend, runner)
     if not (run_dir / "p1").is_dir():
-        _console().print(f"[red]{run_dir} has no Pipeline 1 results[/]; run `swedeck p1 SOURCE --out {run_dir}` first")
-        raise typer.Exit(2)
+        _user_error(f"{run_dir} has no Pipeline 1 results; run `swedeck p1 SOURCE --out {run_dir}` first")
+    cfg = _config(config, overrides, backend, runner)
     _run_pipelines(["pipeline2"], run_dir, cfg, workers, judge=scripted, as_json=as_json)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.common import ConfigOpt, JsonOpt, SetOpt, _console, _progress, _quiet_prefect, _stdout
+from flows.cli.common import ConfigOpt, JsonOpt, SetOpt, _console, _progress, _quiet_prefect, _stdout, _user_error
 
 
 train_app = typer.Typer(invoke_without_command=True)  # its help is the callback's (train)
@@ -88,8 +88,7 @@ def supervised(job, label: str, total: int, done: Callable[[], int], progress: C
                     bar.update(task, completed=completed, info=info)
                 summary = event.get("summary", summary)
     except RunConflict as err:
-        _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
-        raise typer.Exit(2) from None
+        _user_error(f"{err}; wait for it to end, or use another --out")
     except Interrupted as stop:
         _console().print(f"interrupted after {done()} of {total} updates; rerun the same command to resume from the last checkpoint",
                          highlight=False, soft_wrap=True)  # fmt: skip
