@@ -35,7 +35,7 @@ def grade(
                    "with --predictions, repeatable")] = None,  # fmt: skip
     predictions: Annotated[Path | None, typer.Option("--predictions", help="a predictions file (SWE-bench's: JSONL or a JSON list of "
                            "instance_id, model_patch, model_name_or_path): every prediction graded on each --arm of the deck")] = None,  # fmt: skip
-    workers: Annotated[int, typer.Option("--workers", "-w", help="with --predictions: grades at a time")] = 2,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="with --predictions: grades at a time")] = 2,
     instance_ids: Annotated[list[str] | None, typer.Option("--instance-ids", help="with --predictions: grade only these instances "
                             "(repeatable)")] = None,  # fmt: skip
     run_id: Annotated[str | None, typer.Option("--run-id", help="with --predictions: the run's id in the SWE-bench layout "

@@ -18,7 +18,7 @@ def rollout(
     task_id: Annotated[str, typer.Argument(help="instance id, or a task folder path")],
     engine: Annotated[str, typer.Option("--engine", help="'local' (a tiny random model on CPU) or an OpenAI-compatible URL")] = "local",
     model: Annotated[str, typer.Option("--model", help="served model name; for --engine local: tiny-dense or tiny-hybrid")] = "tiny-dense",
-    n: Annotated[int, typer.Option("--n", help="rollouts in the group")] = 1,
+    n: Annotated[int, typer.Option("--n", min=1, help="rollouts in the group")] = 1,
     out: Annotated[Path, typer.Option("--out", "-o", help="run folder")] = Path("runs/rollout"),
     seed: Annotated[int, typer.Option("--seed")] = 0,
     source: SourceOpt = None,
