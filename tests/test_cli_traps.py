@@ -5,7 +5,10 @@ Pipeline 1 table counts what its header says and a resumed run says so."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -91,3 +94,16 @@ def test_regression_p1_reports_wall_time_counts_flaky_tasks_and_says_it_resumed(
     assert tables.returncode == 0 and "p1_results" in tables.stdout and "stale" not in tables.stdout, tables.stdout
     lists = swedeck_cli("query", "select ['a', 'b[1]'] as l", "--db", str(out), "--csv")
     assert lists.stdout.splitlines() == ["l", '"[""a"", ""b[1]""]"'], lists.stdout
+
+
+def test_regression_piped_summaries_keep_whole_ids_on_one_line() -> None:
+    """Piped (CI logs, nohup), Pipeline 2's table cut every id to 15 characters (``sample__cronex…``)
+    and its evidence lines wrapped at 80 columns: its console was rich's default, not the table one."""
+    ids = [f"owner__a-rather-long-repository-name-{i}" for i in range(2)]
+    summary = {"tasks": 2, "seconds": 1.0, "verdicts": {"accept": 2}, "too_loose_evidence": ids, "over_restrictive_evidence": [],
+               "probe_counts": {i: dict.fromkeys(("generated", "survived", "confirmed", "likely_equivalent", "killed"), 1) for i in ids}}  # fmt: skip
+    code = f"from flows.cli.pipelines import _print_p2; _print_p2({summary!r}, False)"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # a pipe: rich's 80 columns
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert all(f"│ {i} │" in done.stdout for i in ids), done.stdout
+    assert f"too-loose evidence): {', '.join(ids)}\n" in done.stdout, done.stdout

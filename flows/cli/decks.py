@@ -43,7 +43,7 @@ def deck(
     cfg = _config(config, overrides, None)
     import os
 
-    from curation.decks import deck_rows, dedupe, verified_task, write_deck
+    from curation.decks import KEEP, deck_rows, dedupe, verified_task, write_deck
     from curation.pipeline1 import kept_tasks
     from curation.store import read_records
     from harness.records import ProbeResult
@@ -66,9 +66,13 @@ def deck(
     counts = {arm: sum(r.arm == arm for r in rows) for arm in sorted({r.arm for r in rows})}
     repaired = sum(r.arm == "strengthened" and r.tests == "strengthened" for r in rows)
     _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items())
-                     + f" ({repaired} with strengthened tests) · catalog {out / 'catalog.duckdb'}")  # fmt: skip
+                     + f" ({repaired} with strengthened tests) · catalog {out / 'catalog.duckdb'}", highlight=False, soft_wrap=True)  # fmt: skip
+    held_back = [t.instance_id for t, _ in kept if (v := judged.get(t.instance_id)) and v.judge == "scripted" and v.verdict in KEEP]
+    if held_back and not scripted_verdicts:  # an arm missing for this reason would look like an empty curation
+        _console().print(f"curated arm: {len(held_back)} task(s) accepted only by the scripted judge (a test double) left out; "
+                         "--scripted-verdicts admits them", highlight=False, soft_wrap=True)  # fmt: skip
     for drop in selection.dropped if selection else ():
-        _console().print(f"  dropped {drop.member} ({drop.reason}): {drop.detail}", highlight=False)
+        _console().print(f"  dropped {drop.member} ({drop.reason}): {drop.detail}", highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command()
@@ -100,10 +104,9 @@ def dedup(
     if as_json:
         print(json.dumps(found, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = _stdout()
     console.print(_dedup_line(found), highlight=False)
     table = Table("source", "other source", "fixes shared", title="overlap")
     for a, b, n in found["overlap"]:

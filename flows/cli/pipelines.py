@@ -107,7 +107,6 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("outcome", "tasks", title=f"Pipeline 1: {summary['tasks']} tasks in {summary['seconds']} s")
@@ -116,7 +115,7 @@ def _print_summary(summary: dict, as_json: bool) -> None:
         table.add_row(f"rejected: {reason}", str(n))
     table.add_row(f"with flaky tests ({summary['flaky_tests']} tests)", str(summary["flaky_tasks"]))
     table.add_row("unloadable rows", str(summary["load_errors"]))
-    console = Console()
+    console = _stdout()  # piped, a plain Console would cut ids and wrap lines at 80 columns
     console.print(table)
     if summary["reused"] == summary["tasks"]:
         console.print(f"every task already had its result for this content and config: reused all {summary['reused']}")
@@ -212,13 +211,12 @@ def _print_p2(summary: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table("verdict", "tasks", title=f"Pipeline 2: {summary['tasks']} kept tasks in {summary['seconds']} s")
     for verdict, n in summary["verdicts"].items():
         table.add_row(verdict, str(n))
-    console = Console()
+    console = _stdout()
     console.print(table)
     probes = Table("task", "generated", "survived", "confirmed", "likely equivalent", "killed", title="wrong probes per task")
     for iid, counts in summary["probe_counts"].items():
@@ -233,12 +231,13 @@ def _print_strengthen(summary: dict, as_json: bool) -> None:
         print(json.dumps(summary, indent=2))
         return
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("task", "status", "survivors killed", "tests kept / tried", "test runs", "seconds",
                   title=f"Test strengthening: {summary['tasks']} tasks in {summary['seconds']} s")  # fmt: skip
     for iid, row in summary["per_task"].items():
         if row["status"] == "failed":
-            table.add_row(iid, f"[red]failed[/] {row['reason'][:80]}", "", "", "", "")
+            table.add_row(iid, Text.assemble(("failed ", "red"), row["reason"][:80]), "", "", "", "")
             continue
         table.add_row(iid, row["status"], f"{row['killed']} / {row['survivors']}", f"{row['tests_kept']} / {row['tests_tried']}",
                       str(row["executions"]), str(row["seconds"]))  # fmt: skip
