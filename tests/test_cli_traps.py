@@ -31,6 +31,9 @@ MISTAKES = {  # {o}: a folder the command must not create
     "deck of no run": (["deck", "{o}/run", "--out", "{o}/deck"], "{o}/run has no Pipeline 1 results"),
     "audit of no run": (["audit", "{o}"], "{o}: no such folder"),
     "judge of no run": (["judge", "{o}"], "{o} has no Pipeline 1 results"),
+    "unknown option": (["p1", str(SAMPLE), "--nosuch", "--out", "{o}"], "No such option: --nosuch"),
+    "zero workers": (["p1", str(SAMPLE), "--workers", "0", "--out", "{o}"], "Invalid value for '--workers' / '-w': Input should be greater than or equal to 1"),
+    "unknown command": (["nosuch"], "No such command 'nosuch'"),
 }  # fmt: skip
 
 
@@ -38,7 +41,8 @@ MISTAKES = {  # {o}: a folder the command must not create
 def test_regression_a_mistake_is_one_line_with_exit_2_within_5_s(name: str, tmp_path: Path) -> None:
     """``--set pipeline1.runs=-1`` rejected every task as a real rejection; a missing patch file and an
     unknown backend printed tracebacks (rc 1), as did a deck or an audit of a folder that is no run (the
-    deck half-written first); the earlier test timed the command's CPU, not the user's wait."""
+    deck half-written first); a mistyped option was a boxed usage message; the earlier test timed the
+    command's CPU, not the user's wait."""
     args, message = MISTAKES[name]
     started = time.monotonic()
     done = swedeck_cli(*(a.format(o=tmp_path / "o") for a in args))
