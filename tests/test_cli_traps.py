@@ -102,12 +102,13 @@ def test_regression_p1_reports_wall_time_counts_flaky_tasks_and_says_it_resumed(
 
 def test_regression_piped_summaries_keep_whole_ids_on_one_line() -> None:
     """Piped (CI logs, nohup), Pipeline 2's table cut every id to 15 characters (``sample__cronex…``)
-    and its evidence lines wrapped at 80 columns: its console was rich's default, not the table one."""
+    and its evidence lines wrapped at 80 columns: its console was rich's default, not the table one.
+    And its title broke over two lines, the table being narrower than it."""
     ids = [f"owner__a-rather-long-repository-name-{i}" for i in range(2)]
     summary = {"tasks": 2, "seconds": 1.0, "verdicts": {"accept": 2}, "too_loose_evidence": ids, "over_restrictive_evidence": [],
                "probe_counts": {i: dict.fromkeys(("generated", "survived", "confirmed", "likely_equivalent", "killed"), 1) for i in ids}}  # fmt: skip
     code = f"from flows.cli.pipelines import _print_p2; _print_p2({summary!r}, False)"
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # a pipe: rich's 80 columns
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
-    assert all(f"│ {i} │" in done.stdout for i in ids), done.stdout
+    assert all(f"│ {i} │" in done.stdout for i in ids) and "Pipeline 2: 2 kept tasks in 1.0 s\n" in done.stdout, done.stdout
     assert f"too-loose evidence): {', '.join(ids)}\n" in done.stdout, done.stdout

@@ -109,7 +109,8 @@ def _print_summary(summary: dict, as_json: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table("outcome", "tasks", title=f"Pipeline 1: {summary['tasks']} tasks in {summary['seconds']} s")
+    title = f"Pipeline 1: {summary['tasks']} tasks in {summary['seconds']} s"
+    table = Table("outcome", "tasks", title=title, min_width=len(title))  # a narrow table would wrap its title
     table.add_row("[green]kept[/]", str(summary["kept"]))
     for reason, n in summary["rejected"].items():
         table.add_row(f"rejected: {reason}", str(n))
@@ -213,7 +214,8 @@ def _print_p2(summary: dict, as_json: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table("verdict", "tasks", title=f"Pipeline 2: {summary['tasks']} kept tasks in {summary['seconds']} s")
+    title = f"Pipeline 2: {summary['tasks']} kept tasks in {summary['seconds']} s"
+    table = Table("verdict", "tasks", title=title, min_width=len(title))
     for verdict, n in summary["verdicts"].items():
         table.add_row(verdict, str(n))
     console = _stdout()

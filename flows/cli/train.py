@@ -57,15 +57,17 @@ def train(
 
 
 def _supervised_train(cfg, out: Path) -> dict:  # noqa: ANN001 - a RunConfig
+    """One run in a supervised worker (``supervised``)."""
     from flows.supervise import Job
     from training.metrics import updates_done
 
-    def info(m: dict) -> tuple[int, str]:
+    def progress(event: dict) -> tuple[int, str]:
+        m = event["update"]
         return m["update"] + 1, f"reward {m['reward']:.2f} · lag {m['policy_lag_mean']:.1f} · kl {m['mismatch_kl']:.1e}"
 
     job = Job(stages=["train"], out=str(out), config=cfg.model_dump(mode="json"))
     return supervised(job, f"training ({cfg.env})", cfg.train.updates, lambda: min(updates_done(out / "metrics"), cfg.train.updates),
-                      lambda event: info(event["update"]))  # fmt: skip
+                      progress)  # fmt: skip
 
 
 def supervised(job, label: str, total: int, done: Callable[[], int], progress: Callable[[dict], tuple[int, str]]) -> dict:  # noqa: ANN001
