@@ -148,8 +148,8 @@ def write_deck(out: Path, rows: list[DeckRow], tasks: Iterable[Task], strengthen
 
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.is_dir() else None) as scratch:
         by_id, copies = {}, {}
-        for task in tasks:
-            by_id[task.instance_id], bundle = _bundled(task, Path(scratch))
+        for task in tasks:  # git writes the bundle from inside the tree: a relative path would land there
+            by_id[task.instance_id], bundle = _bundled(task, Path(scratch).resolve())
             if bundle is not None:
                 copies[by_id[task.instance_id].repo_source.path] = bundle
         rows = [r.model_copy(update={"base_commit": by_id[r.instance_id].base_commit}) for r in rows]

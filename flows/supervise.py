@@ -35,7 +35,7 @@ from flows.hygiene import sweep_run_folder
 from harness.sandboxes import leftovers
 from harness.config import Settings
 
-Stage = Literal["pipeline1", "pipeline2", "strengthen", "train"]
+Stage = Literal["pipeline1", "pipeline2", "strengthen", "train", "arms"]
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_PDEATHSIG = 1
 POLL_S = 0.2
@@ -49,11 +49,14 @@ class Job(BaseModel):
 
     stages: list[Stage]
     out: str
-    config: dict  # a SwedeckConfig's, or for "train" a RunConfig's
+    config: dict  # a SwedeckConfig's, or for "train" and "arms" a RunConfig's
     workers: int = 1
     sources: list[str] = []
     judge: bool | None = None  # Pipeline 2's judge: True scripted, False none, None from the environment
     strengthen_all: bool = False  # strengthening also on tasks with a confirmed survivor that the judge did not call too loose
+    deck: str = ""  # "arms": the deck whose arms train (``arms``: which, empty for all) and the tasks each holds out
+    arms: list[str] = []
+    held_out: int = 1
 
 
 class Interrupted(Exception):

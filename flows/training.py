@@ -14,7 +14,6 @@ record of what ran, with which config, and how it ended. ``on_update`` receives 
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,12 +21,10 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
-from curation.deck_files import DECK_FILE, arm_tasks, arms
-from curation.store import read_records
+from curation.deck_files import arm_tasks
 from harness.names import under
-from harness.records import DeckRow
-from training.metrics import plot_metrics, updates_done
-from training.run import RunConfig, check_arms, run, score
+from training.metrics import plot_metrics, read_metrics, updates_done
+from training.run import RunConfig, check_arms, held_out_ids, run, score
 
 
 @task(name="train-run", cache_policy=NO_CACHE)
@@ -38,8 +35,9 @@ def train_run(config: dict, out: str, deck: str | None = None, arm: str | None =
     cfg = RunConfig.model_validate(config)
     folder = Path(out)
     tasks = [t for t in arm_tasks(Path(deck), arm) if t.instance_id not in (held_out or [])] if deck and arm else None
-    history = run(cfg, folder, tasks=tasks, on_update=on_update)
+    run(cfg, folder, tasks=tasks, on_update=on_update)
     plot_metrics(folder / "metrics", folder / "metrics.png")
+    history = read_metrics(folder / "metrics")  # a resumed run's earlier updates too
     last = history[-1] if history else None
     done = updates_done(folder / "metrics")
     return {
@@ -60,13 +58,6 @@ def train_flow(config: dict, out: str, on_update: Any = None) -> dict:
     return train_run(config, out, on_update=on_update)
 
 
-def held_out_ids(deck: Path, n: int) -> list[str]:
-    """The ``n`` tasks every arm holds out of training (see the module docstring)."""
-    rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == "strengthened"]
-    ranked = sorted(rows, key=lambda r: (r.tests != "strengthened", hashlib.sha256(r.instance_id.encode()).hexdigest()))
-    return [r.instance_id for r in ranked[:n]]
-
-
 @task(name="score-arm", cache_policy=NO_CACHE)
 def score_arm(config: dict, out: str, deck: str, arm: str, held_out: list[str]) -> dict[str, float | None]:
     """The arm's final policy on the held-out tasks: graded as the arm grades them, and by the strengthened tests."""
@@ -81,11 +72,10 @@ def arms_flow(deck: str, config: dict, out: str, only: list[str] | None = None, 
               held_out: int = 1) -> dict[str, dict]:  # fmt: skip
     """Train each arm into ``out/<arm>`` without the ``held_out`` tasks, then score every arm's final
     policy on them; ``on_update(arm, metrics)``."""
-    check_arms(RunConfig.model_validate(config), Path(deck))
-    present = arms(Path(deck))
-    kept_out = held_out_ids(Path(deck), held_out) if "strengthened" in present else []
+    names = check_arms(RunConfig.model_validate(config), Path(deck), only, held_out)
+    kept_out = held_out_ids(Path(deck), held_out)
     results = {}
-    for arm in only or present:
+    for arm in names:
         folder = str(under(Path(out), arm))
         results[arm] = train_run(config, folder, deck, arm, on_update=_for_arm(on_update, arm), held_out=kept_out)
         results[arm]["held_out"] = kept_out

@@ -48,6 +48,11 @@ def run_stage(stage: str, job: Job, events) -> dict:  # noqa: ANN001 - the pipe
         from flows.training import train_flow
 
         return train_flow(job.config, job.out, on_update=lambda m: emit(events, {"update": m.model_dump(mode="json")}))
+    if stage == "arms":
+        from flows.training import arms_flow
+
+        return arms_flow(job.deck, job.config, job.out, only=job.arms or None, held_out=job.held_out,
+                         on_update=lambda arm, m: emit(events, {"update": m.model_dump(mode="json"), "arm": arm}))  # fmt: skip
     from flows.config import SwedeckConfig
 
     cfg = SwedeckConfig.model_validate(job.config)

@@ -5,8 +5,10 @@ Pipeline 1 table counts what its header says and a resumed run says so."""
 from __future__ import annotations
 
 import json
-import resource
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,28 +19,38 @@ from data import SAMPLE
 from harness.grading.diffs import file_diff
 
 TASK = "sample__moneyfmt-1"
-MISTAKES = {
-    "negative runs": (["p1", str(SAMPLE), "--set", "pipeline1.runs=-1"], "pipeline1.runs (--set pipeline1.runs=-1): Input should be greater than 0"),
+MISTAKES = {  # {o}: a folder the command must not create
+    "negative runs": (["p1", str(SAMPLE), "--set", "pipeline1.runs=-1", "--out", "{o}"],
+                      "pipeline1.runs (--set pipeline1.runs=-1): Input should be greater than 0"),
     "no such patch file": (["grade", TASK, "--patch", "nosuch.patch"], "--patch nosuch.patch: no such file"),
     "unknown backend": (["grade", TASK, "--backend", "podman"], "sandbox.backend: Input should be 'bwrap' or 'docker', got 'podman'"),
     "json and csv": (["query", "select 1", "--json", "--csv"], "--json and --csv: choose one output format"),
-    "group of one": (["train", "--set", "train.group_size=1"], "train.group_size (--set train.group_size=1): Input should be greater than or equal to 2"),
-    "similarity above 1": (["p1", str(SAMPLE), "--set", "dedup.merge_similarity=2"], "dedup.merge_similarity"),
-}
+    "group of one": (["train", "--set", "train.group_size=1", "--out", "{o}"],
+                     "train.group_size (--set train.group_size=1): Input should be greater than or equal to 2"),
+    "similarity above 1": (["p1", str(SAMPLE), "--set", "dedup.merge_similarity=2", "--out", "{o}"], "dedup.merge_similarity"),
+    "deck of no run": (["deck", "{o}/run", "--out", "{o}/deck"], "{o}/run has no Pipeline 1 results"),
+    "audit of no run": (["audit", "{o}"], "{o}: no such folder"),
+    "judge of no run": (["judge", "{o}"], "{o} has no Pipeline 1 results"),
+    "unknown option": (["p1", str(SAMPLE), "--nosuch", "--out", "{o}"], "No such option: --nosuch"),
+    "zero workers": (["p1", str(SAMPLE), "--workers", "0", "--out", "{o}"], "Invalid value for '--workers' / '-w': Input should be greater than or equal to 1"),
+    "unknown command": (["nosuch"], "No such command 'nosuch'"),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", MISTAKES)
 def test_regression_a_mistake_is_one_line_with_exit_2_within_5_s(name: str, tmp_path: Path) -> None:
     """``--set pipeline1.runs=-1`` rejected every task as a real rejection; a missing patch file and an
-    unknown backend printed tracebacks (rc 1)."""
+    unknown backend printed tracebacks (rc 1), as did a deck or an audit of a folder that is no run (the
+    deck half-written first); a mistyped option was a boxed usage message; the earlier test timed the
+    command's CPU, not the user's wait."""
     args, message = MISTAKES[name]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    done = swedeck_cli(*args, "--out", str(tmp_path / "o")) if args[0] in ("p1", "train") else swedeck_cli(*args)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    # CPU time, not wall time: on a shared machine the wait for a core is the machine's, not the command's
-    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 5
-    assert done.returncode == 2 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    started = time.monotonic()
+    done = swedeck_cli(*(a.format(o=tmp_path / "o") for a in args))
+    wall = time.monotonic() - started
+    assert done.returncode == 2 and message.format(o=tmp_path / "o") in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("error: "), done.stderr
     assert not (tmp_path / "o").exists()  # nothing ran
+    assert wall < 5, f"{wall:.1f} s of wall time"
 
 
 def test_regression_a_patch_that_does_not_apply_says_why(tmp_path: Path) -> None:
@@ -86,3 +98,17 @@ def test_regression_p1_reports_wall_time_counts_flaky_tasks_and_says_it_resumed(
     assert tables.returncode == 0 and "p1_results" in tables.stdout and "stale" not in tables.stdout, tables.stdout
     lists = swedeck_cli("query", "select ['a', 'b[1]'] as l", "--db", str(out), "--csv")
     assert lists.stdout.splitlines() == ["l", '"[""a"", ""b[1]""]"'], lists.stdout
+
+
+def test_regression_piped_summaries_keep_whole_ids_on_one_line() -> None:
+    """Piped (CI logs, nohup), Pipeline 2's table cut every id to 15 characters (``sample__cronex…``)
+    and its evidence lines wrapped at 80 columns: its console was rich's default, not the table one.
+    And its title broke over two lines, the table being narrower than it."""
+    ids = [f"owner__a-rather-long-repository-name-{i}" for i in range(2)]
+    summary = {"tasks": 2, "seconds": 1.0, "verdicts": {"accept": 2}, "too_loose_evidence": ids, "over_restrictive_evidence": [],
+               "probe_counts": {i: dict.fromkeys(("generated", "survived", "confirmed", "likely_equivalent", "killed"), 1) for i in ids}}  # fmt: skip
+    code = f"from flows.cli.pipelines import _print_p2; _print_p2({summary!r}, False)"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}  # a pipe: rich's 80 columns
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert all(f"│ {i} │" in done.stdout for i in ids) and "Pipeline 2: 2 kept tasks in 1.0 s\n" in done.stdout, done.stdout
+    assert f"too-loose evidence): {', '.join(ids)}\n" in done.stdout, done.stdout

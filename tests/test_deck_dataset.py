@@ -50,3 +50,16 @@ def test_card_states_arms_counts_schema_and_provenance(deck: Path) -> None:
     assert "| `raw` | 3 |" in card and "| `curated` | 2 |" in card and "| `strengthened` | 3 |" in card
     assert "| `task` | `string` |" in card and "| `problem_statement` | `string` |" in card
     assert "source runs: `runs/x`" in card and "config hashes: `c`" in card
+
+
+def test_the_readme_deck_columns_table_names_every_column_and_no_other() -> None:
+    """The README's table of the deck's columns is what a harness author reads; a column added or renamed
+    in ``DeckRow`` (or the dataset's ``task``) must show there."""
+    import re
+
+    from harness.records import DeckRow
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("### The deck's columns")[1].split("\n### ")[0]
+    named = {n for line in table.splitlines() if line.startswith("| `") for n in re.findall(r"`(\w+)`", line.split("|")[1])}
+    assert named == {*DeckRow.model_fields, "task"}

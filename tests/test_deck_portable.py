@@ -18,7 +18,7 @@ from conftest import swedeck_cli
 
 from curation.decks import deck_rows, write_deck
 from curation.sources import load_source
-from data import SAMPLE
+from data import FIXTURES, SAMPLE
 from harness.grading.grader import gold_pattern
 from harness.grading.parsers import resolve_parser
 from harness.records import HiddenTests, ProbeResult, Status, Strengthening, Task
@@ -124,3 +124,19 @@ def test_the_strengthened_test_patch_applies_to_base_commit_and_reproduces_fail_
     after = _statuses(checkout, row)
     assert {t: after.get(t) for t in row["FAIL_TO_PASS"] + row["PASS_TO_PASS"]} == dict.fromkeys(
         row["FAIL_TO_PASS"] + row["PASS_TO_PASS"], Status.PASSED)  # fmt: skip
+
+
+def test_regression_the_deck_version_column_holds_the_corpus_rows_version(tmp_path: Path) -> None:
+    """No adapter kept a row's ``version``, so every deck's column was empty; a row without one (SWE-rebench
+    V2 has none) stays empty."""
+    from swebench.harness import utils
+
+    tasks = [t for name in ("swe_bench.jsonl", "swe_gym.jsonl", "swe_rebench_v1.jsonl", "swe_rebench_v2.jsonl")
+             for t in load_source(FIXTURES / name).tasks]  # fmt: skip
+    rows = deck_rows([(t, test_decks.p1(t)) for t in tasks], {}, deck_id="v", source_run="runs/x")
+    write_deck(tmp_path / "deck", rows, tasks)
+    loaded = {r["instance_id"]: r["version"] for r in utils.load_swebench_dataset(str(tmp_path / "deck" / "dataset" / "data"), split="strengthened")}
+    sources = {t.instance_id: t.source for t in tasks}
+    by_source = {(sources[i], v) for i, v in loaded.items()}
+    assert by_source == {("swe_bench", "1.2"), ("swe_bench", "4.2"), ("swe_gym", "5.0"), ("swe_rebench_v1", "0.4"), ("swe_rebench_v2", "")}
+    assert loaded["django__django-90001"] == "4.2"

@@ -151,3 +151,16 @@ def test_regression_a_moved_deck_answers_queries_and_loads_with_datasets(deck: P
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
     assert "splits {'curated': 2, 'raw': 3, 'strengthened': 3}" in done.stdout and "│ raw" in done.stdout
+
+
+def test_regression_a_deck_written_to_a_relative_folder_bundles_its_repositories(sample_tasks: dict[str, Task], tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """``swedeck deck runs/sample --out decks/sample``, as the README writes it, failed: git bundle ran in
+    the task's tree with the scratch folder's relative path."""
+    task = sample_tasks[IDS[0]]
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "decks" / "sample").mkdir(parents=True)  # as the command does before it writes
+    write_deck(Path("decks") / "sample", deck_rows([(task, p1(task))], {}, deck_id="d1", source_run="runs/x"), [task])
+    (copied,) = arm_tasks(tmp_path / "decks" / "sample", "raw")
+    bundle = Path(copied.repo_source.path)
+    assert bundle == (tmp_path / "decks" / "sample" / "repos" / f"{IDS[0]}.bundle").resolve() and bundle.stat().st_size > 0

@@ -36,10 +36,10 @@ LEAKY = {
         "modified_files", "relevant_files", "modified_entity_summaries",
     },
     "swe_rebench_v2": {"patch", "test_patch", "pr_description", "interface", "meta"},
-    "swe_rebench_v1": {"patch", "test_patch", "hints_text", "meta"},
+    "swe_rebench_v1": {"patch", "test_patch", "hints_text", "meta", "version"},
     "scale_swe": {"patch", "pr_commit", "f2p_patch", "f2p_script", "github_url"},
-    "swe_bench": {"patch", "test_patch", "hints_text"},
-    "swe_gym": {"patch", "test_patch", "hints_text"},
+    "swe_bench": {"patch", "test_patch", "hints_text", "version"},
+    "swe_gym": {"patch", "test_patch", "hints_text", "version"},
 }  # fmt: skip
 FILES = {
     "r2e_gym.parquet": "r2e_gym",

@@ -13,7 +13,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from curation.decks import DECK_FILE
 from harness.agent.loop import AgentConfig
 from harness.config import ConfigError, SandboxConfig
 from harness.records import Task, content_hash
@@ -123,10 +122,39 @@ def score(config: RunConfig, out: Path, tasks: list[Task], *, samples: int = 1) 
     return sum(rewards) / len(rewards) if rewards else 0.0
 
 
-def check_arms(cfg: RunConfig, deck: Path) -> None:
-    """What an arms run needs before Prefect starts: a SWE run config and a deck folder."""
+def held_out_ids(deck: Path, n: int) -> list[str]:
+    """The ``n`` tasks every arm of ``deck`` holds out of training, none without a strengthened arm (see
+    ``flows.training``)."""
+    import hashlib
+
+    from curation.deck_files import DECK_FILE
+    from curation.store import read_records
+    from harness.records import DeckRow
+
+    rows = [r for r in read_records(deck / DECK_FILE, DeckRow) if r.arm == "strengthened"]
+    ranked = sorted(rows, key=lambda r: (r.tests != "strengthened", hashlib.sha256(r.instance_id.encode()).hexdigest()))
+    return [r.instance_id for r in ranked[:n]]
+
+
+def check_arms(cfg: RunConfig, deck: Path, only: list[str] | None = None, held_out: int = 0) -> list[str]:
+    """What an arms run needs before Prefect starts: a SWE run config, a deck folder, arms it has
+    (``only``, else all of them) and a task left to train on in each once ``held_out`` are held out:
+    the arms to train, in that order."""
+    from curation.deck_files import DECK_FILE, arms
+    from curation.store import read_records
+    from harness.records import DeckRow
+
     if cfg.env != "swe":
         raise ConfigError('arms train on a deck\'s SWE tasks: set env = "swe" in the run config (--config FILE or --set env=swe); '
                           "configs/arms-cpu.toml is one")
     if not (deck / DECK_FILE).exists():
         raise ConfigError(f"{deck}: not a deck folder (no {DECK_FILE}); make one with `swedeck deck RUN_DIR --out DECK`")
+    present = arms(deck)
+    if unknown := [a for a in only or [] if a not in present]:
+        raise ConfigError(f"--arm {', '.join(unknown)}: deck {deck} has no such arm; its arms: {', '.join(present)}")
+    names = list(dict.fromkeys(only or present))
+    kept_out = set(held_out_ids(deck, held_out))
+    rows = read_records(deck / DECK_FILE, DeckRow)
+    if empty := [a for a in names if not [r for r in rows if r.arm == a and r.instance_id not in kept_out]]:
+        raise ConfigError(f"--held-out {held_out}: arm {', '.join(empty)} of {deck} would have no task left to train on")
+    return names

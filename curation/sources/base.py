@@ -141,9 +141,15 @@ def parse_patch(patch: str, field: str) -> list[FileDiff]:
         raise RowError(field, str(err)) from None
 
 
+# kept beside the leaky columns though it leaks nothing: a deck's SWE-bench ``version`` column reads it,
+# and SWE-bench's harness keys a repository's environment spec by it
+VERSION = "version"
+
+
 def pr_answer(row: Mapping[str, Any], leaky: Iterable[str]) -> tuple[Answer, list[FileDiff]]:
     """The answer of a SWE-bench-shaped row (``patch``, ``test_patch``, FAIL_TO_PASS, PASS_TO_PASS), and
-    the hidden test patch's files, from which adapters take test paths and runner directives."""
+    the hidden test patch's files, from which adapters take test paths and runner directives. The
+    row's ``version``, where it has one, is kept with the leaky columns."""
     gold = require_str(row, "patch")
     parse_patch(gold, "patch")
     test_patch = require_str(row, "test_patch")
@@ -153,7 +159,7 @@ def pr_answer(row: Mapping[str, Any], leaky: Iterable[str]) -> tuple[Answer, lis
         hidden_tests=HiddenTests(patch=test_patch),
         fail_to_pass=id_list(row, "FAIL_TO_PASS"),
         pass_to_pass=id_list(row, "PASS_TO_PASS"),
-        leaky_columns=leaky_columns(row, leaky),
+        leaky_columns=leaky_columns(row, [*leaky, VERSION]),
     )
     return answer, hidden
 

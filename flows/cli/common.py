@@ -49,8 +49,7 @@ def _config(config: Path | None, overrides: list[str] | None, backend: str | Non
     cfg = load_config(config, overrides, sandbox__backend=backend, runner__kind=runner,
                       sources__repo_cache=repo_cache and str(repo_cache.resolve()))  # fmt: skip
     if cfg.sources.repo_cache and not Path(cfg.sources.repo_cache).is_dir():
-        _console().print(f"[red]repository cache {cfg.sources.repo_cache}: no such folder[/]")
-        raise typer.Exit(2)
+        _user_error(f"repository cache {cfg.sources.repo_cache}: no such folder")
     return cfg
 
 
@@ -72,14 +71,14 @@ def _find(task_id: str, source: list[Path] | None, find_task, repo_cache=None):
     try:
         return find_task(task_id, _sources(source), repo_cache)
     except KeyError as err:
-        _console().print(f"[red]{err.args[0]}[/]")
-        raise typer.Exit(2) from None
+        _user_error(err.args[0])
     except SourceError as err:
         _user_error(err)
 
 
-def _user_error(err: Exception):  # noqa: ANN202 - never returns
-    """A mistake the user can fix: one line (its text is not markup: it may quote [brackets]), exit 2."""
+def _user_error(err: Exception | str):  # noqa: ANN202 - never returns
+    """A mistake the user can fix: one line however narrow the terminal or pipe (its text is not markup:
+    it may quote [brackets]), exit 2."""
     from rich.text import Text
 
     _console().print(Text.assemble(("error: ", "red"), str(err)), soft_wrap=True, highlight=False)

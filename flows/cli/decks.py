@@ -12,7 +12,7 @@ import typer
 from flows.cli.common import (
     ConfigOpt, EvalOpt, JsonOpt, SetOpt, _config, _console, _print_errors, _progress, _stdout, _user_error, _with_evals,
 )
-from flows.cli.train import _preflight
+from flows.cli.train import _preflight, supervised
 
 app = typer.Typer()  # added to swedeck's app without a name: its commands are top-level ones
 
@@ -38,19 +38,23 @@ def deck(
     Pipeline 2 accepted, with rewritten issues) and the strengthened arm (the raw arm's tasks, with the
     strengthened hidden tests where strengthening added tests). One task per upstream fix (the run's
     clusters), contaminated ones dropped by dedup.policy; dropped.parquet says what was left out."""
-    from curation.decks import deck_rows, dedupe, verified_task, write_deck
-    from curation.pipeline1 import kept_tasks
-    from judge.pipeline2 import verdicts
-    from judge.strengthen import records
-
+    if not (run_dir / "p1").is_dir():
+        _user_error(f"{run_dir} has no Pipeline 1 results; run `swedeck curate --out {run_dir}` first")
+    cfg = _config(config, overrides, None)
     import os
 
+    from curation.decks import KEEP, deck_rows, dedupe, verified_task, write_deck
+    from curation.pipeline1 import kept_tasks
     from curation.store import read_records
     from harness.records import ProbeResult
-    from judge.pipeline2 import result_path
+    from judge.pipeline2 import result_path, verdicts
+    from judge.strengthen import records
 
     judged = verdicts(run_dir)
-    kept, selection = dedupe(run_dir, kept_tasks(run_dir), judged, _config(config, overrides, None).dedup)
+    every = kept_tasks(run_dir)
+    kept, selection = dedupe(run_dir, every, judged, cfg.dedup)
+    if not kept:  # a deck of no task would be a folder of empty tables no loader accepts
+        _user_error(f"{run_dir}: no task for a deck: Pipeline 1 kept {len(every)}" + (", and dedup.policy dropped them all" if every else ""))
     strengthened = records(run_dir)
     out.mkdir(parents=True, exist_ok=True)
     source_run = os.path.relpath(run_dir.resolve(), out.resolve())  # the deck moves with its run, or names it by a relative path
@@ -62,9 +66,13 @@ def deck(
     counts = {arm: sum(r.arm == arm for r in rows) for arm in sorted({r.arm for r in rows})}
     repaired = sum(r.arm == "strengthened" and r.tests == "strengthened" for r in rows)
     _console().print(f"deck {out}: " + ", ".join(f"{arm} {n}" for arm, n in counts.items())
-                     + f" ({repaired} with strengthened tests) · catalog {out / 'catalog.duckdb'}")  # fmt: skip
+                     + f" ({repaired} with strengthened tests) · catalog {out / 'catalog.duckdb'}", highlight=False, soft_wrap=True)  # fmt: skip
+    held_back = [t.instance_id for t, _ in kept if (v := judged.get(t.instance_id)) and v.judge == "scripted" and v.verdict in KEEP]
+    if held_back and not scripted_verdicts:  # an arm missing for this reason would look like an empty curation
+        _console().print(f"curated arm: {len(held_back)} task(s) accepted only by the scripted judge (a test double) left out; "
+                         "--scripted-verdicts admits them", highlight=False, soft_wrap=True)  # fmt: skip
     for drop in selection.dropped if selection else ():
-        _console().print(f"  dropped {drop.member} ({drop.reason}): {drop.detail}", highlight=False)
+        _console().print(f"  dropped {drop.member} ({drop.reason}): {drop.detail}", highlight=False, soft_wrap=True, markup=False)
 
 
 @app.command()
@@ -82,12 +90,10 @@ def dedup(
     from curation.sources import SourceError
 
     if len(runs) > 1 and (out is None or out.resolve() in {r.resolve() for r in runs}):  # a run's dedup/ is its own
-        _console().print("[red]several runs: say where their joint result goes with --out, a folder that is none of them[/]")
-        raise typer.Exit(2)
+        _user_error("several runs: say where their joint result goes with --out, a folder that is none of them")
     missing = [r for r in runs if not (r / "p1").is_dir() and not (r / dd.DEDUP_DIR).is_dir()]
     if missing:
-        _console().print(f"[red]not a run folder: {', '.join(map(str, missing))}[/]")
-        raise typer.Exit(2)
+        _user_error(f"not a run folder: {', '.join(map(str, missing))}")
     cfg = _with_evals(_config(config, overrides, None), evals)
     try:
         clustering, records, errors = dd.dedup_runs(runs, out or runs[0], cfg.dedup)
@@ -98,10 +104,9 @@ def dedup(
     if as_json:
         print(json.dumps(found, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = _stdout()
     console.print(_dedup_line(found), highlight=False)
     table = Table("source", "other source", "fixes shared", title="overlap")
     for a, b, n in found["overlap"]:
@@ -117,32 +122,44 @@ def arms(
     overrides: SetOpt = None,
     out: Annotated[Path, typer.Option("--out", "-o", help="one run folder per arm under it")] = Path("runs/arms"),
     arm: Annotated[list[str] | None, typer.Option("--arm", help="only these arms (default: all)")] = None,
-    held_out: Annotated[int, typer.Option("--held-out", help="tasks every arm trains without, then is scored on")] = 1,
+    held_out: Annotated[int, typer.Option("--held-out", min=0, help="tasks every arm trains without, then is scored on")] = 1,
 ) -> None:
     """Train every arm of a deck with identical settings and seeds (the run config's env must be swe),
     then score each arm's final policy on held-out tasks: as the arm grades them and by the
     strengthened tests (a gap between the two is reward hacking)."""
-    from flows.config import load_model
+    from flows.overrides import load_model
     from training.run import RunConfig, check_arms
 
     cfg = load_model(RunConfig, config, overrides)
-    check_arms(cfg, deck_dir)
+    names = check_arms(cfg, deck_dir, arm, held_out)
     _preflight(cfg)
-    from flows.training import arms_flow
+    from flows.supervise import Job
+    from harness.names import under
+    from training.metrics import updates_done
 
-    with _progress("arms") as bar:
-        job = bar.add_task("arms", total=cfg.train.updates, info="")
-        results = arms_flow(str(deck_dir), cfg.model_dump(mode="json"), str(out), only=arm, held_out=held_out,
-                            on_update=lambda a, m: bar.update(job, completed=m.update + 1, info=f"{a}: reward {m.reward:.2f}"))  # fmt: skip
+    updates = cfg.train.updates
+
+    def done() -> int:
+        return sum(min(updates_done(under(out, a) / "metrics"), updates) for a in names)
+
+    def progress(event: dict) -> tuple[int, str]:  # arms train one after another
+        m = event["update"]
+        return names.index(event["arm"]) * updates + m["update"] + 1, f"{event['arm']}: reward {m['reward']:.2f}"
+
+    job = Job(stages=["arms"], out=str(out), config=cfg.model_dump(mode="json"), deck=str(deck_dir.resolve()), arms=names,
+              held_out=held_out)  # fmt: skip
+    results = supervised(job, "arms", updates * len(names), done, progress)
 
     def num(value: float | None) -> str:
         return "n/a" if value is None else f"{value:.2f}"
 
     for name, summary in results.items():
-        _console().print(f"{name}: {len(summary['updates'])} updates, last training reward {num(summary['reward'])} · plot {summary['plot']}")
+        retired = "" if summary["retired_at"] is None else " (every task was retired: nothing was left to learn from)"
+        _console().print(f"{name}: {len(summary['updates'])} of {updates} updates{retired}, last training reward {num(summary['reward'])} · "
+                         f"plot {summary['plot']}", highlight=False, soft_wrap=True)  # fmt: skip
         if summary["held_out"]:
             _console().print(f"  held out {', '.join(summary['held_out'])}: own reward {num(summary['own_score'])}, "
-                             f"strengthened score {num(summary['strengthened_score'])}")  # fmt: skip
+                             f"strengthened score {num(summary['strengthened_score'])}", highlight=False, soft_wrap=True)  # fmt: skip
 
 
 @app.command()
@@ -165,8 +182,7 @@ def query(
     paths = db or [Path("runs/curate/catalog.duckdb")]
     for path in paths:
         if not (path.is_file() or (path / "p1").is_dir() or (path / "load_errors").is_dir() or (path / DECK_FILE).exists()):
-            _console().print(f"[red]no catalog, run or deck at {path}[/]; run `swedeck curate` or pass --db")
-            raise typer.Exit(2)
+            _user_error(f"no catalog, run or deck at {path}; run `swedeck curate` or pass --db")
     deck_catalog = paths[0] / "catalog.duckdb"
     if len(paths) == 1 and paths[0].is_file():
         con = connect(paths[0])
@@ -179,8 +195,7 @@ def query(
     try:
         cursor = con.execute(sql)
     except duckdb.Error as err:
-        _console().print(f"[red]{err}[/]")
-        raise typer.Exit(2) from None
+        _user_error(err)
     columns = [d[0] for d in cursor.description]
     rows = cursor.fetchall()
     if as_json:

@@ -19,12 +19,10 @@ def _arm_task(task_id: str, source: list[Path] | None, arm: str):  # noqa: ANN20
     from curation.deck_files import DECK_FILE, arm_tasks
 
     if not source or len(source) != 1 or not (source[0] / DECK_FILE).exists():
-        _console().print("[red]--arm needs --source DECK: one deck folder (`swedeck deck`)[/]")
-        raise typer.Exit(2)
+        _user_error("--arm needs --source DECK: one deck folder (`swedeck deck`)")
     found = [t for t in arm_tasks(source[0], arm) if t.instance_id == task_id]
     if not found:
-        _console().print(f"[red]no task {task_id} in arm {arm!r} of {source[0]}[/]")
-        raise typer.Exit(2)
+        _user_error(f"no task {task_id} in arm {arm!r} of {source[0]}")
     return found[0]
 
 
@@ -37,7 +35,7 @@ def grade(
                    "with --predictions, repeatable")] = None,  # fmt: skip
     predictions: Annotated[Path | None, typer.Option("--predictions", help="a predictions file (SWE-bench's: JSONL or a JSON list of "
                            "instance_id, model_patch, model_name_or_path): every prediction graded on each --arm of the deck")] = None,  # fmt: skip
-    workers: Annotated[int, typer.Option("--workers", "-w", help="with --predictions: grades at a time")] = 2,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="with --predictions: grades at a time")] = 2,
     instance_ids: Annotated[list[str] | None, typer.Option("--instance-ids", help="with --predictions: grade only these instances "
                             "(repeatable)")] = None,  # fmt: skip
     run_id: Annotated[str | None, typer.Option("--run-id", help="with --predictions: the run's id in the SWE-bench layout "
@@ -52,19 +50,19 @@ def grade(
     """Grade a patch on a task with the one grader (with --arm: the reward an RL run on that arm of a
     deck would give), or a predictions file on the arms of a deck (resolved rate per arm, and the
     predictions only the raw tests accept)."""
+    if predictions is None and (task_id is None or len(arm or []) > 1):
+        _user_error("grade one task: swedeck grade ID [--arm ARM]; several arms or predictions: --predictions FILE")
+    if predictions is None and patch not in ("gold", "empty") and not Path(patch).is_file():
+        _user_error(f"--patch {patch}: no such file (a patch file, gold or empty)")
+    cfg = _config(config, overrides, backend)
+    if predictions is not None:
+        _grade_predictions(predictions, source, arm, cfg, workers, out, as_json, instance_ids, run_id or predictions.stem)
+        return
     from curation.sources import find_task
     from harness.grading.grader import grade as grade_patch
     from harness.sandboxes.backends import get_backend
     from harness.sandboxes.sandbox import EnvError
 
-    cfg = _config(config, overrides, backend)
-    if predictions is not None:
-        _grade_predictions(predictions, source, arm, cfg, workers, out, as_json, instance_ids, run_id or predictions.stem)
-        return
-    if task_id is None or len(arm or []) > 1:
-        _user_error(ValueError("grade one task: swedeck grade ID [--arm ARM]; several arms or predictions: --predictions FILE"))
-    if patch not in ("gold", "empty") and not Path(patch).is_file():
-        _user_error(ValueError(f"--patch {patch}: no such file (a patch file, gold or empty)"))
     task = _find(task_id, source, find_task) if not arm else _arm_task(task_id, source, arm[0])
     text = {"gold": task.answer.gold_patch, "empty": ""}.get(patch)
     if text is None:

@@ -10,7 +10,7 @@ import typer
 
 from flows.cli.common import (
     BackendOpt, ConfigOpt, EvalOpt, JsonOpt, RepoCacheOpt, RunnerOpt, SetOpt, SourceOpt, _config, _console, _find,
-    _progress, _quiet_prefect, _sources, _stdout, _with_evals,
+    _progress, _quiet_prefect, _sources, _stdout, _user_error, _with_evals,
 )
 from flows.cli.decks import _dedup_line
 
@@ -75,8 +75,7 @@ def _run_pipelines(stages: list[str], out: Path, cfg, workers: int, *, sources: 
                         bars[stage] = progress.add_task(labels[stage], total=totals[stage], info="")
                     progress.update(bars[stage], completed=finished(), total=totals[stage])  # type: ignore[arg-type]
     except RunConflict as err:
-        _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
-        raise typer.Exit(2) from None
+        _user_error(f"{err}; wait for it to end, or use another --out")
     except Interrupted as stop:
         _console().print(_interrupted(finished() if remaining else 0, totals[remaining[0]] if remaining else None, bool(remaining)))
         raise typer.Exit(128 + stop.signum) from None
@@ -108,16 +107,16 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table("outcome", "tasks", title=f"Pipeline 1: {summary['tasks']} tasks in {summary['seconds']} s")
+    title = f"Pipeline 1: {summary['tasks']} tasks in {summary['seconds']} s"
+    table = Table("outcome", "tasks", title=title, min_width=len(title))  # a narrow table would wrap its title
     table.add_row("[green]kept[/]", str(summary["kept"]))
     for reason, n in summary["rejected"].items():
         table.add_row(f"rejected: {reason}", str(n))
     table.add_row(f"with flaky tests ({summary['flaky_tests']} tests)", str(summary["flaky_tasks"]))
     table.add_row("unloadable rows", str(summary["load_errors"]))
-    console = Console()
+    console = _stdout()  # piped, a plain Console would cut ids and wrap lines at 80 columns
     console.print(table)
     if summary["reused"] == summary["tasks"]:
         console.print(f"every task already had its result for this content and config: reused all {summary['reused']}")
@@ -135,7 +134,7 @@ def p1(
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/p1"),
     backend: BackendOpt = None,
     runner: RunnerOpt = None,
-    workers: Annotated[int, typer.Option("--workers", "-w", help="tasks processed at once")] = 2,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1, help="tasks processed at once")] = 2,
     repo_cache: RepoCacheOpt = None,
     evals: EvalOpt = None,
     config: ConfigOpt = None,
@@ -153,7 +152,7 @@ def curate(
     out: Annotated[Path, typer.Option("--out", "-o", help="run directory")] = Path("runs/curate"),
     backend: BackendOpt = None,
     runner: RunnerOpt = None,
-    workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1)] = 2,
     repo_cache: RepoCacheOpt = None,
     evals: EvalOpt = None,
     config: ConfigOpt = None,
@@ -178,8 +177,7 @@ def report(
     """One self-contained HTML page of a run (funnel, reject reasons, verdicts per corpus, probe survival,
     slow and flaky tests, errors); every number links to the SQL that gives it."""
     if not (run_dir / "catalog.duckdb").exists():
-        _console().print(f"[red]{run_dir} has no catalog[/]; run `swedeck curate --out {run_dir}` first")
-        raise typer.Exit(2)
+        _user_error(f"{run_dir} has no catalog; run `swedeck curate --out {run_dir}` first")
     from curation.report import write_report
 
     print(write_report(run_dir, out).resolve())
@@ -197,12 +195,10 @@ def serve(
 
     cfg = _config(config, overrides, None, runner)
     if not cfg.schedules:
-        _console().print(f"[red]{config} has no \\[schedules.NAME] table[/] (sources, cron, out)")
-        raise typer.Exit(2)
+        _user_error(f"{config} has no [schedules.NAME] table (sources, cron, out)")
     if not os.environ.get("PREFECT_API_URL"):
-        _console().print("[red]no Prefect server:[/] start one (`prefect server start`) and set PREFECT_API_URL "
-                         "(e.g. http://127.0.0.1:4200/api); a temporary API would not run the schedules")  # fmt: skip
-        raise typer.Exit(2)
+        _user_error("no Prefect server: start one (`prefect server start`) and set PREFECT_API_URL "
+                    "(e.g. http://127.0.0.1:4200/api); a temporary API would not run the schedules")  # fmt: skip
     _quiet_prefect()
     # a service's flow runs report what they did, to the console and to the API (the run's logs in the
     # UI); per-task lines stay at warnings
@@ -216,13 +212,13 @@ def _print_p2(summary: dict, as_json: bool) -> None:
     if as_json:
         print(json.dumps(summary, indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table("verdict", "tasks", title=f"Pipeline 2: {summary['tasks']} kept tasks in {summary['seconds']} s")
+    title = f"Pipeline 2: {summary['tasks']} kept tasks in {summary['seconds']} s"
+    table = Table("verdict", "tasks", title=title, min_width=len(title))
     for verdict, n in summary["verdicts"].items():
         table.add_row(verdict, str(n))
-    console = Console()
+    console = _stdout()
     console.print(table)
     probes = Table("task", "generated", "survived", "confirmed", "likely equivalent", "killed", title="wrong probes per task")
     for iid, counts in summary["probe_counts"].items():
@@ -237,12 +233,13 @@ def _print_strengthen(summary: dict, as_json: bool) -> None:
         print(json.dumps(summary, indent=2))
         return
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("task", "status", "survivors killed", "tests kept / tried", "test runs", "seconds",
                   title=f"Test strengthening: {summary['tasks']} tasks in {summary['seconds']} s")  # fmt: skip
     for iid, row in summary["per_task"].items():
         if row["status"] == "failed":
-            table.add_row(iid, f"[red]failed[/] {row['reason'][:80]}", "", "", "", "")
+            table.add_row(iid, Text.assemble(("failed ", "red"), row["reason"][:80]), "", "", "", "")
             continue
         table.add_row(iid, row["status"], f"{row['killed']} / {row['survivors']}", f"{row['tests_kept']} / {row['tests_tried']}",
                       str(row["executions"]), str(row["seconds"]))  # fmt: skip
@@ -254,17 +251,16 @@ def strengthen(
     run_dir: Annotated[Path, typer.Argument(help="a run directory with Pipeline 2 results (`swedeck curate` or `swedeck judge`)")],
     every: Annotated[bool, typer.Option("--all", help="also tasks with a confirmed survivor that the judge did not call too loose")] = False,
     backend: BackendOpt = None,
-    workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1)] = 2,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Strengthen the hidden tests of every task the judge called too loose: tests from the confirmed
     survivors' distinguishing inputs, each validated by the grader; the original tests stay untouched."""
-    cfg = _config(config, overrides, backend)
     if not (run_dir / "p2").is_dir():
-        _console().print(f"[red]{run_dir} has no Pipeline 2 results[/]; run `swedeck judge {run_dir}` first")
-        raise typer.Exit(2)
+        _user_error(f"{run_dir} has no Pipeline 2 results; run `swedeck judge {run_dir}` first")
+    cfg = _config(config, overrides, backend)
     _run_pipelines(["strengthen"], run_dir, cfg, workers, strengthen_all=every, as_json=as_json)
 
 
@@ -273,17 +269,16 @@ def judge(
     run_dir: Annotated[Path, typer.Argument(help="a run directory written by `swedeck p1` or `swedeck curate`")],
     backend: BackendOpt = None,
     runner: RunnerOpt = None,
-    workers: Annotated[int, typer.Option("--workers", "-w")] = 2,
+    workers: Annotated[int, typer.Option("--workers", "-w", min=1)] = 2,
     scripted: Annotated[bool | None, typer.Option("--scripted/--no-judge", help="scripted judge / probes only")] = None,
     config: ConfigOpt = None,
     overrides: SetOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Pipeline 2 over a run's kept tasks: model-free probes, then the judge (endpoint from settings)."""
-    cfg = _config(config, overrides, backend, runner)
     if not (run_dir / "p1").is_dir():
-        _console().print(f"[red]{run_dir} has no Pipeline 1 results[/]; run `swedeck p1 SOURCE --out {run_dir}` first")
-        raise typer.Exit(2)
+        _user_error(f"{run_dir} has no Pipeline 1 results; run `swedeck p1 SOURCE --out {run_dir}` first")
+    cfg = _config(config, overrides, backend, runner)
     _run_pipelines(["pipeline2"], run_dir, cfg, workers, judge=scripted, as_json=as_json)
 
 

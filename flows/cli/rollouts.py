@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from flows.cli.common import BackendOpt, ConfigOpt, JsonOpt, SetOpt, SourceOpt, _config, _console, _find, _stdout
+from flows.cli.common import BackendOpt, ConfigOpt, JsonOpt, SetOpt, SourceOpt, _config, _console, _find, _stdout, _user_error
 
 app = typer.Typer()  # added to swedeck's app without a name: its commands are top-level ones
 
@@ -18,7 +18,7 @@ def rollout(
     task_id: Annotated[str, typer.Argument(help="instance id, or a task folder path")],
     engine: Annotated[str, typer.Option("--engine", help="'local' (a tiny random model on CPU) or an OpenAI-compatible URL")] = "local",
     model: Annotated[str, typer.Option("--model", help="served model name; for --engine local: tiny-dense or tiny-hybrid")] = "tiny-dense",
-    n: Annotated[int, typer.Option("--n", help="rollouts in the group")] = 1,
+    n: Annotated[int, typer.Option("--n", min=1, help="rollouts in the group")] = 1,
     out: Annotated[Path, typer.Option("--out", "-o", help="run folder")] = Path("runs/rollout"),
     seed: Annotated[int, typer.Option("--seed")] = 0,
     source: SourceOpt = None,
@@ -61,10 +61,14 @@ def audit(
     as_json: JsonOpt = False,
 ) -> None:
     """The cheating report of a rollout run: which channels each trajectory tried, and what it earned."""
+    if not run_dir.is_dir():
+        _user_error(f"{run_dir}: no such folder (a `swedeck rollout ... --out DIR` run folder)")
     from harness.agent.audit import CHANNELS, summarise
     from training.rollouts import audit_run
 
     rows = audit_run(run_dir)
+    if not rows:
+        _user_error(f"{run_dir} holds no rollouts; `swedeck rollout ID --out {run_dir}` writes them")
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
         return

@@ -52,7 +52,7 @@ def main() -> None:
     from harness.sandboxes import leftovers
     from harness.config import Settings, UserError
 
-    for name, value in PREFECT_DEFAULTS.items():  # unsupervised commands (train, arms) start Prefect too
+    for name, value in PREFECT_DEFAULTS.items():  # for a command that starts Prefect in this process
         os.environ.setdefault(name, value)
 
     # Every command owns what it starts, as a supervised run does: its processes carry its token and its
@@ -66,9 +66,17 @@ def main() -> None:
         os.environ[leftovers.RUN_ENV] = leftovers.owner()
         os.environ["TMPDIR"] = tempfile.tempdir = str(scratch)
     try:
-        app(prog_name="swedeck")
+        code = app(prog_name="swedeck", standalone_mode=False)
+    except typer.TyperException as err:  # typer's click errors: a mistyped option or value, one line like any mistake
+        if type(err).__name__ == "NoArgsIsHelpError":  # as typer tells it: the help is printed already
+            raise SystemExit(2) from None
+        ctx = getattr(err, "ctx", None)
+        _user_error(err.format_message() + (f" (`{ctx.command_path} --help` lists what it takes)" if ctx else ""))
+    except typer.Abort:
+        raise SystemExit(1) from None
     except UserError as err:
         _user_error(err)
     finally:
         if owned:
             shutil.rmtree(scratch, ignore_errors=True)
+    raise SystemExit(code or 0)  # without standalone mode, click returns a command's exit code

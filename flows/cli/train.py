@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from flows.cli.common import ConfigOpt, JsonOpt, SetOpt, _console, _progress, _quiet_prefect, _stdout
+from flows.cli.common import ConfigOpt, JsonOpt, SetOpt, _console, _progress, _quiet_prefect, _stdout, _user_error
 
 
 train_app = typer.Typer(invoke_without_command=True)  # its help is the callback's (train)
@@ -43,7 +44,7 @@ def train(
     metrics.png (those curves)."""
     if ctx.invoked_subcommand is not None:
         return
-    from flows.config import load_model
+    from flows.overrides import load_model
     from training.run import RunConfig
 
     cfg = load_model(RunConfig, config, overrides)
@@ -56,32 +57,43 @@ def train(
 
 
 def _supervised_train(cfg, out: Path) -> dict:  # noqa: ANN001 - a RunConfig
-    """Train in a supervised worker (``flows.supervise``), as the pipelines run: SIGINT or SIGTERM stops
-    it at once (the temporary Prefect API included) with one line, exit 130 / 143; a rerun resumes from
-    the last checkpoint."""
-    from flows.supervise import Interrupted, Job, WorkerFailed, supervise
-    from harness.config import Settings
-    from harness.sandboxes.leftovers import RunConflict
+    """One run in a supervised worker (``supervised``)."""
+    from flows.supervise import Job
     from training.metrics import updates_done
 
+    def progress(event: dict) -> tuple[int, str]:
+        m = event["update"]
+        return m["update"] + 1, f"reward {m['reward']:.2f} · lag {m['policy_lag_mean']:.1f} · kl {m['mismatch_kl']:.1e}"
+
     job = Job(stages=["train"], out=str(out), config=cfg.model_dump(mode="json"))
-    summary = None
+    return supervised(job, f"training ({cfg.env})", cfg.train.updates, lambda: min(updates_done(out / "metrics"), cfg.train.updates),
+                      progress)  # fmt: skip
+
+
+def supervised(job, label: str, total: int, done: Callable[[], int], progress: Callable[[dict], tuple[int, str]]) -> dict:  # noqa: ANN001
+    """Train (``job``: train or arms) in a supervised worker (``flows.supervise``), as the pipelines
+    run: SIGINT or SIGTERM stops it at once (the temporary Prefect API included) with one line, exit
+    130 / 143; a rerun resumes from the last checkpoint. ``done()`` counts the updates on disk (a
+    resumed run starts there), ``progress(event)`` turns an update's event into the bar's count and text."""
+    from flows.supervise import Interrupted, WorkerFailed, supervise
+    from harness.config import Settings
+    from harness.sandboxes.leftovers import RunConflict
+
+    summary: dict = {}
     try:
-        with _progress(f"training ({cfg.env})") as bar:
-            done = min(updates_done(out / "metrics"), cfg.train.updates)  # a resumed run starts where it stopped
-            task = bar.add_task("train", total=cfg.train.updates, completed=done, info="resumed" if done else "")
+        with _progress(label) as bar:
+            start = done()
+            task = bar.add_task(label, total=total, completed=start, info="resumed" if start else "")
             for event in supervise(job, Settings.from_env()):
                 if "update" in event:
-                    m = event["update"]
-                    bar.update(task, completed=m["update"] + 1,
-                               info=f"reward {m['reward']:.2f} · lag {m['policy_lag_mean']:.1f} · kl {m['mismatch_kl']:.1e}")  # fmt: skip
+                    completed, info = progress(event)
+                    bar.update(task, completed=completed, info=info)
                 summary = event.get("summary", summary)
     except RunConflict as err:
-        _console().print(f"[red]{err}[/]; wait for it to end, or use another --out")
-        raise typer.Exit(2) from None
+        _user_error(f"{err}; wait for it to end, or use another --out")
     except Interrupted as stop:
-        _console().print(f"interrupted after {updates_done(out / 'metrics')} of {cfg.train.updates} updates; rerun the same "
-                         "command to resume from the last checkpoint", highlight=False, soft_wrap=True)  # fmt: skip
+        _console().print(f"interrupted after {done()} of {total} updates; rerun the same command to resume from the last checkpoint",
+                         highlight=False, soft_wrap=True)  # fmt: skip
         raise typer.Exit(128 + stop.signum) from None
     except WorkerFailed as err:  # the worker printed why
         raise typer.Exit(err.returncode) from None
@@ -97,7 +109,7 @@ def train_overfit(
 ) -> None:
     """The overfit stress test: the full recipe and a broken one (repaired turns rewarded) on a small pool;
     fits dq/du = g(1-q) - d·q to each curve and reports the ceiling 1-ε, with a plot."""
-    from flows.config import load_model
+    from flows.overrides import load_model
     from training.overfit import RECIPES, run_overfit
     from training.run import RunConfig
 
