@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import json
 import re
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from probes.replay import Differential, Engine, Observed, Program, Step, behavio
 from probes.workspace import test_sources
 
 MAX_VARIANTS = 160  # variant programs per task
+TASK_BUDGET_S = 600.0  # telling a task's survivors apart, every engine together
 MAX_UNCONFIRMED = 3  # program differences replayed alone without repeating before the replay gives up
 
 
@@ -89,6 +91,7 @@ class DifferentialSession:
         self.task, self.backend, self.changed, self.budget = task, backend, list(changed), budget
         self.observer = observer  # the suite observed through pytest, asked when no program tells the patch apart
         self.footprint = footprint  # gold's diff drawn by Hypothesis, asked when neither tells it apart
+        self.seconds = 0.0  # spent telling survivors apart, gold's sides included
         self.base = programs(sources, fail_to_pass)
         self.values = pool(task.problem_statement, sources.values())
         self._gold: Observed | None = None
@@ -114,13 +117,19 @@ class DifferentialSession:
         return self._gold
 
     def distinguish(self, patch: str) -> Differential:
+        """The first engine's input that tells the patch from gold, within the task's ``TASK_BUDGET_S``
+        over every survivor (later ones get no answer: no evidence, like an equivalent one)."""
+        if self.seconds >= TASK_BUDGET_S:
+            return Differential(None, 0, f"the task's budget ({TASK_BUDGET_S:.0f} s) is spent")
+        started = time.monotonic()
         answer = self.replay_programs(patch)
         for engine in (self.observer, self.footprint):
-            if answer.found is not None or engine is None:
+            if answer.found is not None or engine is None or time.monotonic() - started + self.seconds >= TASK_BUDGET_S:
                 continue
             more = engine.distinguish(patch)
             answer = Differential(more.found, answer.tried + more.tried, f"{answer.detail}; {more.detail}",
                                   answer.observed + more.observed, answer.generated + more.generated)  # fmt: skip
+        self.seconds += time.monotonic() - started
         return answer
 
     def replay_programs(self, patch: str) -> Differential:
