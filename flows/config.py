@@ -20,7 +20,7 @@ from flows.runners import RunnerConfig
 from harness.agent.loop import AgentConfig
 from harness.config import SandboxConfig
 from harness.records import content_hash
-from judge.pipeline2 import Pipeline2Config
+from judge.config import Pipeline2Config
 
 
 class Schedule(BaseModel):

@@ -56,10 +56,22 @@ class JudgeConfig(BaseModel):
     backoff_max_s: float = Field(30.0, ge=0)
     max_turns: int = Field(40, ge=1)  # assistant replies per task
     token_budget: int = Field(200_000, ge=1)  # prompt + completion tokens over the whole session
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(4096, ge=1)  # per reply
     seed: int | None = 0
     max_nudges: int = Field(1, ge=0)  # replies without a tool call tolerated before giving up
     shell_timeout_s: float = Field(120.0, gt=0)
     tool_output_chars: int = Field(8000, ge=200)  # what a tool result shows the model
     section_chars: int = Field(40_000, ge=1000)  # each prompt section (issue, gold, hidden tests) is cut to this
+
+
+class Pipeline2Config(BaseModel):
+    """Pipeline 2's part of the run config; here, beside the judge's, so that checking a config loads
+    none of the engines (a mistyped value is one line within seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    probes: bool = True  # model-free probes
+    selection: bool = True  # score probes on the binding tests first; the full suite stays the final word
+    differential: bool = True  # a surviving wrong probe is evidence only with an input that tells it from gold
+    judge: JudgeConfig = JudgeConfig()

@@ -12,19 +12,10 @@ from curation.store import commit_folder, read_records
 from harness.names import under
 from harness.records import Pipeline1Result, ProbeCounts, ProbeResult, Task, VerdictRecord
 from harness.sandboxes.sandbox import Backend
-from judge.config import JudgeConfig, JudgeSettings
+from judge.config import JudgeSettings, Pipeline2Config
 from judge.loop import judge_task
 from judge.rules import supports
 from probes.runner import probe_task
-
-
-class Pipeline2Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    probes: bool = True  # model-free probes
-    selection: bool = True  # score probes on the binding tests first; the full suite stays the final word
-    differential: bool = True  # a surviving wrong probe is evidence only with an input that tells it from gold
-    judge: JudgeConfig = JudgeConfig()
 
 
 def result_path(out: Path, instance_id: str) -> Path:

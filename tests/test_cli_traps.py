@@ -112,3 +112,14 @@ def test_regression_piped_summaries_keep_whole_ids_on_one_line() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
     assert all(f"│ {i} │" in done.stdout for i in ids) and "Pipeline 2: 2 kept tasks in 1.0 s\n" in done.stdout, done.stdout
     assert f"too-loose evidence): {', '.join(ids)}\n" in done.stdout, done.stdout
+
+
+def test_regression_reading_a_run_config_loads_none_of_the_engines() -> None:
+    """A mistyped setting took 5-7 s to refuse on a loaded machine: checking it imported Pipeline 2's
+    engines (probes, libcst, mutmut) through judge.pipeline2's config model."""
+    import subprocess
+    import sys
+
+    code = "import sys, flows.config; print(sorted(m for m in sys.modules if m.split('.')[0] in ('probes', 'libcst', 'mutmut') or m == 'judge.loop'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
