@@ -57,6 +57,8 @@ def _transcripts_cited(out: Path) -> set[str]:
     import pyarrow.parquet as pq
 
     cited = set()
-    for table in (out / "p2").glob("[!.]*/verdict.parquet"):
-        cited.update(Path(p).name for p in pq.read_table(table, columns=["transcript_path"]).column(0).to_pylist())
+    for pattern in ("p2/[!.]*/verdict.parquet", "strengthen/[!.]*/strengthening.parquet"):
+        for table in out.glob(pattern):
+            if "transcript_path" in pq.read_schema(table).names:
+                cited.update(Path(p).name for p in pq.read_table(table, columns=["transcript_path"]).column(0).to_pylist() if p)
     return cited

@@ -500,6 +500,7 @@ class Strengthening(Stamped):
     executions: int = 0
     duration_s: float = 0.0
     judge_session: str = ""  # how the judge's session ended ("" when no judge ran)
+    transcript_path: str = ""  # that session's transcript
     footprint: list[FootprintInput] = Field(default_factory=list)  # inputs where buggy and gold differ
     footprint_detail: str = ""  # what the footprint search tried
 

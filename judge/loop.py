@@ -244,6 +244,7 @@ def strengthen_session(bench: Workbench, settings: JudgeSettings, config: JudgeC
     what it did until then stands: every proposal was validated as it came."""
     task = bench.ctx.task
     transcript = Transcript(Path(transcript_dir), f"{task.instance_id}-strengthen")
+    bench.transcript = str(transcript.path)
     tools = StrengthenTools(bench)
     handlers = {"propose_test": (ProposeTestArgs, tools.propose_test), "review_test": (ReviewTestArgs, tools.review_test),
                 "finish": (FinishArgs, tools.finish)}  # fmt: skip

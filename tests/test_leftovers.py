@@ -135,6 +135,24 @@ def test_the_run_folder_loses_partial_folders_and_orphaned_logs_only(tmp_path: P
     assert not list(out.rglob(".*"))
 
 
+def test_regression_strengthening_s_judge_transcript_survives_a_rerun(tmp_path: Path) -> None:
+    """A rerun on a run folder swept the judge's strengthening transcripts as orphaned logs: only
+    Pipeline 2's verdicts were read for the transcripts they cite. A committed strengthening record
+    cites its own now; a transcript nothing committed cites still goes."""
+    from harness.records import Strengthening
+
+    out = tmp_path / "out"
+    (out / "transcripts").mkdir(parents=True)
+    kept, orphan = out / "transcripts" / "task-a-strengthen-1-ab.jsonl", out / "transcripts" / "task-b-strengthen-2-cd.jsonl"
+    kept.write_text("{}\n")
+    orphan.write_text("{}\n")
+    record = Strengthening(config_hash="c", task_hash="t", instance_id="task-a", status="not_repaired", reason="r", survivors=[],
+                           killed=[], tests=[], transcript_path=f"elsewhere/{kept.name}")  # fmt: skip
+    commit_folder(out / "strengthen" / "task-a", [("strengthening", Strengthening, [record])])
+    removed = sweep_run_folder(out)
+    assert kept.exists() and [p.name for p in removed] == [orphan.name]
+
+
 @pytest.mark.docker
 def test_a_docker_sandbox_carries_its_owner_and_a_dead_owners_one_is_swept(
     swedeck_env: Settings, sample_tasks, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001

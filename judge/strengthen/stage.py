@@ -215,7 +215,7 @@ def strengthen(
     def done(status: str, reason: str, tests: list[AddedTest], **extra: object) -> Strengthening:
         return Strengthening(**stamp, status=status, reason=reason, survivors=[p.probe_id for p in survivors],  # type: ignore[arg-type]
                              tests=tests, executions=ctx.executions, duration_s=round(time.monotonic() - started, 2),
-                             judge_session=ended, **extra)  # fmt: skip
+                             judge_session=ended, transcript_path=bench.transcript, **extra)  # fmt: skip
 
     bench = Workbench(ctx)
     if survivors:

@@ -212,6 +212,7 @@ class Workbench:
     ctx: Context
     tests: list[AddedTest] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
+    transcript: str = ""  # the judge's session over it, where one ran
 
     def consider(self, cand: Candidate) -> AddedTest:
         record = validate(self.ctx, cand)
