@@ -1,0 +1,201 @@
+"""Twins of a hidden test: the test with the expected value of its last assert drawn anew, so that
+the original and its twins are exchangeable.
+
+A test is twinned at one literal leaf of its *last* top-level statement, an equality assert against
+a literal. Being the last statement matters: on any tree the original and its twins run the same code
+up to it, so they fail at the same place with the same message, and at the last statement each shows
+the same computed value next to its own expected one. (A twin edited earlier would fail there,
+showing what the tree computed, where the original on a tree that gets that value right goes on.)
+
+The values: a hidden root ``r`` is one random edit from the original value ``v0``, and each twin is one
+random edit from ``r``. The edit is symmetric, ``P(a -> b) == P(b -> a)``, and keeps the literal's
+notation, length and character class at every position (a word for a word of the file of the same
+length and case, a digit for a digit), so under a prior that is flat over such values the joint law of
+``(v0, v1, ..., vk)`` is ``P(r) P(v0|r) P(v1|r)...P(vk|r)``: symmetric in the k+1 values. No statistic
+of the values alone (which is nearest the others, which one the others are edits of, length,
+characters) then tells the original from its twins better than 1/(k+1). Draws whose values are not all
+distinct, or differ in whether they occur elsewhere in the file (the original value often echoes an
+input of the test), are redrawn whole: conditioning on a symmetric event keeps the law symmetric.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+from dataclasses import dataclass
+
+TWINS = 3  # k: must-fail twins per real test; forging picks the real one with probability 1/(k+1)
+_RUN = re.compile(r"[A-Za-z]+|[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+_EQUALITY = {"assertEqual", "assertEquals"}
+_TRIES = 64
+_LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """Where a test's twins differ from it: the literal's text and its character offsets in the
+    test's segment."""
+
+    text: str
+    begin: int
+    end: int
+
+
+def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: int, rng: random.Random) -> Leaf | None:
+    """One editable literal of the test's last statement when that is ``assert x == L`` or
+    ``self.assertEqual(x, L)`` with L a literal; None when there is none."""
+    literal = _expected(test.body[-1])
+    if literal is None:
+        return None
+    leaves = [n for n in ast.walk(literal) if isinstance(n, ast.Constant) and _editable(n, _segment(lines, n))]
+    if not leaves:
+        return None
+    node = rng.choice(leaves)
+    begin = _offset(lines, start, node.lineno, node.col_offset)
+    end = _offset(lines, start, node.end_lineno or node.lineno, node.end_col_offset or 0)
+    return Leaf(_segment(lines, node), begin, end)
+
+
+def draw(text: str, k: int, rng: random.Random, vocabulary: dict[tuple[int, str], list[str]], elsewhere: str) -> list[str] | None:
+    """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
+    distinct values that agree on occurring in ``elsewhere`` came up."""
+    for _ in range(_TRIES):
+        root = _edit(text, rng, vocabulary)
+        if root is None:
+            return None
+        values = [_edit(root, rng, vocabulary) for _ in range(k)]
+        everything = [text, *values]
+        if len(set(everything)) == k + 1 and len({_echoes(v, elsewhere) for v in everything}) == 1:
+            return values  # type: ignore[return-value]
+    return None
+
+
+def vocabulary(text: str) -> dict[tuple[int, str], list[str]]:
+    """The file's words by length and case pattern (what a word of a literal may become), and its
+    number and string literals by notation and character pattern (what a whole literal may become)."""
+    groups: dict[tuple[int, str], set[str]] = {}
+    for word in re.findall(r"[A-Za-z]+", text):
+        groups.setdefault((len(word), _case(word)), set()).add(word)
+    for literal in _LITERALS.findall(text):
+        groups.setdefault((-1, _pattern(literal)), set()).add(literal)
+    return {key: sorted(words) for key, words in groups.items()}
+
+
+def _expected(statement: ast.stmt) -> ast.expr | None:
+    """The literal side of an equality assert whose other side is not a literal."""
+    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+        compare = statement.test
+        if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
+            return None
+        sides = [compare.left, compare.comparators[0]]
+    elif (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and statement.value.func.attr in _EQUALITY
+        and len(statement.value.args) >= 2
+    ):
+        sides = statement.value.args[:2]
+    else:
+        return None
+    literal = [side for side in sides if _is_literal(side)]
+    return literal[0] if len(literal) == 1 else None
+
+
+def _is_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_literal(k) for k in node.keys) and all(_is_literal(v) for v in node.values)
+    return False
+
+
+def _editable(node: ast.Constant, text: str) -> bool:
+    """Plain decimal numbers and simple one-piece strings; never booleans or None (a buggy tree
+    returns the flipped value itself)."""
+    if type(node.value) in (int, float):
+        return _DECIMAL.fullmatch(text) is not None and (type(node.value) is float) == ("." in text)
+    if type(node.value) not in (str, bytes):
+        return False
+    body = _quoted(text)
+    return body is not None and _RUN.search(body[1]) is not None
+
+
+def _quoted(text: str) -> tuple[str, str, str] | None:
+    """(prefix with opening quote, content, closing quote) of a plain one-line literal."""
+    prefix = re.match(r"[a-zA-Z]*", text).group()  # type: ignore[union-attr]
+    body = text[len(prefix) :]
+    if "f" in prefix.lower() or "\\" in body or len(body) < 2 or body[:3] in ('"""', "'''") or body[0] != body[-1]:
+        return None
+    if body[0] in body[1:-1]:  # implicit concatenation of several literals
+        return None
+    return prefix + body[0], body[1:-1], body[0]
+
+
+def _edit(text: str, rng: random.Random, vocabulary: dict[tuple[int, str], list[str]]) -> str | None:
+    """One symmetric edit of a literal's text: half the time another literal of the file with the same
+    pattern (none where it has no other: the text is kept), else a digit for another, or a word for
+    another of the file of the same length and case (a letter for another of the same case where the
+    file has fewer than three such words). Everything that decides the edit's odds is kept by it, so b
+    is drawn from a exactly as often as a from b."""
+    quoted = _quoted(text) if text[:1] not in "0123456789" else None
+    head, content, tail = quoted if quoted is not None else ("", text, "")
+    runs = list(_RUN.finditer(content))
+    if not runs:
+        return None
+    if rng.random() < 0.5:  # another literal of the file in the same notation and pattern, or none
+        same = vocabulary.get((-1, _pattern(text)), [])
+        return rng.choice([v for v in same if v != text]) if text in same and len(same) > 1 else text
+    run = rng.choice(runs)
+    word = run.group()
+    if word.isdigit():
+        at = rng.randrange(len(word))
+        # a number's leading digit stays non-zero (a string's digits are free)
+        digits = "123456789" if not quoted and at == 0 and run.start() == 0 and len(word) > 1 else "0123456789"
+        new = word[:at] + rng.choice([d for d in digits if d != word[at]]) + word[at + 1 :]
+    else:
+        group = vocabulary.get((len(word), _case(word)), [])
+        if len(group) >= 3:
+            if word not in group:  # not the file's word: no move back to it would exist
+                return None
+            new = rng.choice([w for w in group if w != word])
+        else:
+            at = rng.randrange(len(word))
+            letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if word[at].isupper() else "abcdefghijklmnopqrstuvwxyz"
+            new = word[:at] + rng.choice([c for c in letters if c != word[at]]) + word[at + 1 :]
+    return head + content[: run.start()] + new + content[run.end() :] + tail
+
+
+def _case(word: str) -> str:
+    return "".join("U" if c.isupper() else "l" for c in word)
+
+
+def _pattern(literal: str) -> str:
+    """A literal's notation and character class at every position (what every edit keeps)."""
+    return "".join("U" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else c for c in literal)
+
+
+def _echoes(text: str, elsewhere: str) -> bool:
+    quoted = _quoted(text)
+    needle = quoted[1] if quoted is not None else text
+    return len(needle) >= 3 and re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", elsewhere) is not None
+
+
+def _segment(lines: list[str], node: ast.expr) -> str:
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    raw = "".join(lines[first : last + 1]).encode()
+    begin = node.col_offset
+    stop = len("".join(lines[first:last]).encode()) + (node.end_col_offset or 0)
+    return raw[begin:stop].decode()
+
+
+def _offset(lines: list[str], start: int, lineno: int, col: int) -> int:
+    """Character offset into the segment starting at line ``start`` of (1-based line, byte column)."""
+    before = sum(len(line) for line in lines[start : lineno - 1])
+    return before + len(lines[lineno - 1].encode()[:col].decode())
