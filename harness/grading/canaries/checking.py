@@ -30,11 +30,13 @@ def _mapped(planting: Planting, test_id: str, rng: random.Random) -> list[str]:
     if not parts or path not in planting.files:
         return [test_id]
     last, bracket, params = parts[-1].partition("[")
-    own = {(planting.where[n][0], o): n for n, o in planting.names.items()}
-    name = own.get((path, last))
+    scope = parts[0] if len(parts) > 1 else ""
+    name = planting.own.get((path, scope, last))
+    if name is None:  # inherited from a class of the family
+        name = next((n for (p, _, o), n in planting.own.items() if p == path and o == last), None)
     if name is None:
         return [test_id]
-    key = f"{path}::{planting.where[name][1]}::{last}"
+    key = f"{path}::{scope}::{last}"
     members = [name, *(c.name for c in planting.canaries if c.key == key)] if planting.sets.get(key) == name else [name]
     rng.shuffle(members)
     prefix = "::".join([path, *parts[:-1]])
@@ -108,8 +110,7 @@ def validate(planting: Planting, statuses: dict[str, Status]) -> tuple[list[str]
     """From the trial's gold run: the tests whose twins behaved (the test passed, every twin failed),
     and every test that passed (what a grade's bound must count, twinned or not)."""
     passing, twinned = [], []
-    for name, own in planting.names.items():
-        path, scope = planting.where[name]
+    for (path, scope, own), name in planting.own.items():
         ids = find_all(name, path, statuses)
         if ids and all(statuses[t] == Status.PASSED for t in ids):
             key = f"{path}::{scope}::{own}"

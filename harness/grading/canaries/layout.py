@@ -3,7 +3,8 @@
 The host rebuilds the file from its statements: two blank lines between top-level statements, one
 between a class's members, one newline at the end, no comment or blank line outside a statement.
 Every test gets a neutral name, ``test_`` and twelve random hex digits (one per original name and
-file, so an override keeps overriding and an inherited test keeps its id), and each test goes to a
+family of classes related by inheritance in the file, so an override keeps overriding; a twin set
+is drawn only for a test no other class of its family names alike), and each test goes to a
 random place in its scope: after the first statements that bind a name its decorators, defaults or
 annotations read (a twin reads what its original reads, so the two have the same choices), in random
 order within a place. Test classes keep their places (a class may derive from one above it); only
@@ -52,6 +53,26 @@ class Unit:
 class Rewritten:
     text: bytes
     names: dict[str, str] = field(default_factory=dict)  # neutral name -> the file's own name
+    own: dict[tuple[str, str], str] = field(default_factory=dict)  # (scope, own name) -> neutral name
+
+
+def families(module: ast.Module) -> dict[str, str]:
+    """Each class of the file -> the first class of its family (classes joined by deriving from one
+    another here)."""
+    root: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        while root.get(name, name) != name:
+            name = root[name]
+        return name
+
+    classes = [node for node in module.body if isinstance(node, ast.ClassDef)]
+    for node in classes:
+        root.setdefault(node.name, node.name)
+        for base in node.bases:
+            if isinstance(base, ast.Name) and base.id in root:
+                root[find(node.name)] = find(base.id)
+    return {node.name: find(node.name) for node in classes}
 
 
 def sites(path: str, blob: bytes) -> list[Site] | None:
@@ -102,18 +123,21 @@ def rewrite(path: str, blob: bytes, extra: list[Unit], rng: random.Random, taken
     module, lines = read_module(path, blob)  # type: ignore[misc]
     found = sites(path, blob) or []
     out = Rewritten(b"")
-    own: dict[str, str] = {}
+    own: dict[tuple[str, str], str] = {}
+    family = families(module)
     for site in found:
-        if site.name not in own:
-            own[site.name] = neutral(rng, taken)
-            out.names[own[site.name]] = site.name
+        mine = (family.get(site.scope, site.scope), site.name)
+        if mine not in own:
+            own[mine] = neutral(rng, taken)
+            out.names[own[mine]] = site.name
     by_node = {id(site.node): site for site in found}
+    out.own = {(site.scope, site.name): own[(family.get(site.scope, site.scope), site.name)] for site in found}
     classes = {s.name for s in test_scopes(module, lines) if s.method}
     module_tests = any(not s.method for s in test_scopes(module, lines))
 
     def test_text(node: ast.stmt) -> str | None:
         site = by_node.get(id(node))
-        return None if site is None else named(site.segment, site.row, site.name, own[site.name])
+        return None if site is None else named(site.segment, site.row, site.name, out.own[(site.scope, site.name)])
 
     def other_text(node: ast.stmt) -> str:
         if isinstance(node, ast.ClassDef) and node.name in classes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import re
 import shlex
+from collections import Counter
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -42,6 +43,7 @@ class Planting:
     names: dict[str, str] = field(default_factory=dict)  # neutral name -> the file's own name
     sets: dict[str, str] = field(default_factory=dict)  # twinned test's key -> the neutral name it runs under
     where: dict[str, tuple[str, str]] = field(default_factory=dict)  # neutral name -> (file, class or "")
+    own: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (file, class or "", own name) -> neutral name
 
 
 def usable(test_cmd: list[str]) -> bool:
@@ -119,13 +121,16 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
         text = files[path].decode()
         words = twins.vocabulary(text)
         units: list[layout.Unit] = []
+        family = layout.families(read_module(path, files[path])[0])  # type: ignore[index]
+        kin = Counter((family.get(site.scope, site.scope), site.name) for site in found)
         for site in found:
             key = f"{path}::{site.scope}::{site.name}"
-            if not wanted(key):
+            if not wanted(key) or kin[(family.get(site.scope, site.scope), site.name)] > 1:  # an override's twins would not be
                 continue
             lines = read_module(path, files[path])[1]  # type: ignore[index]
             spot = twins.leaf(site.node, lines, site.start, random.Random(key))
-            values = None if spot is None else twins.draw(spot.text, k, rng, words, text.replace(site.segment, ""))
+            rest = None if spot is None else text.replace(site.segment, site.segment[: spot.begin] + site.segment[spot.end :])
+            values = None if spot is None else twins.draw(spot.text, k, rng, words, rest)  # type: ignore[arg-type]
             if spot is None or values is None:
                 continue
             out.sets[key] = ""  # filled with the real test's neutral name below
@@ -141,11 +146,12 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
         rewritten = layout.rewrite(path, files[path], units, rng, taken)
         out.files[path] = rewritten.text
         out.names |= rewritten.names
-        own = {v: n for n, v in rewritten.names.items()}
         for site in found:
-            out.where[own[site.name]] = (path, site.scope)
+            name = rewritten.own[(site.scope, site.name)]
+            out.where.setdefault(name, (path, site.scope))
+            out.own[(path, site.scope, site.name)] = name
             if f"{path}::{site.scope}::{site.name}" in out.sets:
-                out.sets[f"{path}::{site.scope}::{site.name}"] = own[site.name]
+                out.sets[f"{path}::{site.scope}::{site.name}"] = name
     out.where |= {c.name: (c.path, c.scope) for c in out.canaries}
     return out
 

@@ -14,8 +14,8 @@ length and case, a digit for a digit), so under a prior that is flat over such v
 ``(v0, v1, ..., vk)`` is ``P(r) P(v0|r) P(v1|r)...P(vk|r)``: symmetric in the k+1 values. No statistic
 of the values alone (which is nearest the others, which one the others are edits of, length,
 characters) then tells the original from its twins better than 1/(k+1). Draws whose values are not all
-distinct, or differ in whether they occur elsewhere in the file (the original value often echoes an
-input of the test), are redrawn whole: conditioning on a symmetric event keeps the law symmetric.
+distinct, or differ in how often they occur elsewhere in the file or test (the original value often
+echoes an input of the test), are redrawn whole: conditioning on a symmetric event keeps the law symmetric.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: 
 
 def draw(text: str, k: int, rng: random.Random, vocabulary: dict[tuple[int, str], list[str]], elsewhere: str) -> list[str] | None:
     """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
-    distinct values that agree on occurring in ``elsewhere`` came up."""
+    distinct values that occur in ``elsewhere`` (the file without the literal) as often came up."""
     for _ in range(_TRIES):
         root = _edit(text, rng, vocabulary)
         if root is None:
@@ -181,10 +181,14 @@ def _pattern(literal: str) -> str:
     return "".join("U" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else c for c in literal)
 
 
-def _echoes(text: str, elsewhere: str) -> bool:
+def _echoes(text: str, elsewhere: str) -> int:
+    """How often (0, 1, more) the value shows elsewhere in the file: a number as a number, a string's
+    text anywhere (one character only as a whole word)."""
     quoted = _quoted(text)
     needle = quoted[1] if quoted is not None else text
-    return len(needle) >= 3 and re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", elsewhere) is not None
+    if quoted is not None and len(needle) > 1:
+        return min(elsewhere.count(needle), 2)
+    return min(len(re.findall(rf"(?<![\w.]){re.escape(needle)}(?![\w.])", elsewhere)), 2)
 
 
 def _segment(lines: list[str], node: ast.expr) -> str:
