@@ -17,14 +17,12 @@ share a line with another statement is left as it is, with no twins.
 from __future__ import annotations
 
 import ast
+import functools
 import random
 import re
 from dataclasses import dataclass, field
 
 from harness.grading.canaries.sources import read_module, start_line, test_functions, test_scopes
-
-_HEX = "0123456789abcdef"
-
 
 @dataclass(frozen=True)
 class Site:
@@ -75,6 +73,7 @@ def families(module: ast.Module) -> dict[str, str]:
     return {node.name: find(node.name) for node in classes}
 
 
+@functools.lru_cache(maxsize=32)
 def sites(path: str, blob: bytes) -> list[Site] | None:
     """The file's tests, or None where the file cannot be rewritten (see the module's docstring)."""
     parsed = read_module(path, blob)
@@ -106,96 +105,103 @@ def sites(path: str, blob: bytes) -> list[Site] | None:
 
 def named(segment: str, row: int, old: str, new: str) -> str:
     rows = segment.splitlines(keepends=True)
-    rows[row] = re.sub(rf"\bdef(\s+){re.escape(old)}\b", rf"def\g<1>{new}", rows[row], count=1)
+    rows[row] = re.sub(rf"\bdef(\s+){re.escape(old)}\b", lambda m: f"def{m.group(1)}{new}", rows[row], count=1)
     return "".join(rows)
 
 
 def neutral(rng: random.Random, taken: set[str]) -> str:
     while True:
-        name = "test_" + "".join(rng.choice(_HEX) for _ in range(12))
+        name = f"test_{rng.getrandbits(48):012x}"
         if name not in taken:
             taken.add(name)
             return name
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """A scope as every grade rewrites it: the other statements in order (a test class's with its own
+    scope), and each test with the first place it may go."""
+
+    others: tuple[tuple[str, _Scope | None], ...]  # text (a class's header), the class's scope
+    tests: tuple[tuple[Site, int], ...]
+    header: int  # places before this one hold the scope's docstring and opening imports
+    gap: str
+    name: str  # the class, "" for the module
+
+
+@functools.lru_cache(maxsize=32)
+def _skeleton(path: str, blob: bytes) -> tuple[_Scope, dict[str, str]] | None:
+    """What a rewrite of the file keeps (once per process and content) and each class's family."""
+    found = sites(path, blob)
+    if found is None:
+        return None
+    module, lines = read_module(path, blob)  # type: ignore[misc]
+    by_node = {id(site.node): site for site in found}
+    scopes = test_scopes(module, lines)
+    classes = {s.name for s in scopes if s.method}
+    module_tests = any(not s.method for s in scopes)
+
+    def build(body: list[ast.stmt], tests_here: bool, gap: str, name: str) -> _Scope:
+        others: list[tuple[str, _Scope | None]] = []
+        binds: list[set[str] | None] = []  # names each other statement binds (None: unknown, a star import)
+        tests: list[tuple[Site, int]] = []
+        header = 0
+        for node in body:
+            site = by_node.get(id(node)) if tests_here else None
+            if site is not None:
+                reads = _reads(node)
+                bound = [i + 1 for i, names in enumerate(binds) if names is None or names & reads]
+                tests.append((site, max([header, *bound])))
+                continue
+            if len(others) == header and not tests and isinstance(node, (ast.Import, ast.ImportFrom, ast.Expr)):
+                header += 1  # a docstring and the imports that open the scope stay first
+            if isinstance(node, ast.ClassDef) and node.name in classes:
+                head = lines[start_line(node) : start_line(node.body[0])]
+                while head and (not head[-1].strip() or head[-1].lstrip().startswith("#")):
+                    head = head[:-1]
+                others.append(("".join(head), build(node.body, True, "\n", node.name)))
+            else:
+                others.append(("".join(lines[start_line(node) : node.end_lineno]).rstrip("\n") + "\n", None))
+            binds.append(_binds(node))
+        return _Scope(tuple(others), tuple(tests), header, gap, name)
+
+    return build(module.body, module_tests, "\n\n", ""), families(module)
+
+
 def rewrite(path: str, blob: bytes, extra: list[Unit], rng: random.Random, taken: set[str]) -> Rewritten:
     """The file in the uniform layout with ``extra`` tests added; ``taken``: neutral names in use."""
-    module, lines = read_module(path, blob)  # type: ignore[misc]
-    found = sites(path, blob) or []
+    skeleton = _skeleton(path, blob)
+    if skeleton is None:
+        return Rewritten(blob)
+    top, family = skeleton
     out = Rewritten(b"")
-    own: dict[tuple[str, str], str] = {}
-    family = families(module)
-    for site in found:
+    by_family: dict[tuple[str, str], str] = {}
+    for site in sites(path, blob) or []:
         mine = (family.get(site.scope, site.scope), site.name)
-        if mine not in own:
-            own[mine] = neutral(rng, taken)
-            out.names[own[mine]] = site.name
-    by_node = {id(site.node): site for site in found}
-    out.own = {(site.scope, site.name): own[(family.get(site.scope, site.scope), site.name)] for site in found}
-    classes = {s.name for s in test_scopes(module, lines) if s.method}
-    module_tests = any(not s.method for s in test_scopes(module, lines))
+        if mine not in by_family:
+            by_family[mine] = neutral(rng, taken)
+            out.names[by_family[mine]] = site.name
+        out.own[(site.scope, site.name)] = by_family[mine]
 
-    def test_text(node: ast.stmt) -> str | None:
-        site = by_node.get(id(node))
-        return None if site is None else named(site.segment, site.row, site.name, out.own[(site.scope, site.name)])
+    def render(scope: _Scope) -> str:
+        placed: list[list[str]] = [[] for _ in range(len(scope.others) + 1)]
+        earliest = {}
+        for site, first in scope.tests:
+            earliest[site.name] = first
+            placed[rng.randint(first, len(scope.others))].append(named(site.segment, site.row, site.name, out.own[(site.scope, site.name)]))
+        for unit in (u for u in extra if u.scope == scope.name):
+            placed[rng.randint(earliest.get(unit.like, scope.header), len(scope.others))].append(unit.source)
+        pieces: list[str] = []
+        for i, group in enumerate(placed):
+            rng.shuffle(group)
+            pieces += [t.rstrip("\n") + "\n" for t in group]
+            if i < len(scope.others):
+                text, inner = scope.others[i]
+                pieces.append(text + render(inner) if inner is not None else text)
+        return scope.gap.join(pieces)
 
-    def other_text(node: ast.stmt) -> str:
-        if isinstance(node, ast.ClassDef) and node.name in classes:
-            header = [line for line in lines[start_line(node) : start_line(node.body[0])]]
-            while header and (not header[-1].strip() or header[-1].lstrip().startswith("#")):
-                header.pop()
-            units = [u for u in extra if u.scope == node.name]
-            return "".join(header) + _scope(node.body, lines, test_text, units, by_node, rng, "\n")
-        text = "".join(lines[start_line(node) : node.end_lineno])
-        return text if text.endswith("\n") else text + "\n"
-
-    units = [u for u in extra if u.scope == ""] if module_tests else []
-    body = _scope(module.body, lines, test_text if module_tests else (lambda node: None), units, by_node, rng, "\n\n", other_text)
-    out.text = body.encode()
+    out.text = render(top).encode()
     return out
-
-
-def _scope(
-    body: list[ast.stmt], lines: list[str], test_text, units: list[Unit], by_node: dict, rng: random.Random, gap: str, other_text=None
-) -> str:
-    """A scope's statements: the others in their order, the tests (its own and ``units``) each at a
-    random place after the statements binding what it reads at definition time."""
-    other_text = other_text or (lambda node: "".join(lines[start_line(node) : node.end_lineno]).rstrip("\n") + "\n")
-    others: list[tuple[str, set[str] | None]] = []  # text, names bound (None: unknown, a star import)
-    tests: list[tuple[ast.stmt | None, str]] = []
-    earliest: dict[str, int] = {}
-    for node in body:
-        text = test_text(node)
-        if text is None:
-            others.append((other_text(node), _binds(node)))
-            continue
-        tests.append((node, text))
-    header = 0
-    for node in body:  # a docstring and the imports that open the scope stay first
-        if test_text(node) is not None or not isinstance(node, (ast.Import, ast.ImportFrom, ast.Expr)):
-            break
-        header += 1
-    placed: list[list[str]] = [[] for _ in range(len(others) + 1)]
-
-    def first(node: ast.stmt | None) -> int:
-        reads = _reads(node) if node is not None else set()
-        bound = [i + 1 for i, (_, binds) in enumerate(others) if binds is None or binds & reads]
-        return max([header, *bound])
-
-    for node, text in tests:
-        site = by_node.get(id(node))
-        earliest[site.name if site else ""] = first(node)
-        placed[rng.randint(earliest[site.name if site else ""], len(others))].append(text)
-    for unit in units:
-        low = earliest.get(unit.like, header) if unit.like else header
-        placed[rng.randint(low, len(others))].append(unit.source)
-    pieces: list[str] = []
-    for i, group in enumerate(placed):
-        rng.shuffle(group)
-        pieces += [t.rstrip("\n") + "\n" for t in group]
-        if i < len(others):
-            pieces.append(others[i][0].rstrip("\n") + "\n")
-    return gap.join(pieces)
 
 
 def _binds(node: ast.stmt) -> set[str] | None:

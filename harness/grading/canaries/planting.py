@@ -119,7 +119,7 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
     targets = _arithmetic_targets(files, rewritable, rng, arithmetic)
     for path, found in rewritable.items():
         text = files[path].decode()
-        words = twins.vocabulary(text)
+        words, echoes = twins.vocabulary(text), twins.echoes(text)
         units: list[layout.Unit] = []
         family = layout.families(read_module(path, files[path])[0])  # type: ignore[index]
         kin = Counter((family.get(site.scope, site.scope), site.name) for site in found)
@@ -129,8 +129,7 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
                 continue
             lines = read_module(path, files[path])[1]  # type: ignore[index]
             spot = twins.leaf(site.node, lines, site.start, random.Random(key))
-            rest = None if spot is None else text.replace(site.segment, site.segment[: spot.begin] + site.segment[spot.end :])
-            values = None if spot is None else twins.draw(spot.text, k, rng, words, rest)  # type: ignore[arg-type]
+            values = None if spot is None else twins.draw(spot.text, k, rng, words, echoes.of(spot.text))
             if spot is None or values is None:
                 continue
             out.sets[key] = ""  # filled with the real test's neutral name below

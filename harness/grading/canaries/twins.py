@@ -21,8 +21,11 @@ echoes an input of the test), are redrawn whole: conditioning on a symmetric eve
 from __future__ import annotations
 
 import ast
+import functools
 import random
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 TWINS = 3  # k: must-fail twins per real test; forging picks the real one with probability 1/(k+1)
@@ -58,20 +61,21 @@ def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: 
     return Leaf(_segment(lines, node), begin, end)
 
 
-def draw(text: str, k: int, rng: random.Random, vocabulary: dict[tuple[int, str], list[str]], elsewhere: str) -> list[str] | None:
+def draw(text: str, k: int, rng: random.Random, vocabulary: dict[tuple[int, str], list[str]], echoes: Callable[[str], int]) -> list[str] | None:
     """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
-    distinct values that occur in ``elsewhere`` (the file without the literal) as often came up."""
+    distinct values that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
     for _ in range(_TRIES):
         root = _edit(text, rng, vocabulary)
         if root is None:
             return None
         values = [_edit(root, rng, vocabulary) for _ in range(k)]
         everything = [text, *values]
-        if len(set(everything)) == k + 1 and len({_echoes(v, elsewhere) for v in everything}) == 1:
+        if len(set(everything)) == k + 1 and len({echoes(v) for v in everything}) == 1:
             return values  # type: ignore[return-value]
     return None
 
 
+@functools.lru_cache(maxsize=32)
 def vocabulary(text: str) -> dict[tuple[int, str], list[str]]:
     """The file's words by length and case pattern (what a word of a literal may become), and its
     number and string literals by notation and character pattern (what a whole literal may become)."""
@@ -181,14 +185,31 @@ def _pattern(literal: str) -> str:
     return "".join("U" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else c for c in literal)
 
 
-def _echoes(text: str, elsewhere: str) -> int:
-    """How often (0, 1, more) the value shows elsewhere in the file: a number as a number, a string's
-    text anywhere (one character only as a whole word)."""
-    quoted = _quoted(text)
-    needle = quoted[1] if quoted is not None else text
-    if quoted is not None and len(needle) > 1:
-        return min(elsewhere.count(needle), 2)
-    return min(len(re.findall(rf"(?<![\w.]){re.escape(needle)}(?![\w.])", elsewhere)), 2)
+@functools.lru_cache(maxsize=32)
+def echoes(text: str) -> Echoes:
+    return Echoes(text)
+
+
+class Echoes:
+    """How often (0, 1, more) a value shows in a file without one literal of it: a number as a
+    number, a string's text anywhere (one character only as a whole word). Counted once per file."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.numbers = Counter(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text))
+        self.words = Counter(re.findall(r"(?<!\w)\w(?!\w)", text))
+
+    def of(self, literal: str) -> Callable[[str], int]:
+        def echoes(value: str) -> int:
+            quoted, mine = _quoted(value), _quoted(literal)
+            if quoted is None:
+                return min(self.numbers[value] - (value == literal), 2)
+            inside = mine[1].count(quoted[1]) if mine is not None else 0  # in the literal left out
+            if len(quoted[1]) > 1:
+                return min(self.text.count(quoted[1]) - inside, 2)
+            return min(self.words[quoted[1]] - (quoted[1] == (mine[1] if mine else None)), 2)
+
+        return echoes
 
 
 def _segment(lines: list[str], node: ast.expr) -> str:
