@@ -2,7 +2,8 @@
 the original and its twins are exchangeable.
 
 A test is twinned at one literal leaf of its *last* top-level statement, an equality assert against
-a literal. Being the last statement matters: on any tree the original and its twins run the same code
+a literal (or the text an ``in`` assert, ``assertIn``, ``assertRegex`` or ``assertRaisesRegex`` looks
+for). Being the last statement matters: on any tree the original and its twins run the same code
 up to it, so they fail at the same place with the same message, and at the last statement each shows
 the same computed value next to its own expected one. (A twin edited earlier would fail there,
 showing what the tree computed, where the original on a tree that gets that value right goes on.)
@@ -32,6 +33,8 @@ TWINS = 3  # k: must-fail twins per real test; forging picks the real one with p
 _RUN = re.compile(r"[A-Za-z]+|[0-9]+")
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
 _EQUALITY = {"assertEqual", "assertEquals"}
+# unittest asserts whose expected text is one argument: (method, its index)
+_PATTERNS = {"assertRaisesRegex": 1, "assertRaisesRegexp": 1, "assertRegex": 1, "assertRegexpMatches": 1, "assertIn": 0}
 _TRIES = 64
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
@@ -88,9 +91,16 @@ def vocabulary(text: str) -> dict[tuple[int, str], list[str]]:
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
-    """The literal side of an equality assert whose other side is not a literal."""
+    """The literal side of an equality assert whose other side is not a literal, or the literal text
+    an ``in`` assert, ``assertIn``, ``assertRegex`` or ``assertRaisesRegex`` looks for."""
+    call = statement.value if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) else None
+    if call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in _PATTERNS and len(call.args) > _PATTERNS[call.func.attr]:
+        found = call.args[_PATTERNS[call.func.attr]]
+        return found if isinstance(found, ast.Constant) and isinstance(found.value, str) else None
     if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
         compare = statement.test
+        if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.In) and isinstance(compare.left, ast.Constant) and isinstance(compare.left.value, str):
+            return compare.left
         if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
             return None
         sides = [compare.left, compare.comparators[0]]
