@@ -28,7 +28,7 @@ import pytest
 
 from curation.sources import load_source
 from harness.grading import grader
-from harness.records import Grade, Task
+from harness.records import Grade, Status, Task
 from harness.sandboxes.sandbox import Backend
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +79,7 @@ def _scores(members):
         info.append(dict(name=name, start=start, above=above, below=below, eof=end + below >= len(text), words=set(_re.findall(r"[a-z]+", "".join(text)))))
     values = []
     shapes = [_blank(f)[1] for _, f in members]
-    differ = [i for i in range(min(map(len, shapes))) if len({s[i] for s in shapes}) > 1] if shapes and all(shapes) else []
+    differ = [i for i in range(min(map(len, shapes))) if len({{s[i] for s in shapes}}) > 1] if shapes and all(shapes) else []
     values = [s[differ[0]] if differ else "" for s in shapes]
     numbers = []
     for v in values:
@@ -193,7 +193,7 @@ def with_fail_to_pass(task: Task, backend: Backend) -> Task:
     key = (task.instance_id, backend.name)
     if key not in _WITH_F2P:
         unfixed = grader.grade(task, "", backend)
-        f2p = sorted(t for t, (want, got) in unfixed.differing.items() if want == "passed")
+        f2p = sorted(t for t, (want, got) in unfixed.differing.items() if want == Status.PASSED)
         _WITH_F2P[key] = task.model_copy(update={"answer": task.answer.model_copy(update={"fail_to_pass": f2p})})
     return _WITH_F2P[key]
 
