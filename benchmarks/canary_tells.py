@@ -8,8 +8,11 @@ of every planted file, seen as a candidate's code sees it: the file's text alone
 of a set's k+1 members and bets on the highest (ties broken at random); its success rate is how often
 that is the real test. It prints each tell's rate with its standard error beside the printed bound
 1/(k+1), the best tell, and per grade (every set right at once) the best tell's rate beside the
-product bound. The run fails (exit 1) when the best tell beats the bound by more than three standard
-errors.
+product bound. The run fails (exit 1) when a structural tell (layout, names, direction, order,
+length, classes) beats the bound by more than three standard errors. The content tells (echo,
+naturalness) are printed apart: the draw equalises the counts it knows of and weighs words by the
+file's use of them, but a model of the file's language still tells originals from twins better than
+1/(k+1) (README, trust boundary: what a candidate's code can still do).
 
 The tells: layout (blank lines above and below, lines to the next test, at the end of the file or
 class), name grammar (name parts that are words of the file, name length), the edit's direction
@@ -111,14 +114,21 @@ def _number(text: str) -> float:
         return float("nan")
 
 
-def tells(members: list[Member], text: str) -> dict[str, list[float]]:
+class FileView:
+    """What a reader of the planted file knows about it as a whole: its text, character bigrams, words."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.bigram = text, _bigrams(text)
+        self.words = Counter(re.findall(r"[A-Za-z]+", text))
+
+
+def tells(members: list[Member], view: FileView) -> dict[str, list[float]]:
     """Each tell's score of each member (higher: more likely the real test, by that tell)."""
     values = [m.value for m in members]
-    rest = text
+    rest = view.text
     for v in values:
         rest = rest.replace(v, "")
-    bigram = _bigrams(rest)
-    words = Counter(re.findall(r"[A-Za-z]+", rest))
+    bigram, words = view.bigram, view.words
     vocab = set(words)
     dist = [[_edit_distance(a, b) for b in values] for a in values]
     numbers = [_number(v) for v in values]
@@ -144,17 +154,21 @@ def tells(members: list[Member], text: str) -> dict[str, list[float]]:
         "classes: digits": [sum(c.isdigit() for c in v) for v in values],
         "classes: capitals": [sum(c.isupper() for c in v) for v in values],
         "echo: shows elsewhere": [rest.count(v.strip("'\"")) for v in values],
+        "natural: bigram likelihood per character": [bigram(v) / max(len(v), 1) for v in values],
         "natural: bigram likelihood": [bigram(v) for v in values],
         "natural: word frequency": [sum(math.log(1 + words[w]) for w in re.findall(r"[A-Za-z]+", v)) for v in values],
     }
     return out
 
 
-def sets_of(planting: canaries.Planting) -> list[tuple[str, list[Member]]]:
+def sets_of(planting: canaries.Planting) -> list[tuple[FileView, list[Member]]]:
     """Every twin set of the planting, with each member's edited value read from the planted text."""
     found = []
     for path, blob in planting.files.items():
+        if not any(key.startswith(f"{path}::") for key in planting.sets):
+            continue
         text = blob.decode()
+        view = FileView(text)
         module = ast.parse(text)
         lines = text.splitlines(keepends=True)
         scopes = [("", module.body), *((c.name, c.body) for c in module.body if isinstance(c, ast.ClassDef))]
@@ -168,13 +182,13 @@ def sets_of(planting: canaries.Planting) -> list[tuple[str, list[Member]]]:
             scope = key.split("::")[1]
             names = [real, *(c.name for c in planting.canaries if c.key == key)]
             members = [Member(n, n == real, *where[(scope, n)], lines=lines) for n in names]
-            constants = [[ast.get_source_segment(text, c) or "" for c in ast.walk(m.node) if isinstance(c, ast.Constant)] for m in members]
+            constants = [[ast.unparse(c) for c in ast.walk(m.node) if isinstance(c, ast.Constant)] for m in members]
             if len({len(c) for c in constants}) > 1:
                 raise AssertionError(f"{key}: twins differ in more than one literal: {constants}")
             differ = [i for i in range(len(constants[0])) if len({c[i] for c in constants}) > 1]
             for m, consts in zip(members, constants):
                 m.value = consts[differ[0]] if differ else ""
-            found.append((text, members))
+            found.append((view, members))
     return found
 
 
@@ -197,9 +211,9 @@ def simulate(files_by_task: dict[str, dict[str, bytes]], draws: int, seed: int =
             grades += 1
             bound_sum += (1 / (twins.TWINS + 1)) ** len(found)
             right: Counter[str] = Counter()
-            for text, members in found:
+            for view, members in found:
                 sets += 1
-                for tell, scores in tells(members, text).items():
+                for tell, scores in tells(members, view).items():
                     top = max(scores)
                     pick = rng.choice([m for m, s in zip(members, scores) if s == top])
                     if pick.real:
@@ -215,20 +229,27 @@ def load(ids: list[str] | None, settings: Settings) -> dict[str, dict[str, bytes
     return {t.instance_id: hidden_files(t, settings) for t in tasks if not ids or t.instance_id in ids}
 
 
+CONTENT = ("echo:", "natural:")
+
+
 def report(result: dict) -> tuple[str, float, float]:
-    """Prints the table; returns the best tell, its rate and its standard error."""
+    """Prints the table; returns the best structural tell, its rate and the bound's standard error."""
     bound = 1 / (twins.TWINS + 1)
     n = max(result["sets"], 1)
+    se = math.sqrt(bound * (1 - bound) / n)
     print(f"{result['sets']} twin sets in {result['grades']} grades; bound per set 1/(k+1) = {bound:.4f} (k = {twins.TWINS})")
     rows = sorted(((h / n, tell) for tell, h in result["hits"].items()), reverse=True)
     for rate, tell in rows:
-        print(f"  {tell:38s} {rate:.4f} ± {math.sqrt(rate * (1 - rate) / n):.4f}")
-    best_rate, best = rows[0] if rows else (0.0, "-")
-    se = math.sqrt(bound * (1 - bound) / n)
-    grade_rate = result["grade_hits"][best] / max(result["grades"], 1)
-    print(f"best tell: {best} {best_rate:.4f} (bound {bound:.4f}, 3 s.e. {3 * se:.4f}); "
-          f"every set of a grade at once: {grade_rate:.4f} (mean bound {result['grade_bound']:.4f})")  # fmt: skip
-    return best, best_rate, se
+        flag = "  OVER THE BOUND" if rate > bound + 3 * se else ""
+        print(f"  {tell:42s} {rate:.4f} ± {math.sqrt(rate * (1 - rate) / n):.4f}{flag}")
+    for label, kept in (("structural", lambda t: not t.startswith(CONTENT)), ("content", lambda t: t.startswith(CONTENT))):
+        best_rate, best = next(((r, t) for r, t in rows if kept(t)), (0.0, "-"))
+        grade_rate = result["grade_hits"][best] / max(result["grades"], 1)
+        print(f"best {label} tell: {best} {best_rate:.4f} (bound {bound:.4f}, 3 s.e. {3 * se:.4f}); "
+              f"every set of a grade at once: {grade_rate:.4f} (mean bound {result['grade_bound']:.4f})")  # fmt: skip
+        if label == "structural":
+            found = (best, best_rate, se)
+    return found
 
 
 def main() -> int:

@@ -121,9 +121,11 @@ def test_twins_differ_in_one_literal_of_the_last_assert_kept_in_notation() -> No
     # the parametrized test's last assert has no literal; an override (and its base) gets no twins; the
     # chain's "a" and "b" show elsewhere in the file twice or more, which no other draw of one letter does
     assert keys == ["tests/test_sort.py::::test_counts", "tests/test_sort.py::TestHelpers::test_word"]
+    seen: set[str] = set()
     for seed in range(20):
         planting = canaries.plant(FILES, random.Random(seed), keys, EVERYTHING)
-        assert canaries.strength(planting) == "strong" and set(planting.sets) == set(keys)
+        assert set(planting.sets) <= set(keys)  # a draw that found no exchangeable values twins less
+        seen |= set(planting.sets)
         for key, real in planting.sets.items():
             path, scope, _ = key.split("::")
             tests = _tests(planting.files[path])
@@ -135,19 +137,20 @@ def test_twins_differ_in_one_literal_of_the_last_assert_kept_in_notation() -> No
                 a, b = ast.unparse(members[0].body[-1]), ast.unparse(m.body[-1])
                 assert len(a) == len(b) or "alpha" not in a  # a word for a word of the same length
                 assert [c.isdigit() for c in a] == [c.isdigit() for c in b] or len(a) != len(b)
+    assert seen == set(keys)
 
 
-def test_the_edit_is_symmetric() -> None:
-    """P(a -> b) == P(b -> a) for the kernel every value is drawn with (what makes the k+1 values
-    exchangeable), measured over many edits of each of two literals one edit apart."""
-    vocabulary = twins.vocabulary("cat dog cow pig ant 12 47 '3a' '5b'")
+def test_the_edit_is_reversible() -> None:
+    """w(a) P(a -> b) == w(b) P(b -> a) for the kernel every value is drawn with, w weighing a value
+    by how often the file uses its words (what makes the k+1 values exchangeable), measured over many
+    edits of literals one edit apart."""
+    vocabulary = twins.vocabulary("cat cat cat dog cow pig ant 12 47 '3a' '5b' 'cat' 'dog'")
     rng = random.Random(1)
-    pairs = [("'cat'", "'dog'"), ("47", "57"), ("'3a'", "'5a'")]
-    for a, b in pairs:
+    for a, b in [("'cat'", "'dog'"), ("47", "57"), ("'3a'", "'5a'"), ("'cat'", "'cow'")]:
         n = 60000
-        forward = Counter(twins._edit(a, rng, vocabulary) for _ in range(n))[b] / n
-        back = Counter(twins._edit(b, rng, vocabulary) for _ in range(n))[a] / n
-        assert forward > 0 and abs(forward - back) < 4 * (forward / n) ** 0.5 + 1e-3, (a, b, forward, back)
+        forward = Counter(twins._edit(a, rng, vocabulary) for _ in range(n))[b] / n * twins._weight(a, vocabulary)
+        back = Counter(twins._edit(b, rng, vocabulary) for _ in range(n))[a] / n * twins._weight(b, vocabulary)
+        assert forward > 0 and abs(forward - back) < 5 * (max(forward, back) / n) ** 0.5 * 3 + 1e-3, (a, b, forward, back)
 
 
 def test_statuses_come_back_under_the_task_ids() -> None:

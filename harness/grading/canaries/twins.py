@@ -9,12 +9,13 @@ the same computed value next to its own expected one. (A twin edited earlier wou
 showing what the tree computed, where the original on a tree that gets that value right goes on.)
 
 The values: a hidden root ``r`` is one random edit from the original value ``v0``, and each twin is one
-random edit from ``r``. The edit is symmetric, ``P(a -> b) == P(b -> a)``, and keeps the literal's
-notation, length and character class at every position (a word for a word of the file of the same
-length and case, a digit for a digit), so under a prior that is flat over such values the joint law of
-``(v0, v1, ..., vk)`` is ``P(r) P(v0|r) P(v1|r)...P(vk|r)``: symmetric in the k+1 values. No statistic
+random edit from ``r``. The edit is reversible, ``w(a) P(a -> b) == w(b) P(b -> a)`` for a weight ``w``
+(how often the file uses a value's words), and keeps the literal's notation, length and character
+class at every position (a word for a word of the file of the same length and case, a digit for a
+digit, a literal of the file for one of the same pattern), so under the prior ``w`` the joint law of
+``(v0, v1, ..., vk)`` is ``w(r) P(v0|r) P(v1|r)...P(vk|r)``: symmetric in the k+1 values. No statistic
 of the values alone (which is nearest the others, which one the others are edits of, length,
-characters) then tells the original from its twins better than 1/(k+1). Draws whose values are not all
+characters, how common its words are) then tells the original from its twins better than 1/(k+1). Draws whose values are not all
 distinct, or differ in how often they occur elsewhere in the file or test (the original value often
 echoes an input of the test), are redrawn whole: conditioning on a symmetric event keeps the law symmetric.
 """
@@ -29,13 +30,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from harness.pyast import literal_eval
+
 TWINS = 3  # k: must-fail twins per real test; forging picks the real one with probability 1/(k+1)
 _RUN = re.compile(r"[A-Za-z]+|[0-9]+")
 _DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
 _EQUALITY = {"assertEqual", "assertEquals"}
 # unittest asserts whose expected text is one argument: (method, its index)
 _PATTERNS = {"assertRaisesRegex": 1, "assertRaisesRegexp": 1, "assertRegex": 1, "assertRegexpMatches": 1, "assertIn": 0}
-_TRIES = 64
+_TRIES = 128
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
 
@@ -66,7 +69,7 @@ def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: 
     return Leaf(_segment(lines, node), begin, end)
 
 
-def draw(text: str, k: int, rng: random.Random, vocabulary: dict[tuple[int, str], list[str]], echoes: Callable[[str], int]) -> list[str] | None:
+def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int]) -> list[str] | None:
     """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
     distinct values that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
     for _ in range(_TRIES):
@@ -75,21 +78,31 @@ def draw(text: str, k: int, rng: random.Random, vocabulary: dict[tuple[int, str]
             return None
         values = [_edit(root, rng, vocabulary) for _ in range(k)]
         everything = [text, *values]
-        if len(set(everything)) == k + 1 and len({echoes(v) for v in everything}) == 1:
+        if len(set(everything)) == k + 1 and all(map(_valid, values)) and len({echoes(v) for v in everything}) == 1:
             return values  # type: ignore[return-value]
     return None
 
 
+@dataclass(frozen=True)
+class Words:
+    """The file's words by length and case pattern (what a word of a literal may become), its number
+    and string literals by notation and character pattern (what a whole literal may become), and how
+    often each word occurs (the weight a value's words give it: ``_weight``)."""
+
+    groups: dict[tuple[int, str], list[str]]
+    counts: Counter[str]
+
+
 @functools.lru_cache(maxsize=32)
-def vocabulary(text: str) -> dict[tuple[int, str], list[str]]:
-    """The file's words by length and case pattern (what a word of a literal may become), and its
-    number and string literals by notation and character pattern (what a whole literal may become)."""
+def vocabulary(text: str) -> Words:
     groups: dict[tuple[int, str], set[str]] = {}
-    for word in re.findall(r"[A-Za-z]+", text):
+    found = re.findall(r"[A-Za-z]+", text)
+    for word in found:
         groups.setdefault((len(word), _case(word)), set()).add(word)
     for literal in _LITERALS.findall(text):
-        groups.setdefault((-1, _pattern(literal)), set()).add(literal)
-    return {key: sorted(words) for key, words in groups.items()}
+        if _valid(literal):
+            groups.setdefault((-1, _pattern(literal)), set()).add(literal)
+    return Words({key: sorted(words) for key, words in groups.items()}, Counter(found))
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
@@ -118,6 +131,16 @@ def _expected(statement: ast.stmt) -> ast.expr | None:
         return None
     literal = [side for side in sides if _is_literal(side)]
     return literal[0] if len(literal) == 1 else None
+
+
+def _valid(literal: str) -> bool:
+    """A literal Python reads as written (no leading zero: ``03`` is a syntax error)."""
+    if literal[:1].isdigit():
+        return re.fullmatch(r"(0|[1-9][0-9]*)(\.[0-9]+)?", literal) is not None
+    try:
+        return isinstance(literal_eval(literal), (str, bytes))
+    except (SyntaxError, ValueError):
+        return False
 
 
 def _looked_for(statement: ast.stmt) -> bool:
@@ -168,20 +191,25 @@ def _quoted(text: str) -> tuple[str, str, str] | None:
     return prefix + body[0], body[1:-1], body[0]
 
 
-def _edit(text: str, rng: random.Random, vocabulary: dict[tuple[int, str], list[str]]) -> str | None:
-    """One symmetric edit of a literal's text: half the time another literal of the file with the same
+def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
+    """One reversible edit of a literal's text: half the time another literal of the file with the same
     pattern (none where it has no other: the text is kept), else a digit for another, or a word for
-    another of the file of the same length and case (a letter for another of the same case where the
-    file has fewer than three such words). Everything that decides the edit's odds is kept by it, so b
-    is drawn from a exactly as often as a from b."""
+    another of the file of the same length and case (kept where the file has fewer than three). Word
+    moves are accepted with odds ``_weight(b) / _weight(a)`` (Metropolis), so with ``w = _weight``,
+    ``w(a) P(a -> b) == w(b) P(b -> a)``: everything else that decides the odds is kept by the edit.
+    The k+1 values are then exchangeable under a prior that weighs a value by how often the file uses
+    its words, which is how a reader of the file would weigh them."""
     quoted = _quoted(text) if text[:1] not in "0123456789" else None
     head, content, tail = quoted if quoted is not None else ("", text, "")
     runs = list(_RUN.finditer(content))
     if not runs:
         return None
     if rng.random() < 0.5:  # another literal of the file in the same notation and pattern, or none
-        same = vocabulary.get((-1, _pattern(text)), [])
-        return rng.choice([v for v in same if v != text]) if text in same and len(same) > 1 else text
+        same = vocabulary.groups.get((-1, _pattern(text)), [])
+        if text not in same or len(same) < 2:
+            return text
+        new = rng.choice([v for v in same if v != text])
+        return new if rng.random() < _weight(new, vocabulary) / _weight(text, vocabulary) else text
     run = rng.choice(runs)
     word = run.group()
     if word.isdigit():
@@ -190,16 +218,20 @@ def _edit(text: str, rng: random.Random, vocabulary: dict[tuple[int, str], list[
         digits = "123456789" if not quoted and at == 0 and run.start() == 0 and len(word) > 1 else "0123456789"
         new = word[:at] + rng.choice([d for d in digits if d != word[at]]) + word[at + 1 :]
     else:
-        group = vocabulary.get((len(word), _case(word)), [])
-        if len(group) >= 3:
-            if word not in group:  # not the file's word: no move back to it would exist
-                return None
-            new = rng.choice([w for w in group if w != word])
-        else:
-            at = rng.randrange(len(word))
-            letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if word[at].isupper() else "abcdefghijklmnopqrstuvwxyz"
-            new = word[:at] + rng.choice([c for c in letters if c != word[at]]) + word[at + 1 :]
+        group = vocabulary.groups.get((len(word), _case(word)), [])
+        if len(group) < 3 or word not in group:
+            return text
+        new = rng.choice([w for w in group if w != word])
+        if rng.random() >= vocabulary.counts[new] / vocabulary.counts[word]:
+            return text
     return head + content[: run.start()] + new + content[run.end() :] + tail
+
+
+def _weight(literal: str, vocabulary: Words) -> float:
+    weight = 1.0
+    for word in re.findall(r"[A-Za-z]+", literal):
+        weight *= max(vocabulary.counts[word], 1)
+    return weight
 
 
 def _case(word: str) -> str:
@@ -218,7 +250,8 @@ def echoes(text: str) -> Echoes:
 
 class Echoes:
     """How often (0, 1, more) a value shows in a file without one literal of it: a number as a
-    number, a string's text anywhere (one character only as a whole word). Counted once per file."""
+    number and as digits anywhere, a string's text anywhere (one character only as a whole word).
+    Counted once per file."""
 
     def __init__(self, text: str) -> None:
         self.text = text
@@ -228,8 +261,8 @@ class Echoes:
     def of(self, literal: str) -> Callable[[str], int]:
         def echoes(value: str) -> int:
             quoted, mine = _quoted(value), _quoted(literal)
-            if quoted is None:
-                return min(self.numbers[value] - (value == literal), 2)
+            if quoted is None:  # as a number, and as digits anywhere
+                return min(self.numbers[value] - (value == literal), 2) * 3 + min(self.text.count(value) - literal.count(value), 2)
             inside = mine[1].count(quoted[1]) if mine is not None else 0  # in the literal left out
             if len(quoted[1]) > 1:
                 return min(self.text.count(quoted[1]) - inside, 2)
