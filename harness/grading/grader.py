@@ -23,17 +23,16 @@ wrong is a reason with reward 0, never an exception.
 
 from __future__ import annotations
 
-import json
 import random
 import secrets
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
 from harness.grading import canaries, tamper
+from harness.grading.canaries.pool import Pool, canary_pool
 from harness.grading.capabilities import describe, violations
 from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
@@ -365,48 +364,11 @@ def _test(
     return run
 
 
-@dataclass(frozen=True)
-class Pool:
-    """What the canary trial found on gold: the tests whose twins fail as they must (a grade twins
-    only these), and every test that passed (a grade's bound counts the untwinned ones)."""
-
-    twinned: list[str]
-    passing: list[str]
-
-
-_POOLS: dict[str, Pool] = {}
 _PRISTINE: dict[str, dict[str, Entry]] = {}  # a fresh tree's listing, per facts key (see _run_in)
 
 
 def _canary_pool(task: Task, facts: TaskFacts, backend: Backend, key: str) -> Pool:
-    """One gold run with two twins of every twinnable test the command runs, once per task and
-    backend (memory, then disk, keyed like the facts). A trial that did not run clean validates
-    nothing and is not kept, so the next grade tries again."""
-    if key in _POOLS:
-        return _POOLS[key]
-    cache = Settings.from_env().cache_dir / "canaries" / f"twins-{key}.json"
-    if cache.exists():
-        _POOLS[key] = Pool(**json.loads(cache.read_text()))
-        return _POOLS[key]
-    planted: list[canaries.Planting] = []
-
-    def draw(texts: dict[str, bytes], rng: random.Random) -> canaries.Planting:
-        planted.append(canaries.trial(texts, random.Random(key), canaries.runs(task.test_cmd)))
-        return planted[-1]
-
-    sandbox = backend.open(task)
-    try:
-        log_dir = Settings.from_env().cache_dir / "logs"
-        run = _run_in(sandbox, task, facts, task.answer.gold_patch, {}, log_dir, False, None, key=key, draw=draw, raw=True)
-    finally:
-        sandbox.close()
-    if run.outcome != "ok" or not planted:
-        return Pool([], [])
-    pool = Pool(*canaries.validate(planted[0], run.statuses))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"twinned": pool.twinned, "passing": pool.passing}))
-    _POOLS[key] = pool
-    return pool
+    return canary_pool(task, facts, backend, key, _run_in)
 
 
 def canary_strength(task: Task, backend: Backend) -> tuple[CanaryStrength, float]:

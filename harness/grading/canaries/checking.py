@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Collection
 from pathlib import PurePosixPath
 
-from harness.grading.canaries import twins
+from harness.grading.canaries.twins import TWINS
 from harness.grading.canaries.planting import Planting, _named_in
 from harness.records import Status
 
@@ -126,7 +126,7 @@ def bound(planting: Planting, passing: Collection[str], fail_to_pass: Collection
     set it must and none of their twins: 1/(k+1) a twinned test. With the task's FAIL_TO_PASS known,
     the product over those (what a tree without the fix must forge; an untwinned one costs nothing);
     without it, what forging any one test costs: 1 while a passing test runs without twins."""
-    per_set = 1.0 / (twins.TWINS + 1)
+    per_set = 1.0 / (TWINS + 1)
     twinned = set(planting.sets)
     if fail_to_pass:
         must = [k for k in twinned if _named_in(k.split("::")[-1], [t for t in fail_to_pass if PurePosixPath(k.split("::")[0]).stem in t])]
