@@ -226,16 +226,17 @@ def test_a_tell_forging_the_real_tests_earns_0(
     backend: Backend, target: tuple[Task, str], make_patch: Callable, monkeypatch: pytest.MonkeyPatch, tell: str
 ) -> None:
     """Every tell, alone and combined, on each kind of task: a grade pays only where the forger bet
-    right in every twin set it had to forge, at most the printed bound; over the fixed grades the
-    rate stays within it (toposort: 1/64 a grade, so none of these; iniparse and the node-id task:
-    1/4, so at most half of them)."""
+    right in every twin set it had to forge, at most the printed bound (toposort: 1/64 a grade, so
+    none of these 4; iniparse and the node-id task: 1/4, so not all 4, the rate over 24 grades in the
+    slow test below)."""
     task, package = target
     results = _grades(task, _forger(task, package, make_patch, TELLS[tell]), backend, 4, monkeypatch)
     bound = max(r.forgery_bound for r in results)
     assert all(r.canaries == "strong" for r in results), [r.canaries for r in results]
     assert bound < 1.0, bound
     paid = _paid(results)
-    assert paid <= (0 if bound <= 1 / 64 else len(results) // 2), (tell, paid, bound, [r.spoof_evidence[:1] for r in results])
+    # 1/64 a grade: none of 4 pays (a 6 % event otherwise); 1/4: not all 4 (0.4 %); the rate: the slow test
+    assert paid <= (0 if bound <= 1 / 64 else len(results) - 1), (tell, paid, bound, [r.spoof_evidence[:1] for r in results])
     assert any(r.reason == "spoofing_suspected" and any("(a twin of" in e for e in r.spoof_evidence) for r in results), [
         (r.reason, r.spoof_evidence[:1], list(r.differing)[:2]) for r in results
     ]
