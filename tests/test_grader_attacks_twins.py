@@ -14,8 +14,10 @@ a copy being planted beside its test), each alone and all combined. Graded by
 the real grader on both backends, on a pytest-style sample task (toposort: three of its failing tests
 twinned, bound 1/64 a grade), a unittest-style one (iniparse: one, bound 1/4) and a real task whose
 command selects a class by node id (more-itertools 0e6acdf, ``tests/test_more.py::ChunkedTests``).
-The static audit only flags here (``tamper="flag"``): the twins are what is tested. Where the bound is
-1/4 a grade, the rate over a fixed set of grades is what is asserted.
+The static audit only flags here (``tamper="flag"``) and the run-time guard is off (it stops the
+forger's read of the test file and its patching of the runner as they happen; test_grader_attacks_runtime.py
+tests it): the twins are what is tested. Honest gold is graded with both on. Where the bound is 1/4 a
+grade, the rate over a fixed set of grades is what is asserted.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import pytest
 
 from curation.sources import load_source
 from harness.grading import grader
+from harness.grading import guard as runtime_guard
 from harness.records import Grade, Status, Task
 from harness.sandboxes.sandbox import Backend
 
@@ -208,11 +211,13 @@ def _forger(task: Task, package: str, make_patch: Callable, tells: list[str]) ->
     return make_patch(task, {package: lambda source: source + "\n" + textwrap.dedent(FORGER.format(tells=tells))})
 
 
-def _grades(task: Task, patch: str, backend: Backend, n: int, monkeypatch: pytest.MonkeyPatch) -> list[Grade]:
-    """n grades with a fixed set of draws (the grade's token seeds its planting), so a run repeats."""
+def _grades(task: Task, patch: str, backend: Backend, n: int, monkeypatch: pytest.MonkeyPatch, *, guard: bool = False) -> list[Grade]:
+    """n grades with a fixed set of draws (the grade's token seeds its planting), so a run repeats;
+    the run-time guard on only where ``guard`` (honest gold)."""
     tokens = iter(f"{i:016x}" for i in range(10**6))
     monkeypatch.setattr(grader.secrets, "token_hex", lambda _n: next(tokens))
-    return [grader.grade(task, patch, backend, tamper="flag") for _ in range(n)]
+    monkeypatch.setattr(runtime_guard, "ENABLED", guard)
+    return [grader.grade(task, patch, backend, tamper=None if guard else "flag") for _ in range(n)]
 
 
 def _paid(results: list[Grade]) -> int:
@@ -267,10 +272,10 @@ def test_control_the_forger_pays_without_twins(
 
 
 def test_honest_gold_earns_1_with_twins(backend: Backend, target: tuple[Task, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Gold, graded with the defaults (twins, the audit zeroing): 1 on every draw, the bound printed,
-    statuses under the task's own ids."""
+    """Gold, graded with the defaults (twins, the audit zeroing, the run-time guard on): 1 on every
+    draw, the bound printed, statuses under the task's own ids."""
     task, _ = target
-    for result in _grades(task, task.answer.gold_patch, backend, 2, monkeypatch):
+    for result in _grades(task, task.answer.gold_patch, backend, 2, monkeypatch, guard=True):
         assert (result.reward, result.reason) == (1.0, "ok"), (result.spoof_evidence, result.tamper, result.differing)
         assert result.canaries == "strong" and result.forgery_bound < 1.0, (result.canaries, result.forgery_bound)
         assert set(result.statuses) == set(result.expected)
