@@ -39,8 +39,6 @@ class TestHelpers:
     def test_nothing(self):
         pass
     def test_word(self):
-        assert len(sort({"alpha": [], "omega": []})) * 15 == 30
-    def test_echo(self):
         assert sort({"alpha": []}) == ["alpha"]
 '''
 
@@ -121,9 +119,7 @@ def test_every_test_is_renamed_and_the_layout_is_one() -> None:
 def test_twins_differ_in_one_literal_of_the_last_assert_kept_in_notation() -> None:
     keys = _keys()
     # the parametrized test's last assert has no literal; an override (and its base) gets no twins; the
-    # chain's "a" and "b" show elsewhere in the file twice or more, which no other draw of one letter does;
-    # test_echo's "alpha" is its own input, which in a planted file shows once more per twin: no twin's
-    # word is as common there, so it gets none (a reader of the file would know the real one)
+    # chain's "a" and "b" show elsewhere in the file twice or more, which no other draw of one letter does
     assert keys == ["tests/test_sort.py::::test_counts", "tests/test_sort.py::TestHelpers::test_word"]
     seen: set[str] = set()
     for seed in range(20):

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import math
 import random
 import re
 from collections import Counter
@@ -40,9 +39,6 @@ _EQUALITY = {"assertEqual", "assertEquals"}
 # unittest asserts whose expected text is one argument: (method, its index)
 _PATTERNS = {"assertRaisesRegex": 1, "assertRaisesRegexp": 1, "assertRegex": 1, "assertRegexpMatches": 1, "assertIn": 0}
 _TRIES = 128
-_POOL = 48  # edits of the root a fitted draw chooses among
-_FITS = 24
-_ROOTS = 16  # roots a fitted draw tries before the test goes without twins
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
 
@@ -73,92 +69,18 @@ def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: 
     return Leaf(_segment(lines, node), begin, end)
 
 
-def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int], reader: Reader | None = None) -> list[str] | None:
+def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int]) -> list[str] | None:
     """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
-    distinct values that ``echoes`` as often (``Echoes``: in the file without the literal) came up.
-    With ``reader`` (what a reader of the planted file measures of a value: ``Reader``), the k are
-    chosen among many edits of the root so that, in every measure at once, the original stands
-    where a random one of k+1 edits of the root would stand (``_fitted``)."""
-    echoes = functools.cache(echoes)  # a count over the whole file per value: once each
-    for _ in range(_TRIES if reader is None else _ROOTS):
+    distinct values that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
+    for _ in range(_TRIES):
         root = _edit(text, rng, vocabulary)
         if root is None:
             return None
-        if reader is None:
-            values = [_edit(root, rng, vocabulary) for _ in range(k)]
-        else:
-            edits = [v for v in (_edit(root, rng, vocabulary) for _ in range(_POOL)) if v is not None and v != text and _valid(v)]
-            values = _fitted(text, [v for v in edits if echoes(v) == echoes(text)], k, rng, reader)
+        values = [_edit(root, rng, vocabulary) for _ in range(k)]
         everything = [text, *values]
-        if values and len(set(everything)) == k + 1 and all(map(_valid, values)) and len({echoes(v) for v in everything}) == 1:
+        if len(set(everything)) == k + 1 and all(map(_valid, values)) and len({echoes(v) for v in everything}) == 1:
             return values  # type: ignore[return-value]
     return None
-
-
-def _fitted(text: str, edits: list[str], k: int, rng: random.Random, reader: Reader) -> list[str]:
-    """k of ``edits`` (draws of one kernel from the root) among which ``text`` stands, in every
-    measure of ``reader`` at once, as member j of k+1 other draws S stands among the rest of S, for j
-    drawn at random once a fit was found for every j: ``text`` then stands where a random member of S
-    stands, and in any set a random member's rank by any measure is uniform. (Drawing j again after a
-    failed fit would favour the places ``text`` can take: where it cannot take all, [] and the test
-    is not twinned rather than twinned with a tell.)"""
-    for _ in range(_FITS):
-        sample = rng.sample(edits, k + 1) if len(edits) > k else []
-        if len(set(sample)) < k + 1:
-            continue
-        fits = [_fit(text, edits, k, rng, reader, reader.standing(member, [v for v in sample if v != member])) for member in sample]
-        return rng.choice(fits) if all(fits) else []
-    return []
-
-
-def _fit(text: str, edits: list[str], k: int, rng: random.Random, reader: Reader, want: tuple) -> list[str]:
-    for _ in range(4 * _FITS):
-        values = rng.sample(edits, k)
-        if text not in values and len(set(values)) == k and reader.standing(text, values) == want:
-            return values
-    return []
-
-
-class Reader:
-    """What code reading the planted file can measure of a value from the file alone: how likely its
-    characters are one after another, and how often the file uses its words, under the
-    planted file's text (the file, the test's segment once more for each of its k twins, each value
-    once); a number's size. The file's counts are taken once per file."""
-
-    def __init__(self, text: str, segment: str, literal: str, copies: int) -> None:
-        self._file, self._literal, self._segment, self._copies = _counts(text), _counts(literal), _counts(segment), copies
-
-    def _count(self, which: int, key: str, values: list[str]) -> int:
-        own = self._segment[which][key] - self._literal[which][key]  # the segment without the literal
-        return self._file[which][key] - self._literal[which][key] + self._copies * own + sum(_counts(v)[which][key] for v in values)
-
-    def measure(self, literal: str, values: list[str]) -> tuple[float, ...]:
-        """``literal``'s measures in a planted file that holds ``values`` (it among them)."""
-        quoted = _quoted(literal)
-        content = quoted[1] if quoted is not None else literal
-        pairs = sum(math.log((self._count(0, a + b, values) + 0.1) / (self._count(1, a, values) + 10.0)) for a, b in zip(content, content[1:]))
-        words = sum(math.log(1 + self._count(2, w, values)) for w in re.findall(r"[A-Za-z]+", content))
-        size = float(literal) if quoted is None and _DECIMAL.fullmatch(literal) else 0.0
-        return pairs, words, size  # per character the same order: every edit keeps the length
-
-    def standing(self, mine: str, others: list[str]) -> tuple[tuple[int, int], ...]:
-        """Per measure, how many of ``others`` are above ``mine`` and how many level with it, in a
-        planted file holding all of them; the measures include how far each value is from the rest
-        (the set's centre)."""
-        values = [mine, *others]
-        apart = [[_apart(v, w) for w in values] for v in values]
-        measured = [(*self.measure(v, values), -sum(row)) for v, row in zip(values, apart)]
-        return tuple((sum(o[i] > measured[0][i] for o in measured[1:]), sum(o[i] == measured[0][i] for o in measured[1:])) for i in range(len(measured[0])))
-
-
-def _apart(a: str, b: str) -> int:
-    """Positions two values differ at (every edit keeps a value's length), and their length apart."""
-    return sum(x != y for x, y in zip(a, b)) + abs(len(a) - len(b))
-
-
-@functools.lru_cache(maxsize=4096)
-def _counts(text: str) -> tuple[Counter[str], Counter[str], Counter[str]]:
-    return Counter(a + b for a, b in zip(text, text[1:])), Counter(text), Counter(re.findall(r"[A-Za-z]+", text))
 
 
 @dataclass(frozen=True)
