@@ -1,7 +1,7 @@
 """How well can code reading a planted test file pick the real test of each twin set? An offline
 simulation with the grader's own planting code (no sandbox, no gold run).
 
-For each task (the sample corpus and data/real) it takes the hidden test files as the host ships them
+For each task (the sample corpus and data/real's development part) it takes the hidden test files as the host ships them
 (the tests patch applied to the buggy tree), lets every twinnable test count as validated (a grade
 twins a subset of these), draws ``--draws`` plantings, and applies every tell below to every twin set
 of every planted file, seen as a candidate's code sees it: the file's text alone. A tell scores each
@@ -19,8 +19,9 @@ class), name grammar (name parts that are words of the file, name length), the e
 (medoid of the values, most neighbours one edit away, the median number, the one the others look
 edited from: most characters in common with the rest), order (first or last of its set in the file,
 its index in the scope), literal length (longest, shortest), character classes (most letters, digits,
-capitals), echo (how often the value shows elsewhere in the file), naturalness (character-bigram
-likelihood under the file's own text, the file's word frequencies).
+capitals), echo (how often the value shows elsewhere in the file, most or least), naturalness
+(character-bigram likelihood under the file's own text, the file's word frequencies: highest or
+lowest), a number's size (largest, smallest).
 
     python benchmarks/canary_tells.py [--draws 200] [--tasks ID ...]
 """
@@ -46,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from curation.sources import load_source  # noqa: E402
 from data import SAMPLE  # noqa: E402
+from data.benchmark import real_tasks  # noqa: E402
 from harness.config import Settings  # noqa: E402
 from harness.grading import canaries  # noqa: E402
 from harness.grading.canaries import twins  # noqa: E402
@@ -158,6 +160,11 @@ def tells(members: list[Member], view: FileView) -> dict[str, list[float]]:
         "natural: bigram likelihood": [bigram(v) for v in values],
         "natural: word frequency": [sum(math.log(1 + words[w]) for w in re.findall(r"[A-Za-z]+", v)) for v in values],
     }
+    # each content measure read both ways (the original may as well be the least natural), and a number's size
+    out |= {tell.replace("natural: ", "natural: least "): [-x for x in out[tell]] for tell in list(out) if tell.startswith("natural: ")}
+    out["echo: shows least elsewhere"] = [-x for x in out["echo: shows elsewhere"]]
+    out["number: largest"] = [n if n == n else 0.0 for n in numbers]
+    out["number: smallest"] = [-n if n == n else 0.0 for n in numbers]
     return out
 
 
@@ -225,11 +232,14 @@ def simulate(files_by_task: dict[str, dict[str, bytes]], draws: int, seed: int =
 
 
 def load(ids: list[str] | None, settings: Settings) -> dict[str, dict[str, bytes]]:
-    tasks = [*load_source(SAMPLE).tasks, *load_source(REAL).tasks]
+    """The sample's tasks and data/real's of the development part (the held-out part is never read
+    while the draw is developed)."""
+    dev = {t.name for t in real_tasks("dev")}
+    tasks = [*load_source(SAMPLE).tasks, *(t for t in load_source(REAL).tasks if t.instance_id in dev)]
     return {t.instance_id: hidden_files(t, settings) for t in tasks if not ids or t.instance_id in ids}
 
 
-CONTENT = ("echo:", "natural:")
+CONTENT = ("echo:", "natural:", "number:")
 
 
 def report(result: dict) -> tuple[str, float, float]:
