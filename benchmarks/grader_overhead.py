@@ -114,7 +114,10 @@ def bench_backend(name: str, ids: list[str], repeat: int) -> list[dict]:
 
     settings = Settings.from_env()
     backend = get_backend(SandboxConfig(backend=name), settings)
-    tasks = {t.instance_id: t for t in load_source(SAMPLE).tasks}
+    from data.benchmark import REAL, real_tasks
+
+    dev = {t.name for t in real_tasks("dev")}  # data/real's development part may be named with --tasks
+    tasks = {t.instance_id: t for t in [*load_source(SAMPLE).tasks, *(t for t in load_source(REAL).tasks if t.instance_id in dev)] if t.instance_id in ids}
     rows = []
     for instance_id in ids:
         task = tasks[instance_id]
@@ -205,7 +208,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", nargs="+", choices=["bwrap", "docker"], default=["bwrap", "docker"])
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median reported)")
-    parser.add_argument("--tasks", nargs="+", default=None, help="sample task ids (default: every valid one)")
+    parser.add_argument("--tasks", nargs="+", default=None, help="sample or data/real development task ids (default: every valid sample one)")
     parser.add_argument("--cache", default=None, help="SWEDECK_CACHE for this run (default: a fresh temp folder)")
     args = parser.parse_args()
 
