@@ -90,7 +90,7 @@ class Words:
     often each word occurs (the weight a value's words give it: ``_weight``)."""
 
     groups: dict[tuple[int, str], list[str]]
-    counts: Counter[str]
+    counts: Counter[str]  # words, and each digit as the file's numbers use it
 
 
 @functools.lru_cache(maxsize=32)
@@ -102,7 +102,8 @@ def vocabulary(text: str) -> Words:
     for literal in _LITERALS.findall(text):
         if _valid(literal):
             groups.setdefault((-1, _pattern(literal)), set()).add(literal)
-    return Words({key: sorted(words) for key, words in groups.items()}, Counter(found))
+    digits = Counter("".join(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text)).replace(".", ""))
+    return Words({key: sorted(words) for key, words in groups.items()}, Counter(found) + digits)
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
@@ -195,10 +196,11 @@ def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
     """One reversible edit of a literal's text: half the time another literal of the file with the same
     pattern (none where it has no other: the text is kept), else a digit for another, or a word for
     another of the file of the same length and case (kept where the file has fewer than three). Word
-    moves are accepted with odds ``_weight(b) / _weight(a)`` (Metropolis), so with ``w = _weight``,
-    ``w(a) P(a -> b) == w(b) P(b -> a)``: everything else that decides the odds is kept by the edit.
-    The k+1 values are then exchangeable under a prior that weighs a value by how often the file uses
-    its words, which is how a reader of the file would weigh them."""
+    and digit moves are accepted with odds ``_weight(b) / _weight(a)`` (Metropolis), so with ``w =
+    _weight``, ``w(a) P(a -> b) == w(b) P(b -> a)``: everything else that decides the odds is kept by
+    the edit. The k+1 values are then exchangeable under a prior that weighs a value by how often the
+    file uses its words and, digit by digit, how its numbers are written (tests' numbers are rounder
+    than uniform digits: 0 and 1 lead), which is how a reader of the file would weigh them."""
     quoted = _quoted(text) if text[:1] not in "0123456789" else None
     head, content, tail = quoted if quoted is not None else ("", text, "")
     runs = list(_RUN.finditer(content))
@@ -216,7 +218,10 @@ def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
         at = rng.randrange(len(word))
         # a number's leading digit stays non-zero (a string's digits are free)
         digits = "123456789" if not quoted and at == 0 and run.start() == 0 and len(word) > 1 else "0123456789"
-        new = word[:at] + rng.choice([d for d in digits if d != word[at]]) + word[at + 1 :]
+        digit = rng.choice([d for d in digits if d != word[at]])
+        if rng.random() >= max(vocabulary.counts[digit], 1) / max(vocabulary.counts[word[at]], 1):
+            return text
+        new = word[:at] + digit + word[at + 1 :]
     else:
         group = vocabulary.groups.get((len(word), _case(word)), [])
         if len(group) < 3 or word not in group:
@@ -229,7 +234,7 @@ def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
 
 def _weight(literal: str, vocabulary: Words) -> float:
     weight = 1.0
-    for word in re.findall(r"[A-Za-z]+", literal):
+    for word in re.findall(r"[A-Za-z]+|[0-9]", literal):
         weight *= max(vocabulary.counts[word], 1)
     return weight
 
