@@ -6,10 +6,11 @@ For each valid sample task and each available backend, three timings, each the m
   grade   ``grade(task, gold)``: fresh sandbox; one command that lists the tree, applies the patch
           cascade, lists it again and tars the changed Python files for the tamper audit; the
           capability check and the audit on the host; the host's plan (restore, delete), hidden
-          tests with four canaries (copies of the task's own tests) from the task record; one
-          command that installs them and runs the tests with JUnit, pinned plugins and the outcomes
-          record (docker: then reaps); parsing and the canary check; close (the gold pattern and
-          the task's facts are computed beforehand, so they are not counted)
+          tests rewritten with every validated test among its twins, from the task record; one
+          command that installs them and runs the tests with JUnit, pinned plugins, the outcomes
+          record and the run-time guard (docker: then reaps); parsing, the guard's seal and the
+          canary check; close (the gold pattern, the task's facts and the canary trial are computed
+          beforehand, so they are not counted)
   run     the bare test command through ``sandbox.run`` in a sandbox already holding gold + tests
           (applied with plain ``git apply``): the sandbox's own wrapper (timeout, ulimits, capture)
   plain   the same command with plain ``bwrap`` / ``docker exec``: no wrapper, output to a file
@@ -18,7 +19,8 @@ Overhead = grade / run - 1 (and grade / plain - 1), per task and for the backend
 medians). Targets: under 30 % on bwrap, under 60 % on docker (issue 23); goals: under 15 % and 30 %
 (issue 24).
 
-It also prints where a grade's time goes, stage by stage (open, apply, capabilities, audit, canaries,
+The machine's load average is printed before and after (a loaded machine stretches every arm, the
+sandbox's start and the host's work most). It also prints where a grade's time goes, stage by stage (open, apply, capabilities, audit, canaries,
 plan, setup, command, parse, close), from the grades' own durations.
 
     python benchmarks/grader_overhead.py [--backend bwrap docker] [--repeat 5] [--tasks ID ...]
@@ -112,7 +114,10 @@ def bench_backend(name: str, ids: list[str], repeat: int) -> list[dict]:
 
     settings = Settings.from_env()
     backend = get_backend(SandboxConfig(backend=name), settings)
-    tasks = {t.instance_id: t for t in load_source(SAMPLE).tasks}
+    from data.benchmark import REAL, real_tasks
+
+    dev = {t.name for t in real_tasks("dev")}  # data/real's development part may be named with --tasks
+    tasks = {t.instance_id: t for t in [*load_source(SAMPLE).tasks, *(t for t in load_source(REAL).tasks if t.instance_id in dev)] if t.instance_id in ids}
     rows = []
     for instance_id in ids:
         task = tasks[instance_id]
@@ -203,7 +208,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", nargs="+", choices=["bwrap", "docker"], default=["bwrap", "docker"])
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median reported)")
-    parser.add_argument("--tasks", nargs="+", default=None, help="sample task ids (default: every valid one)")
+    parser.add_argument("--tasks", nargs="+", default=None, help="sample or data/real development task ids (default: every valid sample one)")
     parser.add_argument("--cache", default=None, help="SWEDECK_CACHE for this run (default: a fresh temp folder)")
     args = parser.parse_args()
 
@@ -216,6 +221,7 @@ def main() -> None:
     from harness.sandboxes.sandbox import EnvError
 
     ids = args.tasks or valid_ids()
+    print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()), flush=True)
     rows = []
     try:
         for name in args.backend:
@@ -228,6 +234,7 @@ def main() -> None:
             shutil.rmtree(cache, ignore_errors=True)
     if rows:
         report(rows, args.repeat)
+    print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(f"\n(command: {shlex.join(sys.argv)})")
 
 

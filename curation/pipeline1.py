@@ -233,7 +233,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
 
     def finish(
         reason: str, stage: str = "", detail: str = "", d: Derived | None = None, binding: list[str] | None = None,
-        canaries: CanaryStrength = "none",
+        canaries: tuple[CanaryStrength, float] = ("none", 1.0),
     ) -> Pipeline1Result:
         d = d or Derived()
         gold = trials["gold"][0].statuses if trials["gold"] else {}
@@ -247,7 +247,8 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
             records=records,
             seconds=time.monotonic() - started,
             image_digest=image_digest,
-            canaries=canaries,
+            canaries=canaries[0],
+            forgery_bound=canaries[1],
         )  # fmt: skip
 
     try:
@@ -300,7 +301,7 @@ def process_task(task: Task, backend: Backend, config: Pipeline1Config, config_h
     elif reason in ("only_flaky", "gold_fails", "no_fail_to_pass"):
         detail = explain(reason, d, [t.statuses for t in trials["buggy"]], [t.statuses for t in trials["gold"]])
     # what the kept task's grades will plant (one more gold run, which its first grade would make)
-    canaries = "none" if reason else canary_strength(task, backend)
+    canaries = ("none", 1.0) if reason else canary_strength(task, backend)
     return finish(reason, "tests" if reason else "", detail, d, binding, canaries)
 
 
@@ -360,6 +361,7 @@ def store(
     seconds: float,
     image_digest: str = "",
     canaries: CanaryStrength = "none",
+    forgery_bound: float = 1.0,
 ) -> Pipeline1Result:
     """Build the task's result and write its folder (task, runs, assertions, result) atomically."""
     result = Pipeline1Result(
@@ -383,6 +385,7 @@ def store(
         detail=detail,
         image_digest=image_digest,
         canaries=canaries,
+        forgery_bound=forgery_bound,
     )
     tables = [
         ("task", TaskRow, [task_row(task, stamp)]),

@@ -153,7 +153,7 @@ RunOutcome = Literal[
 ]
 
 
-# the canaries a run planted: copies of its own tests that must fail ("strong"), integer arithmetic
+# the canaries a run planted: real tests hidden among must-fail twins ("strong"), integer arithmetic
 # that must fail, which code reading test sources can tell apart ("weak"), or none (harness.grading.canaries)
 CanaryStrength = Literal["strong", "weak", "none"]
 
@@ -181,6 +181,9 @@ class TestRun(Record):
     coverage: str = ""  # JSONL from the coverage plugin, when asked for
     observed: str = ""  # JSONL from the observation plugin (swedeck_observe), when asked for
     canaries: CanaryStrength = "none"
+    # at most the chance that code forcing the tests it believes real forges this run unseen: 1/(k+1)
+    # per twinned test it must forge (harness.grading.canaries.bound); 1.0 where nothing bounds it
+    forgery_bound: float = 1.0
     tamper: list[str] = Field(default_factory=list)  # harness.grading.tamper's findings in the change: path:line: what
 
 
@@ -219,6 +222,7 @@ class Grade(Record):
     log_path: str = ""
     detail: str = ""
     canaries: CanaryStrength = "none"
+    forgery_bound: float = 1.0  # the run's (TestRun.forgery_bound)
     tamper: list[str] = Field(default_factory=list)  # recorded whether or not the setting zeroes the reward
 
 
@@ -330,9 +334,11 @@ class Pipeline1Result(Stamped):
     duration_s: float
     detail: str
     image_digest: str = ""  # docker: the image the runs used (registry digest name@sha256:..., else its id); "" on bwrap
-    # what the kept task's grades plant: "weak" (arithmetic must-fail canaries, no copyable test) is
-    # counted in the catalog (SELECT canaries, count(*) FROM results GROUP BY canaries)
+    # what the kept task's grades plant: "weak" (arithmetic must-fail canaries, no twinnable test) is
+    # counted in the catalog (SELECT canaries, count(*) FROM results GROUP BY canaries), and the bound
+    # on forging a grade of its full command unseen (TestRun.forgery_bound)
     canaries: CanaryStrength = "none"
+    forgery_bound: float = 1.0
 
 
 # --------------------------------------------------------------------------------------------- pipeline 2

@@ -768,7 +768,7 @@ def test_control_the_tells_pay_against_no_or_arithmetic_canaries(
     if canaries_planted == "none":
         monkeypatch.setattr(canaries, "usable", lambda test_cmd: False)
     else:
-        monkeypatch.setattr(grader, "_canary_pool", lambda *args: [])
+        monkeypatch.setattr(grader, "_canary_pool", lambda *args: grader.Pool([], []))
     result = grade(task, _tell_patch(task, package, make_patch, tell), backend)
     assert (result.reward, result.reason) == (1.0, "ok"), (result.reason, result.spoof_evidence, result.differing)
     assert result.canaries == ("none" if canaries_planted == "none" else "weak")

@@ -45,6 +45,12 @@ NAMED_VIEWS = {
                    count(*) / sum(count(*)) OVER (PARTITION BY run, config_hash, source) AS share_of_source
             FROM p1_results GROUP BY run, config_hash, source, reason)
         WHERE reason <> ''""",
+    # how well the kept tasks' grades are guarded against forging in the test process: the share of
+    # tasks with twins, and the bound on forging a grade of the full command (harness.grading.canaries)
+    "forgery_bounds": """
+        SELECT run, config_hash, source, canaries, count(*) AS tasks, min(forgery_bound) AS best_bound,
+               median(forgery_bound) AS median_bound, max(forgery_bound) AS worst_bound
+        FROM p1_results WHERE decision = 'keep' GROUP BY ALL""",
     # a plausible-but-wrong probe that survives (full reward) is too-loose evidence; a correct alternative
     # that does not survive is over-restrictive evidence
     "probe_survival": """

@@ -96,6 +96,7 @@ def grade(
     if result.neutralized:
         console.print(f"  restored/removed test paths: {escape(', '.join(result.neutralized))}")
     console.print(f"  {len(result.statuses)} tests · log {escape(result.log_path)}")
+    console.print(f"  canaries {result.canaries} · forging unseen: at most {result.forgery_bound:.3g} a grade")
 
 
 def _grade_predictions(path: Path, source: list[Path] | None, arm: list[str] | None, cfg, workers: int, out: Path,  # noqa: ANN001

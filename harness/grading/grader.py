@@ -9,7 +9,8 @@ two listings the host decides whether the change is allowed at all (``harness.gr
 files with ordinary content outside the tests' places, nothing Python or pytest would load first;
 anything else is ``forbidden_change``), then (``harness.grading.trusted``) puts back the configuration pytest
 shares with packaging as the pristine tree had it, and writes the hidden tests, with a few canary
-tests planted among them (copies of the hidden tests, ``harness.grading.canaries``), from the task record.
+tests planted among them (every real test among must-fail twins, each file in one layout with neutral
+names, ``harness.grading.canaries``), from the task record.
 What the change added to the files it touched is read, never run, for code reaching into the runner or
 the interpreter (``harness.grading.tamper``: ``tamper_suspected``). pytest then runs with plugin
 autoloading off and exactly the environment's plugins enabled, and no process of the sandbox
@@ -22,17 +23,16 @@ wrong is a reason with reward 0, never an exception.
 
 from __future__ import annotations
 
-import base64
-import json
 import random
 import secrets
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
 from harness.grading import canaries, guard as runtime_guard, tamper
+from harness.grading.canaries.pool import Pool, canary_pool
 from harness.grading.capabilities import describe, listed_tree, patch_violations, violations
 from harness.grading.handover import Held, preload_word
 from harness.grading.parsers import resolve_parser, uses_junit
@@ -78,12 +78,13 @@ def run_tests(
     """Everything up to the statuses; no expectation involved. EnvError propagates (the environment,
     not the patch, is at fault); anything else that fails is a recorded outcome. ``instrument`` loads
     the assertion plugin and returns its events with the hidden test sources they refer to (and plants
-    no canaries, whose lines would move the assertions'). ``select`` runs only those pytest node ids
-    (other runners ignore it and run everything). ``coverage`` loads the coverage plugin tracing those
-    paths (relative to the workdir) and returns its records. ``maxfail`` stops pytest after that many
-    failed tests (``--maxfail``; other runners ignore it). ``observe`` loads the observation plugin
-    watching those functions (``path::qualname``) and returns its records: our own runs (gold, probes),
-    never a candidate's reward, so no canaries either."""
+    no canaries: the files are run as the task has them, so lines and names are the assertions').
+    ``select`` runs only those pytest node ids (other runners ignore it and run everything).
+    ``coverage`` loads the coverage plugin tracing those paths (relative to the workdir) and returns
+    its records. ``maxfail`` stops pytest after that many failed tests (``--maxfail``; other runners
+    ignore it). ``observe`` loads the observation plugin watching those functions (``path::qualname``)
+    and returns its records. Coverage and observation are our own runs of gold and probes, never a
+    candidate's reward, and their records name the task's tests and lines: no canaries either."""
     started = time.monotonic()
     durations: dict[str, float] = {}
     try:
@@ -91,8 +92,11 @@ def run_tests(
         facts = task_facts(task, backend, key=key)
         # an observed run's records are the evidence: copies of the tests, drawn at random per run, would
         # add calls of their own and make two observations of one tree differ
-        plants = not instrument and observe is None and canaries.usable(task.test_cmd)
+        plants = not instrument and observe is None and coverage is None and canaries.usable(task.test_cmd)
         pool = _canary_pool(task, facts, backend, key) if plants else None
+        selected = canaries.runs(task.test_cmd, select)
+        draw = None if pool is None else (lambda texts, rng: canaries.plant(texts, rng, pool.twinned, selected, task.answer.fail_to_pass))
+        bound = None if pool is None else (lambda planting: canaries.bound(planting, pool.passing, task.answer.fail_to_pass, selected))
         sandbox = backend.open(task, network=network)
     except EnvError:
         raise
@@ -102,7 +106,7 @@ def run_tests(
     try:
         log_dir = log_dir or Settings.from_env().cache_dir / "logs"
         return _run_in(
-            sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, pool=pool, key=key
+            sandbox, task, facts, patch, durations, log_dir, instrument, select, coverage, maxfail, observe, draw=draw, key=key, bound=bound
         )
     except SandboxError as err:
         return TestRun(instance_id=task.instance_id, backend=backend.name, outcome="sandbox_error", detail=str(err))
@@ -130,11 +134,15 @@ def _run_in(
     maxfail: int | None = None,
     observe: Sequence[str] | None = None,
     *,
-    pool: list[str] | None = None,
+    draw: Callable[[dict[str, bytes], random.Random], canaries.Planting] | None = None,
     key: str,
+    bound: Callable[[canaries.Planting], float] | None = None,
+    raw: bool = False,
 ) -> TestRun:
-    """``pool``: the validated canaries to draw from (``_canary_pool``); None plants none. ``key``: the
-    task's facts key, under which the fresh tree's listing is kept once one grade has taken it."""
+    """``draw``: what to plant in the hidden test files (``canaries.plant`` over the validated twins,
+    or the trial's); None plants none. ``key``: the task's facts key, under which the fresh tree's
+    listing is kept once one grade has taken it. ``bound``: the planting's forgery bound. ``raw``:
+    statuses as reported, under the neutral names (the trial reads its twins from them)."""
     clock = _Stages(durations)
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
@@ -159,13 +167,18 @@ def _run_in(
             # started first: the host plants the canaries and writes the tests' inputs while it starts
             held = Held(sandbox, patch, token, first=first, then=then, timeout=_timeout(sandbox), preload=preload_word(task, sandbox))
         hidden = {path: None if stored is None else decode(stored) for path, stored in facts.hidden.items()}
-        planted: list[canaries.Canary] = []
-        if pool is not None:
+        planting, commands, rng = None, list(task.test_cmd), random.Random(token)
+        if draw is not None:
             texts = {path: file.data for path, file in hidden.items() if file is not None}
-            with_canaries, planted = canaries.plant(texts, random.Random(token), pool, task.answer.fail_to_pass)
-            hidden |= {path: File(hidden[path].mode, with_canaries[path]) for path in {c.path for c in planted}}
-            run.canaries = canaries.strength(planted)
-        envs = _commands_env(sandbox, task, facts, paths, planted, hidden, uses_junit(task.log_parser), instrument, select, coverage, maxfail, observe)
+            planting = draw(texts, rng)
+            hidden |= {path: File(hidden[path].mode, data) for path, data in planting.files.items() if data != texts[path]}  # type: ignore[union-attr]
+            run.canaries = canaries.strength(planting)
+            run.forgery_bound = bound(planting) if bound is not None else 1.0
+            commands = canaries.commands(commands, planting, rng)
+            if select is not None:
+                select = canaries.select_ids(planting, select, rng)
+        must_fail = sum(c.must_fail for c in planting.canaries) if planting is not None else 0
+        envs = _commands_env(sandbox, task, facts, paths, must_fail, uses_junit(task.log_parser), instrument, select, coverage, maxfail, observe)
         clock.mark("canaries")
         if held is not None:
             applied, why = held.applied()
@@ -199,7 +212,8 @@ def _run_in(
         sandbox.write_file(infra, archive(todo.write))
         install = install_command(todo.delete, infra)  # run with the first test command
         clock.mark("plan")
-        return _test(sandbox, task, run, patch, envs, install, planted, held, paths, log_dir, clock, budget, instrument, coverage, maxfail, observe)
+        kept = None if raw else planting
+        return _test(sandbox, task, run, patch, commands, envs, install, kept, held, paths, log_dir, clock, budget, instrument, coverage, maxfail, observe)
     finally:
         if held is not None:
             held.stop()
@@ -225,13 +239,13 @@ class _Paths:
 
 
 def _commands_env(
-    sandbox: Sandbox, task: Task, facts: TaskFacts, paths: _Paths, planted: list[canaries.Canary], hidden: dict[str, File | None],
-    wants_junit: bool, instrument: bool, select: Sequence[str] | None, coverage: Sequence[str] | None, maxfail: int | None,
-    observe: Sequence[str] | None,
+    sandbox: Sandbox, task: Task, facts: TaskFacts, paths: _Paths, must_fail: int, wants_junit: bool, instrument: bool,
+    select: Sequence[str] | None, coverage: Sequence[str] | None, maxfail: int | None, observe: Sequence[str] | None,
 ) -> list[tuple[dict[str, str], str, str]]:
     """Per test command: its environment, its JUnit report's path and its outcome records' path ("" where
     the runner is not pytest); the plugins shipped and their inputs written. All of it is known before
-    the apply, so the first command's environment can be the held command's (``harness.grading.handover``)."""
+    the apply, so the first command's environment can be the held command's (``harness.grading.handover``).
+    ``select``: under the names the planted files give the tests (``canaries.select_ids``)."""
     plugins = (["swedeck_assertions"] if instrument else []) + (["swedeck_select"] if select is not None else [])
     plugins += ["swedeck_coverage"] if coverage is not None else []
     plugins += ["swedeck_observe"] if observe is not None else []
@@ -246,9 +260,7 @@ def _commands_env(
         sandbox.write_file(paths.cover_files, "".join(f"{path}\n" for path in coverage))
     ship(sandbox, plugins)
     if select is not None:
-        wanted = [*select, *canaries.node_ids(planted, {c.path: hidden[c.path].data for c in planted})]
-        sandbox.write_file(paths.select, "".join(f"{test_id}\n" for test_id in wanted))
-    must_fail = sum(c.must_fail for c in planted)
+        sandbox.write_file(paths.select, "".join(f"{test_id}\n" for test_id in select))
     token = paths.token
     out = []
     for i in range(len(task.test_cmd)):
@@ -261,6 +273,8 @@ def _commands_env(
             env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
             env["PYTEST_ADDOPTS"] = f"-rA -p no:cacheprovider -o junit_family=xunit1 --junitxml={junit}"
             env["PYTEST_ADDOPTS"] += "".join(f" -p {name}" for name in facts.plugins)
+            if must_fail:  # pytest's own traceback parses and walks the whole test file per failure: a twin cost 10 ms and more
+                env["PYTEST_ADDOPTS"] += " --tb=native"
             runtime_guard.arm(sandbox, env, token, i, ours=instrument or observe is not None or coverage is not None)
             if maxfail is not None:
                 env["PYTEST_ADDOPTS"] += f" --maxfail={maxfail + must_fail}"
@@ -282,18 +296,18 @@ def _commands_env(
 
 
 def _test(
-    sandbox: Sandbox, task: Task, run: TestRun, patch: str, envs: list[tuple[dict[str, str], str, str]], install: str,
-    planted: list[canaries.Canary], held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages, budget: Budget, instrument: bool,
-    coverage: Sequence[str] | None, maxfail: int | None, observe: Sequence[str] | None,
+    sandbox: Sandbox, task: Task, run: TestRun, patch: str, commands: list[str], envs: list[tuple[dict[str, str], str, str]],
+    install: str, planting: canaries.Planting | None, held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages,
+    budget: Budget, instrument: bool, coverage: Sequence[str] | None, maxfail: int | None, observe: Sequence[str] | None,
 ) -> TestRun:
     """The test commands (the first in the held command where there is one), their statuses, canaries
-    and records."""
+    (statuses read back under the task's ids) and records."""
     t1, token = time.monotonic(), paths.token
     parser = resolve_parser(task.log_parser)
     log_dir.mkdir(parents=True, exist_ok=True)
     run.log_path = str(log_dir / f"{file_name(task.instance_id)}-{content_hash(patch)}-{token}.log")
     with open(run.log_path, "wb") as log:
-        for i, (command, (env, junit, outcomes)) in enumerate(zip(task.test_cmd, envs, strict=True)):
+        for i, (command, (env, junit, outcomes)) in enumerate(zip(commands, envs, strict=True)):
             clock.mark("setup")
             if i == 0 and held is not None:
                 result = held.go(install, command, env)
@@ -322,10 +336,13 @@ def _test(
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
             clock.mark("parse")
-    if planted and run.outcome == "ok":
+    if planting is not None:
         with budget.step("the canaries"):
-            run.statuses, evidence = canaries.check(planted, run.statuses, complete=maxfail is None)
-        run.spoof_evidence += evidence
+            if run.outcome == "ok":
+                run.statuses, evidence = canaries.check(planting, run.statuses, complete=maxfail is None)
+                run.spoof_evidence += evidence
+            else:  # the task's ids whatever the run's end
+                run.statuses = canaries.own_ids(run.statuses, planting.names)
     clock.mark("parse")
     clock.durations["tests"] = round(time.monotonic() - t1, 4)
     if instrument:
@@ -344,54 +361,28 @@ def _test(
     return run
 
 
-_POOLS: dict[str, list[str]] = {}
 _PRISTINE: dict[str, dict[str, Entry]] = {}  # a fresh tree's listing, per facts key (see _run_in)
 
 
-def _canary_pool(task: Task, facts: TaskFacts, backend: Backend, key: str) -> list[str]:
-    """The keys of the canary candidates that behave on gold as they must (copies that pass, changed
-    copies that fail), found by one gold run with them all planted, once per task and backend
-    (memory, then disk, keyed like the facts). A trial that did not run clean validates nothing and
-    is not kept, so the next grade tries again."""
-    if key in _POOLS:
-        return _POOLS[key]
-    cache = Settings.from_env().cache_dir / "canaries" / f"{key}.json"
-    if cache.exists():
-        _POOLS[key] = json.loads(cache.read_text())
-        return _POOLS[key]
-    texts = {path: decode(stored).data for path, stored in facts.hidden.items() if stored is not None}
-    files, trial = canaries.trial(texts, task.answer.fail_to_pass, random.Random(key))
-    validated: list[str] = []
-    if trial:
-        hidden = facts.hidden | {p: (facts.hidden[p][0], base64.b64encode(files[p]).decode()) for p in {c.path for c in trial}}  # type: ignore[index]
-        sandbox = backend.open(task)
-        try:
-            log_dir = Settings.from_env().cache_dir / "logs"
-            trial_facts = facts.model_copy(update={"hidden": hidden})
-            run = _run_in(sandbox, task, trial_facts, task.answer.gold_patch, {}, log_dir, False, None, key=key)
-        finally:
-            sandbox.close()
-        if run.outcome != "ok":
-            return []
-        validated = canaries.validate(trial, run.statuses)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(validated))
-    _POOLS[key] = validated
-    return validated
+def _canary_pool(task: Task, facts: TaskFacts, backend: Backend, key: str) -> Pool:
+    return canary_pool(task, facts, backend, key, _run_in)
 
 
-def canary_strength(task: Task, backend: Backend) -> CanaryStrength:
-    """What canaries this task's grades plant ("strong" where a validated must-fail copy exists);
-    runs the canary trial once if no grade has yet. A trial the machine failed validates nothing."""
+def canary_strength(task: Task, backend: Backend) -> tuple[CanaryStrength, float]:
+    """What canaries this task's grades plant ("strong" where a test has validated twins) and the
+    forgery bound of a grade of the whole command (``canaries.bound``); runs the canary trial once if
+    no grade has yet. A trial the machine failed validates nothing."""
     if not canaries.usable(task.test_cmd):
-        return "none"
+        return "none", 1.0
     facts = task_facts(task, backend)
     try:
         pool = _canary_pool(task, facts, backend, facts_key(task, backend))
     except SandboxError:
-        pool = []
+        pool = Pool([], [])
     texts = {path: decode(stored).data for path, stored in facts.hidden.items() if stored is not None}
-    return canaries.strength(canaries.plant(texts, random.Random(0), pool, task.answer.fail_to_pass)[1])
+    selected = canaries.runs(task.test_cmd)
+    planting = canaries.plant(texts, random.Random(0), pool.twinned, selected, task.answer.fail_to_pass)
+    return canaries.strength(planting), canaries.bound(planting, pool.passing, task.answer.fail_to_pass, selected)
 
 
 def gold_pattern(task: Task, backend: Backend, settings: Settings | None = None) -> dict[str, Status]:

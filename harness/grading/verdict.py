@@ -53,5 +53,6 @@ def compare(run: TestRun, expected: dict[str, Status], task: Task, tamper: Tampe
         log_path=run.log_path,
         detail=_detail(reason, run),
         canaries=run.canaries,
+        forgery_bound=run.forgery_bound,
         tamper=run.tamper,
     )

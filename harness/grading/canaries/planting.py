@@ -1,43 +1,56 @@
-"""Planting canaries: whether a command runs them all, the trial's candidates, and a grade's draw."""
+"""Planting: whether a command runs every planted test, which tests it runs, the trial's twins and a
+grade's draw, every hidden test file rewritten in the uniform layout."""
 
 from __future__ import annotations
 
 import random
 import re
 import shlex
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from harness.grading.canaries.candidates import Candidate, candidates
-from harness.grading.canaries.sources import Scope, read_module, test_functions, test_scopes
+from harness.grading.canaries.layout import Unit, families, named, neutral, rewrite, sites
+from harness.grading.canaries.twins import TWINS, draw, echoes, leaf, vocabulary
+from harness.grading.canaries.sources import read_module, test_scopes
 from harness.records import CanaryStrength
 
 # runner options under which a planted test may legitimately not run, or may change the outcome of
-# the tests after it (a must-fail canary under -x), or under which assert statements vanish (-O)
+# the tests after it (a must-fail twin under -x), or under which assert statements vanish (-O)
 _UNSAFE_OPTIONS = re.compile(r"^(-k|-m|-x|-O|-OO|--exitfirst|--maxfail.*|--deselect.*|--lf|--last-failed|--sw|--stepwise|-[a-zA-Z]*x[a-zA-Z]*)$")
-_WORD = re.compile(r"[a-z][a-z0-9]{2,}")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-# how many candidates one trial run plants: must-fail ones (F2P tests first), then must-pass copies
-TRIAL_FAIL, TRIAL_PASS = 12, 6
+TRIAL_TWINS = 2  # twins per test in the trial: both must fail on gold for the test to be twinned
+MAX_SETS = 48  # real tests hidden among twins per grade (each costs k more runs of the test)
+
+Runs = Callable[[str, str, str], bool]  # (path, scope, test) -> whether the test command runs it
 
 
 @dataclass(frozen=True)
 class Canary:
-    name: str
+    name: str  # the neutral name it runs under
     path: str
     must_fail: bool
-    key: str = ""  # the candidate it was made from; "" for an arithmetic canary
+    key: str = ""  # the real test it is a twin of, path::scope::test; "" for an arithmetic canary
+    scope: str = ""
+
+
+@dataclass
+class Planting:
+    """What a run writes in place of the hidden test files, and how to read its statuses back."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    canaries: list[Canary] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)  # neutral name -> the file's own name
+    sets: dict[str, str] = field(default_factory=dict)  # twinned test's key -> the neutral name it runs under
+    where: dict[str, tuple[str, str]] = field(default_factory=dict)  # neutral name -> (file, class or "")
+    own: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (file, class or "", own name) -> neutral name
 
 
 def usable(test_cmd: list[str]) -> bool:
-    """Whether every test in a hidden test file runs under this command, so a canary's absence means
-    something. Node ids (``file::test``) and selection or stop-early options rule canaries out."""
-    for command in test_cmd:
-        for token in _runner_arguments(shlex.split(command)):
-            if "::" in token or _UNSAFE_OPTIONS.match(token):
-                return False
-    return True
+    """Whether every planted test the command selects runs to its end, so a canary's absence or a
+    twin's pass means something: no selection by keyword or marker, no stop-early option, no -O."""
+    return not any(_UNSAFE_OPTIONS.match(token) for command in test_cmd for token in _runner_arguments(shlex.split(command)))
 
 
 def _runner_arguments(tokens: list[str]) -> list[str]:
@@ -54,52 +67,45 @@ def _runner_arguments(tokens: list[str]) -> list[str]:
     return tokens
 
 
-def trial(files: dict[str, bytes], fail_to_pass: Collection[str], rng: random.Random) -> tuple[dict[str, bytes], list[Canary]]:
-    """``files`` with candidates planted for one gold run that tells which behave: up to TRIAL_FAIL
-    must-fail ones (copies of FAIL_TO_PASS tests first) and TRIAL_PASS must-pass copies."""
-    found = candidates(files)
-    failing = [c for c in found if c.must_fail]
-    rng.shuffle(failing)
-    failing.sort(key=lambda c: not _named_in(c.test, fail_to_pass))
-    passing = [c for c in found if not c.must_fail]
-    rng.shuffle(passing)
-    return _plant_candidates(files, failing[:TRIAL_FAIL] + passing[:TRIAL_PASS], rng)
+def runs(test_cmd: list[str], select: Collection[str] | None = None) -> Runs:
+    """Which tests of a hidden file the commands run: a file the commands name by node id
+    (``tests/test_x.py::SomeTests``) runs the tests under those ids, any other every test; with
+    ``select`` (the grader's selection plugin) only the tests it names."""
+    ids = [t for command in test_cmd for t in shlex.split(command) if "::" in t]
+    ids += list(select or ())
+
+    def selected(path: str, scope: str, test: str) -> bool:
+        mine = [i.partition("[")[0].split("::")[1:] for i in ids if i.split("::")[0] == path]
+        if select is None and not mine:
+            return True
+        own = [scope, test] if scope else [test]
+        return any(own[: len(tail)] == tail for tail in mine)
+
+    return selected
 
 
-def plant(
-    files: dict[str, bytes], rng: random.Random, validated: Collection[str] = (), fail_to_pass: Collection[str] = (), count: int = 4
-) -> tuple[dict[str, bytes], list[Canary]]:
-    """``files`` with ``count`` canaries (half must fail) among their tests: validated candidates
-    where there are any (must-fail copies of FAIL_TO_PASS tests preferred, must-pass copies of other
-    tests than those, so no test is seen in three versions), integer arithmetic where not."""
-    pool = [c for c in candidates(files) if c.key in set(validated)]
-    failing = [c for c in pool if c.must_fail]
-    preferred = [c for c in failing if _named_in(c.test, fail_to_pass)]
-    # The first must-fail canary always copies a FAIL_TO_PASS test where one validated: code that forces
-    # only the tests without a near-twin (a canary is a copy) then leaves that copy failing on its own.
-    chosen: list[Candidate] = [rng.choice(preferred)] if preferred else []
-    for _ in range(count // 2 - len(chosen)):
-        left = [c for c in (preferred if preferred and rng.random() < 0.75 else failing) if c.test not in {x.test for x in chosen}]
-        left = left or [c for c in failing if c.test not in {x.test for x in chosen}]
-        if left:
-            chosen.append(rng.choice(left))
-    copied = {c.test for c in chosen}
-    passing = [c for c in pool if not c.must_fail and c.test not in copied]
-    chosen += rng.sample(passing, min(len(passing), count - count // 2))
-    planted, canaries = _plant_candidates(files, chosen, rng, fail_to_pass)
-    wanted_fail = count // 2 - sum(c.must_fail for c in canaries)
-    wanted_pass = count - len(canaries) - wanted_fail
-    if wanted_fail or wanted_pass:
-        planted, more = _plant_arithmetic(planted, [True] * wanted_fail + [False] * wanted_pass, rng)
-        canaries += more
-    return planted, canaries
+def trial(files: dict[str, bytes], rng: random.Random, selected: Runs) -> Planting:
+    """Every twinnable test the command runs with TRIAL_TWINS twins, for one gold run that tells
+    which tests' twins fail as they must (``checking.validate``)."""
+    return _plant(files, rng, lambda key: selected(*key.split("::")), TRIAL_TWINS, 0)
 
 
-def strength(planted: list[Canary]) -> CanaryStrength:
-    """"strong" when a must-fail canary is a real test's copy, "weak" when only arithmetic must fail."""
-    if any(c.must_fail and c.key for c in planted):
+def plant(files: dict[str, bytes], rng: random.Random, validated: Collection[str], selected: Runs, fail_to_pass: Collection[str] = ()) -> Planting:
+    """The grade's draw: each validated test the command runs among ``TWINS`` twins (up to
+    MAX_SETS, FAIL_TO_PASS tests first); where none is, two integer-arithmetic canaries (one must
+    fail), which code reading the tests can tell apart ("weak")."""
+    chosen = sorted(k for k in set(validated) if selected(*k.split("::")))
+    rng.shuffle(chosen)
+    chosen.sort(key=lambda k: not _named_in(k.split("::")[-1], fail_to_pass))
+    keep = set(chosen[:MAX_SETS])
+    return _plant(files, rng, keep.__contains__, TWINS, 0 if keep else 2)
+
+
+def strength(planting: Planting) -> CanaryStrength:
+    """"strong" when a real test is hidden among twins, "weak" when only arithmetic must fail."""
+    if planting.sets:
         return "strong"
-    return "weak" if planted else "none"
+    return "weak" if planting.canaries else "none"
 
 
 def _named_in(test: str, test_ids: Collection[str]) -> bool:
@@ -107,85 +113,66 @@ def _named_in(test: str, test_ids: Collection[str]) -> bool:
     return any(pattern.search(t) for t in test_ids)
 
 
-def _vocabulary(text: str) -> list[str]:
-    """Words of the file's own test names (its style of naming), then of the whole file."""
-    from_names = sorted({w for name in re.findall(r"def (test\w+)", text) for w in name.lower().split("_")[1:] if len(w) > 2})
-    words = from_names if len(from_names) >= 6 else sorted(set(from_names) | set(_WORD.findall(text.lower())))
-    words = [w for w in words if w not in {"self", "test", "def", "class", "assert"}]
-    return words if len(words) >= 8 else words + ["value", "result", "parse", "empty", "order", "check", "input", "round"]
-
-
-def _name(rng: random.Random, vocabulary: list[str], taken: set[str]) -> str:
-    while True:
-        name = "test_" + "_".join(rng.sample(vocabulary, rng.choice([2, 3, 3, 4])))
-        if name not in taken:
-            return name
-
-
-def _plant_candidates(
-    files: dict[str, bytes], chosen: list[Candidate], rng: random.Random, fail_to_pass: Collection[str] = ()
-) -> tuple[dict[str, bytes], list[Canary]]:
-    """The first must-fail canary goes where a task's new failing tests are: right after one of the
-    FAIL_TO_PASS tests of its scope, or after the scope's last test when none is known (so forcing
-    any trailing block of tests that holds them forces it too); the others anywhere."""
-    planted, canaries = dict(files), []
-    anchored = False
-    for path in sorted({c.path for c in chosen}):
+def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], bool], k: int, arithmetic: int) -> Planting:
+    out = Planting(files=dict(files))
+    taken: set[str] = set()
+    rewritable = {path: found for path, blob in sorted(files.items()) if (found := sites(path, blob)) is not None}
+    targets = _arithmetic_targets(files, rewritable, rng, arithmetic)
+    for path, found in rewritable.items():
         text = files[path].decode()
+        words, counts = vocabulary(text), echoes(text)
+        units: list[Unit] = []
+        family = families(read_module(path, files[path])[0])  # type: ignore[index]
+        kin = Counter((family.get(site.scope, site.scope), site.name) for site in found)
+        for site in found:
+            key = f"{path}::{site.scope}::{site.name}"
+            if not wanted(key) or kin[(family.get(site.scope, site.scope), site.name)] > 1:  # an override's twins would not be
+                continue
+            lines = read_module(path, files[path])[1]  # type: ignore[index]
+            spot = leaf(site.node, lines, site.start, random.Random(key))
+            values = None if spot is None else draw(spot.text, k, rng, words, counts.of(spot.text))
+            if spot is None or values is None:
+                continue
+            out.sets[key] = ""  # filled with the real test's neutral name below
+            for value in values:
+                name = neutral(rng, taken)
+                source = named(site.segment[: spot.begin] + value + site.segment[spot.end :], site.row, site.name, name)
+                units.append(Unit(site.scope, name, source, like=site.name))
+                out.canaries.append(Canary(name, path, True, key, site.scope))
+        for scope, indent, fails in targets.get(path, []):
+            name = neutral(rng, taken)
+            units.append(Unit(scope, name, _arithmetic(name, indent, fails, rng)))
+            out.canaries.append(Canary(name, path, fails, "", scope))
+        rewritten = rewrite(path, files[path], units, rng, taken)
+        out.files[path] = rewritten.text
+        out.names |= rewritten.names
+        for site in found:
+            name = rewritten.own[(site.scope, site.name)]
+            out.where.setdefault(name, (path, site.scope))
+            out.own[(path, site.scope, site.name)] = name
+            if f"{path}::{site.scope}::{site.name}" in out.sets:
+                out.sets[f"{path}::{site.scope}::{site.name}"] = name
+    out.where |= {c.name: (c.path, c.scope) for c in out.canaries}
+    return out
+
+
+def _arithmetic_targets(files: dict[str, bytes], rewritable: dict, rng: random.Random, count: int) -> dict[str, list[tuple[str, str, bool]]]:
+    """(scope, indent, must fail) per file for ``count`` arithmetic canaries (the first must fail, the
+    second must pass); a node-id selection gets their ids added (``checking.commands``)."""
+    scopes = []
+    for path in rewritable:
         module, lines = read_module(path, files[path])  # type: ignore[misc]
-        scopes = {s.name: s for s in test_scopes(module, lines)}
-        vocabulary, taken = _vocabulary(text), set(re.findall(r"\w+", text))
-        inserts = []
-        for candidate in (c for c in chosen if c.path == path):
-            sites = [s for s in scopes[candidate.scope].sites if s >= candidate.earliest]
-            if candidate.must_fail and not anchored:
-                ends = [t.end_lineno or t.lineno for scope, t in test_functions(module) if scope == candidate.scope and _named_in(t.name, fail_to_pass)]
-                sites = [s for s in ends if s >= candidate.earliest] or [max(sites)]
-                anchored = True
-            canary = Canary(_name(rng, vocabulary, taken), path, candidate.must_fail, candidate.key)
-            taken.add(canary.name)
-            canaries.append(canary)
-            gap = "\n" if scopes[candidate.scope].method else "\n\n"
-            inserts.append((rng.choice(sites), gap + candidate.source.format(name=canary.name) + gap))
-        planted[path] = _insert(lines, inserts)
-    return planted, canaries
+        scopes += [(path, scope.name, scope.indent) for scope in test_scopes(module, lines)]
+    targets: dict[str, list[tuple[str, str, bool]]] = {}
+    for i in range(count if scopes else 0):
+        path, scope, indent = rng.choice(scopes)
+        targets.setdefault(path, []).append((scope, indent, i % 2 == 0))
+    return targets
 
 
-def _plant_arithmetic(files: dict[str, bytes], must_fail: list[bool], rng: random.Random) -> tuple[dict[str, bytes], list[Canary]]:
-    parsed = {path: read_module(path, blob) for path, blob in files.items()}
-    scopes = {path: test_scopes(*found) for path, found in parsed.items() if found is not None}
-    scopes = {path: found for path, found in scopes.items() if found}
-    if not scopes:
-        return files, []
-    planted, canaries = dict(files), []
-    targets = [rng.choice(sorted(scopes)) for _ in must_fail]
-    for path in sorted(set(targets)):
-        text = files[path].decode()
-        vocabulary, taken = _vocabulary(text), set(re.findall(r"\w+", text))
-        inserts = []
-        for fails in (f for f, target in zip(must_fail, targets) if target == path):
-            scope = rng.choice(scopes[path])
-            canary = Canary(_name(rng, vocabulary, taken), path, fails)
-            taken.add(canary.name)
-            canaries.append(canary)
-            inserts.append((rng.choice(scope.sites), _arithmetic(canary, scope, rng)))
-        planted[path] = _insert(parsed[path][1], inserts)  # type: ignore[index]
-    return planted, canaries
-
-
-def _arithmetic(canary: Canary, scope: Scope, rng: random.Random) -> str:
+def _arithmetic(name: str, indent: str, must_fail: bool, rng: random.Random) -> str:
     a, b = rng.randint(2, 999), rng.randint(2, 999)
-    total = a + b + (rng.randint(1, 9) if canary.must_fail else 0)
-    if scope.method:
-        return f"\n{scope.indent}def {canary.name}(self):\n{scope.indent}    self.assertEqual({a} + {b}, {total})\n\n"
-    return f"\n\ndef {canary.name}():\n    assert {a} + {b} == {total}\n\n"
-
-
-def _insert(lines: list[str], inserts: list[tuple[int, str]]) -> bytes:
-    lines = list(lines)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += "\n"
-    # from the bottom up, so earlier sites keep their line numbers
-    for at, text in sorted(inserts, key=lambda i: -i[0]):
-        lines[at:at] = [text]
-    return "".join(lines).encode()
+    total = a + b + (rng.randint(1, 9) if must_fail else 0)
+    if indent:
+        return f"{indent}def {name}(self):\n{indent}    self.assertEqual({a} + {b}, {total})\n"
+    return f"def {name}():\n    assert {a} + {b} == {total}\n"

@@ -38,13 +38,14 @@ def read_module(path: str, blob: bytes) -> tuple[ast.Module, list[str]] | None:
 
 
 def _test_classes(module: ast.Module) -> list[ast.ClassDef]:
-    return [
-        node
-        for node in module.body
-        if isinstance(node, ast.ClassDef)
-        and (node.name.startswith("Test") or _unittest_style(node))
-        and any(_is_test(item) for item in node.body)
-    ]
+    """Classes a runner collects tests from: named Test*, a TestCase, or derived from one here."""
+    found: list[ast.ClassDef] = []
+    for node in module.body:
+        if isinstance(node, ast.ClassDef) and (
+            node.name.startswith("Test") or _unittest_style(node) or any(isinstance(b, ast.Name) and b.id in {c.name for c in found} for b in node.bases)
+        ):
+            found.append(node)
+    return [node for node in found if any(_is_test(item) for item in node.body)]
 
 
 def _unittest_style(node: ast.stmt) -> bool:

@@ -1,0 +1,290 @@
+"""Twins of a hidden test: the test with the expected value of its last assert drawn anew, so that
+the original and its twins are exchangeable.
+
+A test is twinned at one literal leaf of its *last* top-level statement, an equality assert against
+a literal (or the text an ``in`` assert, ``assertIn``, ``assertRegex`` or ``assertRaisesRegex`` looks
+for). Being the last statement matters: on any tree the original and its twins run the same code
+up to it, so they fail at the same place with the same message, and at the last statement each shows
+the same computed value next to its own expected one. (A twin edited earlier would fail there,
+showing what the tree computed, where the original on a tree that gets that value right goes on.)
+
+The values: a hidden root ``r`` is one random edit from the original value ``v0``, and each twin is one
+random edit from ``r``. The edit is reversible, ``w(a) P(a -> b) == w(b) P(b -> a)`` for a weight ``w``
+(how often the file uses a value's words), and keeps the literal's notation, length and character
+class at every position (a word for a word of the file of the same length and case, a digit for a
+digit, a literal of the file for one of the same pattern), so under the prior ``w`` the joint law of
+``(v0, v1, ..., vk)`` is ``w(r) P(v0|r) P(v1|r)...P(vk|r)``: symmetric in the k+1 values. No statistic
+of the values alone (which is nearest the others, which one the others are edits of, length,
+characters, how common its words are) then tells the original from its twins better than 1/(k+1). Draws whose values are not all
+distinct, or differ in how often they occur elsewhere in the file or test (the original value often
+echoes an input of the test), are redrawn whole: conditioning on a symmetric event keeps the law symmetric.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import random
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.pyast import literal_eval
+
+TWINS = 3  # k: must-fail twins per real test; forging picks the real one with probability 1/(k+1)
+_RUN = re.compile(r"[A-Za-z]+|[0-9]+")
+_DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?")
+_EQUALITY = {"assertEqual", "assertEquals"}
+# unittest asserts whose expected text is one argument: (method, its index)
+_PATTERNS = {"assertRaisesRegex": 1, "assertRaisesRegexp": 1, "assertRegex": 1, "assertRegexpMatches": 1, "assertIn": 0}
+_TRIES = 128
+_LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """Where a test's twins differ from it: the literal's text and its character offsets in the
+    test's segment."""
+
+    text: str
+    begin: int
+    end: int
+
+
+def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: int, rng: random.Random) -> Leaf | None:
+    """One editable literal of the test's last statement when that is ``assert x == L`` or
+    ``self.assertEqual(x, L)`` with L a literal; None when there is none."""
+    literal = _expected(test.body[-1])
+    if literal is None:
+        return None
+    leaves = [n for n in ast.walk(literal) if isinstance(n, ast.Constant) and _editable(n, _segment(lines, n))]
+    if _looked_for(test.body[-1]) and not all(_phrase(_segment(lines, n)) for n in leaves):
+        return None
+    if not leaves:
+        return None
+    node = rng.choice(leaves)
+    begin = _offset(lines, start, node.lineno, node.col_offset)
+    end = _offset(lines, start, node.end_lineno or node.lineno, node.end_col_offset or 0)
+    return Leaf(_segment(lines, node), begin, end)
+
+
+def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int]) -> list[str] | None:
+    """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
+    distinct values that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
+    for _ in range(_TRIES):
+        root = _edit(text, rng, vocabulary)
+        if root is None:
+            return None
+        values = [_edit(root, rng, vocabulary) for _ in range(k)]
+        everything = [text, *values]
+        if len(set(everything)) == k + 1 and all(map(_valid, values)) and len({echoes(v) for v in everything}) == 1:
+            return values  # type: ignore[return-value]
+    return None
+
+
+@dataclass(frozen=True)
+class Words:
+    """The file's words by length and case pattern (what a word of a literal may become), its number
+    and string literals by notation and character pattern (what a whole literal may become), and how
+    often each word occurs (the weight a value's words give it: ``_weight``)."""
+
+    groups: dict[tuple[int, str], list[str]]
+    counts: Counter[str]  # words, and each digit as the file's numbers use it
+
+
+@functools.lru_cache(maxsize=32)
+def vocabulary(text: str) -> Words:
+    groups: dict[tuple[int, str], set[str]] = {}
+    found = re.findall(r"[A-Za-z]+", text)
+    for word in found:
+        groups.setdefault((len(word), _case(word)), set()).add(word)
+    for literal in _LITERALS.findall(text):
+        if _valid(literal):
+            groups.setdefault((-1, _pattern(literal)), set()).add(literal)
+    digits = Counter("".join(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text)).replace(".", ""))
+    return Words({key: sorted(words) for key, words in groups.items()}, Counter(found) + digits)
+
+
+def _expected(statement: ast.stmt) -> ast.expr | None:
+    """The literal side of an equality assert whose other side is not a literal, or the literal text
+    an ``in`` assert, ``assertIn``, ``assertRegex`` or ``assertRaisesRegex`` looks for."""
+    call = statement.value if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) else None
+    if call is not None and isinstance(call.func, ast.Attribute) and call.func.attr in _PATTERNS and len(call.args) > _PATTERNS[call.func.attr]:
+        found = call.args[_PATTERNS[call.func.attr]]
+        return found if isinstance(found, ast.Constant) and isinstance(found.value, str) else None
+    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+        compare = statement.test
+        if len(compare.ops) == 1 and isinstance(compare.ops[0], ast.In) and isinstance(compare.left, ast.Constant) and isinstance(compare.left.value, str):
+            return compare.left
+        if len(compare.ops) != 1 or not isinstance(compare.ops[0], ast.Eq):
+            return None
+        sides = [compare.left, compare.comparators[0]]
+    elif (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Attribute)
+        and statement.value.func.attr in _EQUALITY
+        and len(statement.value.args) >= 2
+    ):
+        sides = statement.value.args[:2]
+    else:
+        return None
+    literal = [side for side in sides if _is_literal(side)]
+    return literal[0] if len(literal) == 1 else None
+
+
+def _valid(literal: str) -> bool:
+    """A literal Python reads as written (no leading zero: ``03`` is a syntax error)."""
+    if literal[:1].isdigit():
+        return re.fullmatch(r"(0|[1-9][0-9]*)(\.[0-9]+)?", literal) is not None
+    try:
+        return isinstance(literal_eval(literal), (str, bytes))
+    except (SyntaxError, ValueError):
+        return False
+
+
+def _looked_for(statement: ast.stmt) -> bool:
+    """Whether the assert looks for its text inside the value (any text the value holds passes)."""
+    return not (isinstance(statement, ast.Assert) and isinstance(statement.test.ops[0], ast.Eq)) and not (  # type: ignore[attr-defined]
+        isinstance(statement, ast.Expr) and statement.value.func.attr in _EQUALITY  # type: ignore[attr-defined]
+    )
+
+
+def _phrase(text: str) -> bool:
+    """Text whose twins no message holds by chance beside it: three words or numbers or more, and
+    nothing a regular expression reads otherwise."""
+    quoted = _quoted(text)
+    return quoted is not None and len(_RUN.findall(quoted[1])) >= 3 and not re.search(r"[.^$*+?{}\[\]\\|()]", quoted[1])
+
+
+def _is_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return isinstance(node.operand, ast.Constant)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(_is_literal(e) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _is_literal(k) for k in node.keys) and all(_is_literal(v) for v in node.values)
+    return False
+
+
+def _editable(node: ast.Constant, text: str) -> bool:
+    """Plain decimal numbers and simple one-piece strings; never booleans or None (a buggy tree
+    returns the flipped value itself)."""
+    if type(node.value) in (int, float):
+        return _DECIMAL.fullmatch(text) is not None and (type(node.value) is float) == ("." in text)
+    if type(node.value) not in (str, bytes):
+        return False
+    body = _quoted(text)
+    return body is not None and _RUN.search(body[1]) is not None
+
+
+def _quoted(text: str) -> tuple[str, str, str] | None:
+    """(prefix with opening quote, content, closing quote) of a plain one-line literal."""
+    prefix = re.match(r"[a-zA-Z]*", text).group()  # type: ignore[union-attr]
+    body = text[len(prefix) :]
+    if "f" in prefix.lower() or "\\" in body or len(body) < 2 or body[:3] in ('"""', "'''") or body[0] != body[-1]:
+        return None
+    if body[0] in body[1:-1]:  # implicit concatenation of several literals
+        return None
+    return prefix + body[0], body[1:-1], body[0]
+
+
+def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
+    """One reversible edit of a literal's text: half the time another literal of the file with the same
+    pattern (none where it has no other: the text is kept), else a digit for another, or a word for
+    another of the file of the same length and case (kept where the file has fewer than three). Word
+    and digit moves are accepted with odds ``_weight(b) / _weight(a)`` (Metropolis), so with ``w =
+    _weight``, ``w(a) P(a -> b) == w(b) P(b -> a)``: everything else that decides the odds is kept by
+    the edit. The k+1 values are then exchangeable under a prior that weighs a value by how often the
+    file uses its words and, digit by digit, how its numbers are written (tests' numbers are rounder
+    than uniform digits: 0 and 1 lead), which is how a reader of the file would weigh them."""
+    quoted = _quoted(text) if text[:1] not in "0123456789" else None
+    head, content, tail = quoted if quoted is not None else ("", text, "")
+    runs = list(_RUN.finditer(content))
+    if not runs:
+        return None
+    if rng.random() < 0.5:  # another literal of the file in the same notation and pattern, or none
+        same = vocabulary.groups.get((-1, _pattern(text)), [])
+        if text not in same or len(same) < 2:
+            return text
+        new = rng.choice([v for v in same if v != text])
+        return new if rng.random() < _weight(new, vocabulary) / _weight(text, vocabulary) else text
+    run = rng.choice(runs)
+    word = run.group()
+    if word.isdigit():
+        at = rng.randrange(len(word))
+        # a number's leading digit stays non-zero (a string's digits are free)
+        digits = "123456789" if not quoted and at == 0 and run.start() == 0 and len(word) > 1 else "0123456789"
+        digit = rng.choice([d for d in digits if d != word[at]])
+        if rng.random() >= max(vocabulary.counts[digit], 1) / max(vocabulary.counts[word[at]], 1):
+            return text
+        new = word[:at] + digit + word[at + 1 :]
+    else:
+        group = vocabulary.groups.get((len(word), _case(word)), [])
+        if len(group) < 3 or word not in group:
+            return text
+        new = rng.choice([w for w in group if w != word])
+        if rng.random() >= vocabulary.counts[new] / vocabulary.counts[word]:
+            return text
+    return head + content[: run.start()] + new + content[run.end() :] + tail
+
+
+def _weight(literal: str, vocabulary: Words) -> float:
+    weight = 1.0
+    for word in re.findall(r"[A-Za-z]+|[0-9]", literal):
+        weight *= max(vocabulary.counts[word], 1)
+    return weight
+
+
+def _case(word: str) -> str:
+    return "".join("U" if c.isupper() else "l" for c in word)
+
+
+def _pattern(literal: str) -> str:
+    """A literal's notation and character class at every position (what every edit keeps)."""
+    return "".join("U" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else c for c in literal)
+
+
+@functools.lru_cache(maxsize=32)
+def echoes(text: str) -> Echoes:
+    return Echoes(text)
+
+
+class Echoes:
+    """How often (0, 1, more) a value shows in a file without one literal of it: a number as a
+    number and as digits anywhere, a string's text anywhere (one character only as a whole word).
+    Counted once per file."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.numbers = Counter(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text))
+        self.words = Counter(re.findall(r"(?<!\w)\w(?!\w)", text))
+
+    def of(self, literal: str) -> Callable[[str], int]:
+        def echoes(value: str) -> int:
+            quoted, mine = _quoted(value), _quoted(literal)
+            if quoted is None:  # as a number, and as digits anywhere
+                return min(self.numbers[value] - (value == literal), 2) * 3 + min(self.text.count(value) - literal.count(value), 2)
+            inside = mine[1].count(quoted[1]) if mine is not None else 0  # in the literal left out
+            if len(quoted[1]) > 1:
+                return min(self.text.count(quoted[1]) - inside, 2)
+            return min(self.words[quoted[1]] - (quoted[1] == (mine[1] if mine else None)), 2)
+
+        return echoes
+
+
+def _segment(lines: list[str], node: ast.expr) -> str:
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    raw = "".join(lines[first : last + 1]).encode()
+    begin = node.col_offset
+    stop = len("".join(lines[first:last]).encode()) + (node.end_col_offset or 0)
+    return raw[begin:stop].decode()
+
+
+def _offset(lines: list[str], start: int, lineno: int, col: int) -> int:
+    """Character offset into the segment starting at line ``start`` of (1-based line, byte column)."""
+    before = sum(len(line) for line in lines[start : lineno - 1])
+    return before + len(lines[lineno - 1].encode()[:col].decode())

@@ -1,0 +1,274 @@
+"""Canaries as pure functions: the uniform layout and neutral names, twins exchangeable with their
+test, the statuses read back under the task's ids, node-id selections, validation and the bound.
+(Attacks on them, graded for real: tests/test_grader_attacks_twins.py.)"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+from collections import Counter
+
+import pytest
+
+from harness.grading import canaries
+from harness.grading.canaries import layout, twins
+from harness.records import Status
+
+PYTEST_STYLE = b'''"""Sorting."""
+import pytest
+
+from toposort import sort
+CASES = [({"b": ["a"]}, ["a", "b"])]
+def test_sorts_a_chain():
+    assert sort({"b": ["a"]}) == ["a", "b"]
+
+
+
+@pytest.mark.parametrize(("graph", "order"), CASES)
+def test_sizes(graph, order):
+    assert sort(graph) == order
+# a comment between tests
+
+
+def test_counts():
+    assert len(sort({"cat": ["dog"], "dog": []})) == 2
+
+
+class TestHelpers:
+    def test_nothing(self):
+        pass
+    def test_word(self):
+        assert sort({"alpha": []}) == ["alpha"]
+'''
+
+UNITTEST_STYLE = b'''import unittest
+
+
+class ParserTests(unittest.TestCase):
+    def setUp(self):
+        self.x = "section"
+
+    def test_reads_sections(self):
+        self.assertEqual(self.x.upper(), "SECTION")
+    @unittest.skip("later")
+    def test_later(self):
+        pass
+
+
+class MoreParserTests(ParserTests):
+    def test_reads_sections(self):
+        self.assertEqual(self.x, "section")
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+FILES = {"tests/test_sort.py": PYTEST_STYLE, "tests/test_parser.py": UNITTEST_STYLE}
+EVERYTHING = canaries.runs(["python -m pytest tests"])
+
+
+def _keys() -> list[str]:
+    return sorted(canaries.trial(FILES, random.Random(0), EVERYTHING).sets)
+
+
+def _tests(source: bytes) -> dict[tuple[str, str], ast.FunctionDef]:
+    module = ast.parse(source)
+    found = {("", n.name): n for n in module.body if isinstance(n, ast.FunctionDef)}
+    for cls in (n for n in module.body if isinstance(n, ast.ClassDef)):
+        found |= {(cls.name, n.name): n for n in cls.body if isinstance(n, ast.FunctionDef)}
+    return found  # type: ignore[return-value]
+
+
+def test_every_test_is_renamed_and_the_layout_is_one() -> None:
+    planting = canaries.plant(FILES, random.Random(3), _keys(), EVERYTHING)
+    assert set(planting.files) == set(FILES)
+    for path, source in FILES.items():
+        text = planting.files[path].decode()
+        names = re.findall(r"def (test\w*)\(", text)
+        assert names and all(re.fullmatch(r"test_[0-9a-f]{12}", n) for n in names), names
+        assert text.endswith("\n") and not text.endswith("\n\n") and "#" not in text
+        module = ast.parse(text)
+        lines = text.splitlines()
+        # two blank lines before every top-level statement but the first, one before every method
+        for node in module.body[1:]:
+            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))]) - 1
+            assert lines[start - 3].strip() and not lines[start - 2].strip() and not lines[start - 1].strip(), (path, start)
+        for cls in (n for n in module.body if isinstance(n, ast.ClassDef)):
+            for node in cls.body[1:]:
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1  # type: ignore[attr-defined]
+                assert lines[start - 2].strip() and not lines[start - 1].strip()
+        # every real test is there under its neutral name, its own lines unchanged
+        originals = _tests(source)
+        planted = _tests(planting.files[path])
+        for (scope, name), node in originals.items():
+            if not name.startswith("test"):
+                continue
+            mine = planted[(scope, planting.own[(path, scope, name)])]
+            mine.name = node.name
+            assert ast.dump(mine, include_attributes=False) == ast.dump(node, include_attributes=False)
+    # an override keeps overriding: one neutral name in both classes of the family
+    own = planting.own
+    assert own[("tests/test_parser.py", "ParserTests", "test_reads_sections")] == own[("tests/test_parser.py", "MoreParserTests", "test_reads_sections")]
+    # another grade, other names
+    again = canaries.plant(FILES, random.Random(4), _keys(), EVERYTHING)
+    assert not set(again.names) & set(planting.names)
+
+
+def test_twins_differ_in_one_literal_of_the_last_assert_kept_in_notation() -> None:
+    keys = _keys()
+    # the parametrized test's last assert has no literal; an override (and its base) gets no twins; the
+    # chain's "a" and "b" show elsewhere in the file twice or more, which no other draw of one letter does
+    assert keys == ["tests/test_sort.py::::test_counts", "tests/test_sort.py::TestHelpers::test_word"]
+    seen: set[str] = set()
+    for seed in range(20):
+        planting = canaries.plant(FILES, random.Random(seed), keys, EVERYTHING)
+        assert set(planting.sets) <= set(keys)  # a draw that found no exchangeable values twins less
+        seen |= set(planting.sets)
+        for key, real in planting.sets.items():
+            path, scope, _ = key.split("::")
+            tests = _tests(planting.files[path])
+            members = [tests[(scope, real)], *(tests[(scope, c.name)] for c in planting.canaries if c.key == key)]
+            assert len(members) == twins.TWINS + 1
+            texts = [ast.get_source_segment(planting.files[path].decode(), m.body[-1]) for m in members]
+            assert len(set(texts)) == len(texts)
+            for m in members[1:]:
+                a, b = ast.unparse(members[0].body[-1]), ast.unparse(m.body[-1])
+                assert len(a) == len(b) or "alpha" not in a  # a word for a word of the same length
+                assert [c.isdigit() for c in a] == [c.isdigit() for c in b] or len(a) != len(b)
+    assert seen == set(keys)
+
+
+def test_the_edit_is_reversible() -> None:
+    """w(a) P(a -> b) == w(b) P(b -> a) for the kernel every value is drawn with, w weighing a value
+    by how often the file uses its words (what makes the k+1 values exchangeable), measured over many
+    edits of literals one edit apart."""
+    vocabulary = twins.vocabulary("cat cat cat dog cow pig ant 12 47 '3a' '5b' 'cat' 'dog'")
+    rng = random.Random(1)
+    for a, b in [("'cat'", "'dog'"), ("47", "57"), ("'3a'", "'5a'"), ("'cat'", "'cow'")]:
+        n = 60000
+        forward = Counter(twins._edit(a, rng, vocabulary) for _ in range(n))[b] / n * twins._weight(a, vocabulary)
+        back = Counter(twins._edit(b, rng, vocabulary) for _ in range(n))[a] / n * twins._weight(b, vocabulary)
+        assert forward > 0 and abs(forward - back) < 5 * (max(forward, back) / n) ** 0.5 * 3 + 1e-3, (a, b, forward, back)
+
+
+def test_statuses_come_back_under_the_task_ids() -> None:
+    planting = canaries.plant(FILES, random.Random(5), _keys(), EVERYTHING)
+    own = planting.own
+    chain, word = own[("tests/test_sort.py", "", "test_counts")], own[("tests/test_sort.py", "TestHelpers", "test_word")]
+    sizes = own[("tests/test_sort.py", "", "test_sizes")]
+    sections = own[("tests/test_parser.py", "ParserTests", "test_reads_sections")]
+    twin = next(c for c in planting.canaries if c.key == "tests/test_sort.py::::test_counts")
+    statuses = {
+        f"tests/test_sort.py::{chain}": Status.PASSED,
+        f"tests/test_sort.py::{sizes}[graph0-order0]": Status.PASSED,
+        f"tests/test_sort.py::TestHelpers::{word}": Status.FAILED,
+        f"{sections} (tests.test_parser.MoreParserTests)": Status.PASSED,
+        f"tests/test_sort.py::{twin.name}": Status.FAILED,
+        **{f"tests/test_sort.py::{'TestHelpers::' if c.scope else ''}{c.name}": Status.FAILED for c in planting.canaries if c is not twin},
+    }
+    kept, evidence = canaries.check(planting, statuses, complete=True)
+    assert evidence == []
+    assert kept == {
+        "tests/test_sort.py::test_counts": Status.PASSED,
+        "tests/test_sort.py::test_sizes[graph0-order0]": Status.PASSED,
+        "tests/test_sort.py::TestHelpers::test_word": Status.FAILED,
+        "test_reads_sections (tests.test_parser.MoreParserTests)": Status.PASSED,
+    }
+    forged = statuses | {f"tests/test_sort.py::{twin.name}": Status.PASSED}
+    evidence = canaries.check(planting, forged, complete=True)[1]
+    assert len(evidence) == 1 and "must fail" in evidence[0] and "test_counts" in evidence[0]
+    dropped = {k: v for k, v in statuses.items() if twin.name not in k}
+    assert "missing" in canaries.check(planting, dropped, complete=True)[1][0]
+    assert canaries.check(planting, dropped, complete=False)[1] == []  # --maxfail may stop early
+
+
+def test_regression_a_collection_error_is_no_missing_canary() -> None:
+    """A patch that breaks an import errors the whole test file at collection: pytest reports the file
+    itself and none of its tests, canaries included: a failing patch, not a forged report."""
+    planting = canaries.plant(FILES, random.Random(6), _keys(), EVERYTHING)
+    broken = {"tests/test_sort.py": Status.ERROR, "tests/test_parser.py": Status.ERROR}
+    assert canaries.check(planting, broken, complete=True) == (broken, [])
+
+
+def test_validation_keeps_tests_whose_twins_all_failed() -> None:
+    planting = canaries.trial(FILES, random.Random(0), EVERYTHING)
+    own = planting.own
+    statuses: dict[str, Status] = {}
+    for (path, scope, name), neutral in own.items():
+        statuses[f"{path}::{scope + '::' if scope else ''}{neutral}"] = Status.PASSED
+    for canary in planting.canaries:
+        statuses[f"{canary.path}::{canary.scope + '::' if canary.scope else ''}{canary.name}"] = Status.FAILED
+    lucky = next(c for c in planting.canaries if c.key.endswith("test_counts"))
+    statuses[f"tests/test_sort.py::{lucky.name}"] = Status.PASSED  # a twin the comparison never saw
+    twinned, passing = canaries.validate(planting, statuses)
+    assert twinned == ["tests/test_sort.py::TestHelpers::test_word"]
+    assert "tests/test_sort.py::::test_counts" in passing and "tests/test_parser.py::ParserTests::test_later" in passing
+
+
+def test_a_node_id_selection_runs_the_twins_and_canaries() -> None:
+    """Where the command names tests by node id, the ids move to the neutral names and each real
+    test's twins run beside it, in random order; a class named whole runs its twins as it is."""
+    files = {"tests/test_sort.py": PYTEST_STYLE}
+    selected = canaries.runs(["python -m pytest tests/test_sort.py::test_counts tests/test_sort.py::TestHelpers"])
+    keys = sorted(canaries.trial(files, random.Random(0), selected).sets)
+    assert keys == ["tests/test_sort.py::::test_counts", "tests/test_sort.py::TestHelpers::test_word"]
+    firsts = set()
+    for seed in range(30):
+        planting = canaries.plant(files, random.Random(seed), keys, selected)
+        command = canaries.commands(["python -m pytest tests/test_sort.py::test_counts tests/test_sort.py::TestHelpers"], planting, random.Random(seed))[0]
+        counts = planting.own[("tests/test_sort.py", "", "test_counts")]
+        members = [counts, *(c.name for c in planting.canaries if c.key.endswith("test_counts"))]
+        ids = command.split()[3:]
+        assert sorted(ids[:4]) == sorted(f"tests/test_sort.py::{m}" for m in members) and ids[4:] == ["tests/test_sort.py::TestHelpers"]
+        firsts.add(ids[0] == f"tests/test_sort.py::{counts}")
+        select = canaries.select_ids(planting, ["tests/test_sort.py::test_counts"], random.Random(seed))
+        assert sorted(select) == sorted(f"tests/test_sort.py::{m}" for m in members)
+    assert firsts == {True, False}
+    # no twinnable test selected: arithmetic canaries, their ids added to the selection
+    planting = canaries.plant(files, random.Random(1), [], selected)
+    assert canaries.strength(planting) == "weak"
+    command = canaries.commands(["python -m pytest tests/test_sort.py::test_counts"], planting, random.Random(1))[0]
+    assert all(canaries.node_id(planting, c.name) in command for c in planting.canaries)
+
+
+def test_the_bound() -> None:
+    keys = _keys()
+    planting = canaries.plant(FILES, random.Random(7), keys, EVERYTHING)
+    per_set = 1 / (twins.TWINS + 1)
+    # FAIL_TO_PASS known: the product over the twinned ones; an untwinned one costs nothing
+    f2p = ["tests/test_sort.py::test_sorts_a_chain", "tests/test_sort.py::TestHelpers::test_word", "tests/test_sort.py::test_sizes[graph0-order0]"]
+    assert canaries.bound(planting, keys, f2p, EVERYTHING) == pytest.approx(per_set)
+    assert canaries.bound(planting, keys, [*f2p, "tests/test_sort.py::test_counts"], EVERYTHING) == pytest.approx(per_set**2)
+    # unknown: forging one test; 1 while a passing test has no twins
+    assert canaries.bound(planting, keys, [], EVERYTHING) == pytest.approx(per_set)
+    assert canaries.bound(planting, [*keys, "tests/test_sort.py::::test_sizes"], [], EVERYTHING) == 1.0
+    assert canaries.bound(canaries.plant(FILES, random.Random(7), [], EVERYTHING), keys, f2p, EVERYTHING) == 1.0
+
+
+def test_a_file_whose_tests_are_named_elsewhere_is_left_alone() -> None:
+    source = b"def test_a():\n    assert 1 + 1 == 2\n\n\ndef test_b():\n    test_a()\n"
+    assert layout.sites("tests/test_x.py", source) is None
+    planting = canaries.plant({"tests/test_x.py": source}, random.Random(0), [], EVERYTHING)
+    assert planting.files["tests/test_x.py"] == source and planting.sets == {}
+
+
+@pytest.mark.parametrize(
+    ("command", "usable"),
+    [
+        ("python -m pytest tests/test_a.py tests/test_b.py", True),
+        ("pytest -rA -n 4 tests", True),
+        ("./tests/runtests.py --verbosity 2 basic", True),
+        ("python -m pytest tests/test_a.py::test_one", True),  # node ids: the planted tests' ids are added
+        ("pytest -k 'not slow' tests", False),
+        ("python -m pytest -m unit tests", False),
+        ("pytest -x tests", False),  # a must-fail twin would stop the run
+        ("pytest --maxfail=2 tests", False),
+        ("python -O -m pytest tests", False),  # asserts vanish
+        ("PYTHONPATH=src:$PYTHONPATH python -m pytest tests/test_error.py", True),  # python's -m is not pytest's
+        ("env PYTHONPATH=src python -m pytest -m unit tests", False),
+    ],
+)
+def test_canaries_only_where_every_planted_test_runs(command: str, usable: bool) -> None:
+    assert canaries.usable([command]) is usable
