@@ -201,7 +201,11 @@ def with_fail_to_pass(task: Task, backend: Backend) -> Task:
     return _WITH_F2P[key]
 
 
-@pytest.fixture(params=sorted(TARGETS))
+# the real task's node-id selection runs its whole test module (about 20 s a grade): the slow tier's
+TARGET_PARAMS = [pytest.param(t, marks=pytest.mark.slow if t == "node-id" else ()) for t in sorted(TARGETS)]
+
+
+@pytest.fixture(params=TARGET_PARAMS)
 def target(request: pytest.FixtureRequest, backend: Backend, sample_tasks: dict[str, Task], real_tasks: dict[str, Task]) -> tuple[Task, str]:
     where, instance_id, package = TARGETS[request.param]
     return with_fail_to_pass((sample_tasks if where == "sample" else real_tasks)[instance_id], backend), package
