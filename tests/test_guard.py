@@ -50,7 +50,9 @@ def session(tmp_path: Path, code: str, test: str = TEST, lines: dict[str, list[i
            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "SWEDECK_OUTCOME_LOG": str(outcomes)}  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", guard.PLUGIN, "-p", "swedeck_outcomes", "-p", "no:cacheprovider", "-q", f"--junitxml={junit}", "tests"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+        # a session of its own, as a sandbox's command has: the processes other tests start meanwhile
+        # in the test runner's session are no processes this run started
+        cwd=root, env=env, capture_output=True, text=True, timeout=120, start_new_session=True,
     )  # fmt: skip
     found = guard.findings(log.read_bytes(), KEY, [junit.read_bytes(), outcomes.read_bytes()], done.returncode, ran=bool(junit.read_bytes()))
     return found, done.returncode
