@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -449,3 +450,24 @@ def test_query_command_reads_several_runs_and_the_named_views(run: Path, tmp_pat
     answer = CliRunner().invoke(app, ["query", sql, "--db", str(run / CATALOG), "--json"])
     (row,) = json.loads(answer.output)
     assert row["named"] == row["plain"] > 0
+
+
+def test_regression_a_run_resumed_after_an_upgrade_builds_its_catalog(tmp_path: Path) -> None:
+    """Resuming a run folder whose Pipeline 1 records were written before a field existed (the twins'
+    forgery_bound) failed to build the catalog: the forgery_bounds view named a column no file had.
+    Every view has its record's columns now, NULL where a file lacks one."""
+    run = tmp_path / "run"
+    record = Pipeline1Result(config_hash="c", task_hash="t", instance_id="task-a", source="local", repo="o/r", decision="keep",
+                             reason="", infrastructure=False, stage="", fail_to_pass=[], pass_to_pass=[], flaky=[],
+                             gold_failing=[], binding_assertions=[], label_disagreements=[], expected_status={}, runs=1,
+                             duration_s=1.0, detail="")  # fmt: skip
+    commit_folder(run / "p1" / "task-a", [("result", Pipeline1Result, [record])])
+    refresh_catalog(run)  # compacted as the earlier version did
+    parts = [p for p in (run / COMPACTED).rglob("*.parquet") if "forgery_bound" in pq.read_schema(p).names]
+    assert parts
+    for part in parts:  # as the earlier version wrote them
+        pq.write_table(pq.read_table(part).drop_columns(["forgery_bound"]), part)
+    refresh_catalog(run)
+    con = duckdb.connect(str(run / CATALOG), read_only=True)
+    assert con.sql("select instance_id, forgery_bound from p1_results").fetchall() == [("task-a", None)]
+    assert con.sql("select tasks, worst_bound from forgery_bounds").fetchall() == [(1, None)]

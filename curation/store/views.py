@@ -113,7 +113,10 @@ def create_run_views(con: duckdb.DuckDBPyConnection, runs: Sequence[Path]) -> No
     for view, table in RUN_TABLES.items():
         selects = [s[view] for s in per_run if view in s]
         if selects:
-            con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join(selects))
+            # with the record's every column: files written before a field existed (a run resumed
+            # after an upgrade) give it as NULL, and the named views over it still bind
+            _create_empty(con, f"swedeck_internal.{view}_columns", table.model, extra=pa.field("run", pa.string()))
+            con.execute(f"CREATE VIEW {view} AS " + " UNION ALL BY NAME ".join([*selects, f"SELECT * FROM swedeck_internal.{view}_columns"]))
         else:
             _create_empty(con, view, table.model, extra=pa.field("run", pa.string()))
     for view, sql in NAMED_VIEWS.items():
