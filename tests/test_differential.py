@@ -436,3 +436,15 @@ def test_regression_a_program_that_tells_nothing_on_gold_is_not_run_on_a_survivo
     answer = session.replay_programs(task.answer.gold_patch)
     assert answer.found is None and answer.tried == len(session.programs)
     assert sent == [[p.key for p in session.programs[:-1]]]
+
+
+def test_regression_a_container_literal_varies_in_size() -> None:
+    """tinydb's write_back(documents, doc_ids) checks that the two lists match in length; its test
+    passes one document and two ids, and every variant kept both lengths (only the elements varied),
+    so no program reached the branch a wrong guard breaks. A list or tuple literal also varies one
+    shorter, one longer and empty."""
+    source = "def test_put_fails(box):\n    box.put([{'a': 1}], [1, 2])\n"
+    (base,) = programs({"tests/test_b.py": source}, ["tests/test_b.py::test_put_fails"])
+    tried = [p.steps[0].src for p in variants(base, [True], [], {}, 80)]
+    assert {"box.put([{'a': 1}], [1])", "box.put([{'a': 1}], [2])", "box.put([{'a': 1}], [1, 2, 2])", "box.put([], [1, 2])",
+            "box.put([{'a': 1}, {'a': 1}], [1, 2])"} <= set(tried)  # fmt: skip

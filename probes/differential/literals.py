@@ -146,6 +146,23 @@ def _literal_nodes(tree: ast.AST, names: Mapping[str, object]) -> list[ast.AST]:
                 out.append(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names:
             out.append(node)
+        elif isinstance(node, (ast.List, ast.Tuple)) and node.elts and isinstance(node.ctx, ast.Load):
+            out.append(node)
+    return out
+
+
+def resized(node: ast.List | ast.Tuple) -> list[tuple[ast.expr, str]]:
+    """A container literal one element shorter (its last, its first), one longer (its last again) and
+    empty: where the code compares lengths (two lists that must match), the sizes the tests never pair."""
+    kind, elts = type(node), list(node.elts)
+    sizes = [(elts[:-1], "its last element dropped"), (elts[1:], "its first element dropped"), ([*elts, elts[-1]], "its last element twice"),
+             ([], "empty")]  # fmt: skip
+    seen, out = set(), []
+    for new, how in sizes:
+        text = ast.unparse(kind(new, ast.Load()))
+        if text not in seen and text != ast.unparse(node):
+            seen.add(text)
+            out.append((kind(new, ast.Load()), how))
     return out
 
 
@@ -180,6 +197,9 @@ def variants(
                 for module, attr in alternatives[node.id]:
                     tries.append(_variant(base, i, step, k, alternatives, ast.Name(attr), f"{node.id} -> {attr} (same type, {module})",
                                           [f"from {module} import {attr}"]))  # fmt: skip
+            elif isinstance(node, (ast.List, ast.Tuple)):
+                for new, how in resized(node):
+                    tries.append(_variant(base, i, step, k, alternatives, new, f"{ast.unparse(node)[:40]} -> {ast.unparse(new)[:40]} ({how})", []))
             else:
                 old = literal_value(node)
                 for value, how in alternatives_for(old, values):
