@@ -79,8 +79,7 @@ def own_ids(statuses: dict[str, Status], names: dict[str, str]) -> dict[str, Sta
 
 def own_names_in(output: bytes, names: dict[str, str]) -> bytes:
     """A run's output with the task's own test names in place of the neutral ones, for whoever reads
-    its log once the grade is read (the statuses come from the reports, never from this text); the
-    grader keeps its last bytes, as many as the run printed."""
+    its log once the grade is read (the statuses come from the reports, never from this text)."""
     return re.sub(rb"test_[0-9a-f]{12}", lambda m: names.get(m.group().decode(), m.group().decode()).encode(), output)
 
 
