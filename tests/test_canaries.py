@@ -272,16 +272,3 @@ def test_a_file_whose_tests_are_named_elsewhere_is_left_alone() -> None:
 )
 def test_canaries_only_where_every_planted_test_runs(command: str, usable: bool) -> None:
     assert canaries.usable([command]) is usable
-
-
-def test_regression_a_planted_run_s_log_shows_the_task_s_own_test_names() -> None:
-    """A predictions report's test_output.txt named the failing test test_3f9a... (the name the
-    planted file ran it under), not test_format_uses_three_minor_units: the stored log is rewritten
-    with the task's own names once the statuses are read."""
-    from harness.grading.canaries import own_names_in
-
-    out = b"FAILED tests/test_f.py::test_00000000abcd - AssertionError\nPASSED tests/test_f.py::T::test_ffffffffffff[1]\n"
-    names = {"test_00000000abcd": "test_format_uses_three_minor_units", "test_ffffffffffff": "test_other"}
-    assert own_names_in(out, names) == (b"FAILED tests/test_f.py::test_format_uses_three_minor_units - AssertionError\n"
-                                        b"PASSED tests/test_f.py::T::test_other[1]\n")  # fmt: skip
-    assert own_names_in(b"test_0123456789ab stays: a twin's", names) == b"test_0123456789ab stays: a twin's"

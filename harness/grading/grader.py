@@ -343,8 +343,6 @@ def _test(
                 run.spoof_evidence += evidence
             else:  # the task's ids whatever the run's end
                 run.statuses = canaries.own_ids(run.statuses, planting.names)
-            log_file = Path(run.log_path)
-            log_file.write_bytes(canaries.own_names_in(log_file.read_bytes(), planting.names))  # read by people: their names
     clock.mark("parse")
     clock.durations["tests"] = round(time.monotonic() - t1, 4)
     if instrument:

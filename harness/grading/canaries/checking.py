@@ -77,12 +77,6 @@ def own_ids(statuses: dict[str, Status], names: dict[str, str]) -> dict[str, Sta
     return {_NEUTRAL.sub(lambda m: names.get(m.group(), m.group()), test_id): status for test_id, status in statuses.items()}
 
 
-def own_names_in(output: bytes, names: dict[str, str]) -> bytes:
-    """A run's output with the task's own test names in place of the neutral ones, for whoever reads
-    its log once the grade is read (the statuses come from the reports, never from this text)."""
-    return re.sub(rb"test_[0-9a-f]{12}", lambda m: names.get(m.group().decode(), m.group().decode()).encode(), output)
-
-
 def find_all(name: str, path: str, statuses: dict[str, Status]) -> list[str]:
     """The reported ids of a test of the file at ``path`` (several when it is parametrized); both
     pytest's ids and unittest's name the file's stem, and another file may have a test of that name."""
