@@ -104,7 +104,9 @@ def test_a_predictions_file_is_graded_on_both_arms_and_resumes(deck: Path, sampl
     assert status["resolved"] is False and status["patch_successfully_applied"] is True
     assert status["tests_status"]["FAIL_TO_PASS"]["failure"] == ["tests/test_formatting.py::test_format_uses_three_minor_units"]
     assert status["tests_status"]["PASS_TO_PASS"]["failure"] == [] and status["tests_status"]["PASS_TO_PASS"]["success"]
-    assert (instance / "patch.diff").read_text() == wrong and "test_format_uses_three_minor_units" in (instance / "test_output.txt").read_text()
+    # the run's own output; a planted run names its tests by the twins' neutral names there (issue 39),
+    # so the failing test is the report's (above), and the output shows a failure
+    assert (instance / "patch.diff").read_text() == wrong and " failed" in (instance / "test_output.txt").read_text()
     null = json.loads((out / "raw" / "logs" / "run_evaluation" / "r1" / "org__null" / TASK / "report.json").read_text())[TASK]
     assert (null["patch_is_None"], null["patch_exists"], null["resolved"]) == (True, False, False)
 
