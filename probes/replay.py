@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import json
 import shlex
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.grading.patching import apply_patch
 from harness.pyast import parse
@@ -137,6 +139,26 @@ class Engine(Protocol):
     """What tells another patch apart from gold: the program replay, the observed suite, the footprint."""
 
     def distinguish(self, patch: str) -> Differential: ...
+
+
+def within_budget(budget_s: float, what: str) -> Callable:
+    """An engine's ``distinguish`` that counts its own time on the engine's ``seconds`` and, once those
+    reach ``budget_s`` for the task, answers nothing (later survivors get no evidence)."""
+
+    def wrap(method: Callable[[Any, str], Differential]) -> Callable[[Any, str], Differential]:
+        @functools.wraps(method)
+        def run(self: Any, patch: str) -> Differential:
+            if self.seconds >= budget_s:
+                return Differential(None, 0, f"{what}: the task's budget ({budget_s:.0f} s) is spent")
+            started = time.monotonic()
+            try:
+                return method(self, patch)
+            finally:
+                self.seconds += time.monotonic() - started
+
+        return run
+
+    return wrap
 
 
 def draw(strategy: object, examples: int) -> list[object]:

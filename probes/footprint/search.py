@@ -29,7 +29,6 @@ from __future__ import annotations
 import ast
 import dataclasses
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,7 +42,7 @@ from probes.footprint.vocabulary import Vocabulary, end_swaps, keyword_strategy,
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.session import ObservationSession, context, differs, in_contract, observe
 from probes.observe.watched import import_root
-from probes.replay import Differential, behaviour
+from probes.replay import Differential, behaviour, within_budget
 from probes.workspace import workspace
 
 MAX_SEEDS = 40
@@ -263,21 +262,13 @@ class FootprintSearch:
             self._footprint = self.run()
         return self._footprint
 
+    @within_budget(ASK_BUDGET_S, "footprint")
     def distinguish(self, patch: str) -> Differential:
         """Another patch against gold on the footprint's calls: those where gold changed the buggy
         tree's answer first (where a wrong fix most likely still answers like the buggy tree), then
         every other call drawn, where buggy and gold agree (where a fix wider than gold's breaks what
         the bug left alone). The first the patch answers unlike gold in contract, confirmed alone.
         Within ``ASK_BUDGET_S`` a task, the search included: later survivors get no answer here."""
-        if self.seconds >= ASK_BUDGET_S:
-            return Differential(None, 0, f"footprint: the task's budget ({ASK_BUDGET_S:.0f} s) is spent")
-        started = time.monotonic()
-        try:
-            return self._distinguish(patch)
-        finally:
-            self.seconds += time.monotonic() - started
-
-    def _distinguish(self, patch: str) -> Differential:
         found = self.footprint()
         if not self.known:
             return Differential(None, 0, f"footprint: {found.detail}")

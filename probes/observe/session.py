@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from harness.sandboxes.sandbox import Backend, EnvError
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.variants import variations
 from probes.observe.watched import MAX_ENDINGS, changed_literals, import_root, none_defaults, targets
-from probes.replay import Differential, Program, Step, behaviour, run_programs
+from probes.replay import Differential, Program, Step, behaviour, run_programs, within_budget
 from probes.workspace import workspace
 
 MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' own
@@ -181,16 +180,8 @@ class ObservationSession:
         results = self.replay(patch, keyed)
         return {key: o for key, call in keyed if (o := _outcome(results, key, call)) is not None}
 
+    @within_budget(WALL_BUDGET_S, "observation")
     def distinguish(self, patch: str) -> Differential:
-        started = time.monotonic()
-        try:
-            return self._distinguish(patch)
-        finally:
-            self.seconds += time.monotonic() - started
-
-    def _distinguish(self, patch: str) -> Differential:
-        if self.seconds >= WALL_BUDGET_S:
-            return Differential(None, 0, f"observation: the task's budget ({WALL_BUDGET_S:.0f} s) is spent")
         gold = self.gold()
         counts = {"observed": gold.observed, "generated": gold.generated}
         if not gold.gold:
