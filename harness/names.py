@@ -10,12 +10,16 @@ cut so the name stays short. The original string always lives in the record, nev
 
 ``id_problem`` says why a string cannot be an instance id at all (a path, a control character): such
 corpus rows are load errors rather than tasks, because an id is also what users type and query.
+
+``write_whole`` writes a cache entry that other threads and processes may be writing or reading at once.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
 from pathlib import Path
 
 PLAIN = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
@@ -50,3 +54,11 @@ def id_problem(instance_id: str) -> str:
     if "/" in instance_id or "\\" in instance_id or instance_id in (".", ".."):
         return f"{instance_id!r} is a path, not a name"
     return ""
+
+
+def write_whole(path: Path, text: str) -> None:
+    """``path`` holds ``text`` whole or is absent: written under a name of this thread's own, then renamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_name(f".{path.name}.{os.getpid()}-{threading.get_ident()}.part")
+    part.write_text(text)
+    part.replace(path)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import textwrap
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from pathlib import Path
 
@@ -524,6 +526,25 @@ def test_gold_pattern_is_cached(backend: Backend, task: Task, tmp_path: Path, sw
     shipped = task.model_copy(update={"answer": task.answer.model_copy(update={"expected_status": first})})
     assert gold_pattern(shipped, counting, settings) == first
     assert counting.opened == 2
+
+
+def test_regression_two_workers_gathering_one_task_s_facts_at_once(backend: Backend, task: Task, tmp_path: Path,
+                                                                  swedeck_env: Settings) -> None:  # fmt: skip
+    """Two graders of one task (a predictions file's raw and strengthened arms) gathered its facts at once
+    and wrote them through one temporary name: the second rename found the file gone (sandbox_error)."""
+    settings = swedeck_env.model_copy(update={"cache_dir": tmp_path / "cache"})
+    fresh = task.model_copy(update={"test_cmd": ["python -m pytest tests/test_sort.py -p no:cacheprovider"]})
+    counting = CountingBackend(backend)
+    start = threading.Barrier(2)
+
+    def gather() -> object:
+        start.wait()
+        return task_facts(fresh, counting, settings)
+
+    with ThreadPoolExecutor(2) as pool:
+        first, second = [f.result() for f in [pool.submit(gather), pool.submit(gather)]]
+    assert first == second and counting.opened == 1
+    assert [p.name for p in (settings.cache_dir / "facts").iterdir()] == [f"{facts_key(fresh, backend)}.json"]
 
 
 def test_grade_through_counting_backend_opens_one_sandbox_per_run(

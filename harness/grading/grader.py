@@ -43,7 +43,7 @@ from harness.grading.tree import LISTING, Entry, TaskFacts, parse_listing
 from harness.grading.trusted import (File, archive, decode, facts_key, install_command, install_failed, installing, plan,
                                      tamper_findings, task_facts, write_names)
 from harness.grading.verdict import TamperMode, compare
-from harness.names import file_name
+from harness.names import file_name, write_whole
 from harness.records import CanaryStrength, Grade, Status, Task, TestRun, content_hash
 from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox, SandboxError, Unreadable, tail
 
@@ -404,8 +404,7 @@ def gold_pattern(task: Task, backend: Backend, settings: Settings | None = None)
     if problem:
         detail = f": {run.detail}" if run.detail else ""
         raise EnvError(f"{task.instance_id}: the gold run gave no usable pattern ({problem}){detail}")
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(run.model_dump_json())
+    write_whole(cache, run.model_dump_json())
     return run.statuses
 
 

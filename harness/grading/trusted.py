@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from harness.config import Settings
+from harness.names import write_whole
 from harness.sandboxes.envs import tree_key
 from harness.grading import tamper
 from harness.grading.capabilities import is_protected
@@ -145,6 +146,8 @@ def archive(files: dict[str, File]) -> bytes:
 # ------------------------------------------------------------------------------------------ task facts
 
 _FACTS: dict[str, TaskFacts] = {}
+_FACTS_LOCKS: dict[str, threading.Lock] = {}
+_FACTS_GUARD = threading.Lock()
 
 
 def facts_key(task: Task, backend: Backend) -> str:
@@ -158,23 +161,23 @@ def task_facts(task: Task, backend: Backend, settings: Settings | None = None, k
     """Gathered once per task and backend (memory, then disk), in a sandbox nothing else has run in.
     ``key``: ``facts_key(task, backend)``, where the caller has it already."""
     key = key or facts_key(task, backend)
-    if key in _FACTS:
-        return _FACTS[key]
-    cache = (settings or Settings.from_env()).cache_dir / "facts" / f"{key}.json"
-    if cache.exists():
-        facts = TaskFacts.model_validate_json(cache.read_text())
-    else:
-        sandbox = backend.open(task)
-        try:
-            facts = gather(sandbox, task)
-        finally:
-            sandbox.close()
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        part = cache.with_suffix(f".{key[:8]}.part")
-        part.write_text(facts.model_dump_json())
-        part.replace(cache)
-    _FACTS[key] = facts
-    return facts
+    with _FACTS_GUARD:
+        lock = _FACTS_LOCKS.setdefault(key, threading.Lock())
+    with lock:  # workers grading one task at once gather its facts once
+        if key in _FACTS:
+            return _FACTS[key]
+        cache = (settings or Settings.from_env()).cache_dir / "facts" / f"{key}.json"
+        if cache.exists():
+            facts = TaskFacts.model_validate_json(cache.read_text())
+        else:
+            sandbox = backend.open(task)
+            try:
+                facts = gather(sandbox, task)
+            finally:
+                sandbox.close()
+            write_whole(cache, facts.model_dump_json())
+        _FACTS[key] = facts
+        return facts
 
 
 def gather(sandbox: Sandbox, task: Task) -> TaskFacts:

@@ -6,11 +6,10 @@ import dataclasses
 import functools
 import importlib.metadata
 import json
-import os
-import threading
 from pathlib import Path
 
 from harness.config import Settings
+from harness.names import write_whole
 from harness.records import Pipeline1Result, ProbeResult, Task, content_hash
 from harness.sandboxes.envs import prepare_tree
 from probes.differential import check_survivors, session_for
@@ -59,10 +58,7 @@ def generate(task: Task, tree: Path, p1: Pipeline1Result, cache_dir: Path | None
         return [Candidate(**{k: v for k, v in row.items() if k not in ("known", "files")}) for row in stored]
     candidates = plausible_wrong(task, tree, p1.fail_to_pass) + correct_alternatives(task, tree)
     rows = [{**dataclasses.asdict(c), **dict(zip(("known", "files"), recall(tree, c.patch)))} for c in candidates]
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    partial = cache.with_name(f"{cache.name}.{os.getpid()}-{threading.get_ident()}")
-    partial.write_text(json.dumps(rows))
-    partial.replace(cache)  # whole or absent: two runs may write the same entry
+    write_whole(cache, json.dumps(rows))  # two runs may write the same entry
     return candidates
 
 
