@@ -264,8 +264,13 @@ worker = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); 
 for _ in range(5):  # a sandbox's parent dies and leaves it to us, and it ends (after its parent, which
     # would otherwise reap it on the way out)
     subprocess.run([sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '2'])"], check=True)
+def state(pid):
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[:2]
+    except FileNotFoundError:  # a process of the machine's that ended since the listing
+        return []
 def zombies():
-    return [p for p in os.listdir("/proc") if p.isdigit() and open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[:2] == ["Z", str(os.getpid())]]
+    return [p for p in os.listdir("/proc") if p.isdigit() and state(p) == ["Z", str(os.getpid())]]
 deadline = time.monotonic() + 20
 while len(zombies()) < 5 and time.monotonic() < deadline:  # the orphans end on their own time
     time.sleep(0.05)

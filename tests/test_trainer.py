@@ -152,9 +152,12 @@ def test_the_vllm_worker_extension_loads_the_published_weights(tmp_path: Path) -
 
 def test_eviction_retires_solved_tasks_and_adjusts_the_reward(tmp_path: Path) -> None:
     env = ToyEnv(skill=1.0, ramble=0.0)  # the warm-up already solves it: every group is all correct
-    history = run(env, tmp_path, updates=2, eviction=EvictionConfig(replay_every=None), groups_per_update=2)
-    assert history[-1].retired_fraction > 0
-    assert history[-1].adjusted_reward >= history[-1].retired_fraction
+    # async rollouts: which weights sample which group depends on the machine's timing, so a loaded
+    # machine may see one wrong rollout in every group of an update; over three, some group is solved
+    history = run(env, tmp_path, updates=3, eviction=EvictionConfig(replay_every=None), groups_per_update=2)
+    retired = max(history, key=lambda m: m.retired_fraction)
+    assert retired.retired_fraction > 0
+    assert retired.adjusted_reward >= retired.retired_fraction
 
 
 @pytest.mark.parametrize(("g", "d", "q0"), [(0.08, 0.01, 0.1), (0.2, 0.2, 0.0), (0.02, 0.0, 0.3)])

@@ -98,7 +98,11 @@ def plant(files: dict[str, bytes], rng: random.Random, validated: Collection[str
     rng.shuffle(chosen)
     chosen.sort(key=lambda k: not _named_in(k.split("::")[-1], fail_to_pass))
     keep = set(chosen[:MAX_SETS])
-    return _plant(files, rng, keep.__contains__, TWINS, 0 if keep else 2)
+    planting = _plant(files, rng, keep.__contains__, TWINS, 0 if keep else 2)
+    if planting.sets or not keep:
+        return planting
+    # validated tests, but no twin values drawn for any of them this time: never a grade without canaries
+    return _plant(files, rng, lambda _key: False, TWINS, 2)
 
 
 def strength(planting: Planting) -> CanaryStrength:
