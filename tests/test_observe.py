@@ -162,6 +162,11 @@ def run_plugin(tmp_path: Path, watched: list[str], extra: str = "", suite: str =
     if suite:
         (tmp_path / "tests" / "test_extra.py").write_text(suite)
     (tmp_path / "targets").write_text("".join(f"{w}\n" for w in watched))
+    return run_suite(tmp_path)
+
+
+def run_suite(tmp_path: Path) -> list[dict]:
+    """The observation plugin's records of ``tests`` in ``tmp_path``, watching what ``tmp_path/targets`` lists."""
     env = {**os.environ, "SWEDECK_OBSERVE_TARGETS": str(tmp_path / "targets"), "SWEDECK_OBSERVE_LOG": str(tmp_path / "log"),
            "PYTHONPATH": str(PLUGINS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "swedeck_observe", "-p", "no:cacheprovider", "tests"],
@@ -245,6 +250,95 @@ def test_regression_a_test_past_its_record_cap_is_not_read_any_more(tmp_path: Pa
     loop = [r for r in rows if r["test"].endswith("test_loop")]
     assert len(loop) == MAX_RECORDS_PER_TEST and loop[-1]["call"] == f"Box.grow(Box({MAX_RECORDS_PER_TEST - 1}), 1)"
     assert int((tmp_path / "reprs").read_text()) <= 3 * MAX_RECORDS_PER_TEST < 1000
+
+
+FACADE = {
+    "fmt/__init__.py": "from fmt.api import render, Template\n",
+    "fmt/api.py": """from fmt._engine import Engine
+
+
+def render(spec, value, upper=False):
+    return Engine(spec)._render(value, upper)
+
+
+def width(spec):
+    return len(spec)
+
+
+def check(spec):
+    try:
+        Engine(spec)._render(None, False)
+    except TypeError:
+        return None  # raised inside, caught: it returns
+
+
+class Template:
+    def __init__(self, spec):
+        self.spec = spec
+
+    def fill(self, value):
+        spec = self.spec.strip()  # rebinds nothing the call was made with
+        return Engine(spec)._render(value, False)
+
+    def __repr__(self):
+        return f"Template({self.spec!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Template) and other.spec == self.spec
+""",
+    "fmt/_engine.py": """class Engine:
+    def __init__(self, spec):
+        self.spec = spec
+
+    def _render(self, value, upper):
+        if value is None:
+            raise TypeError("no value")
+        text = self.spec.replace("{}", str(value))
+        return text.upper() if upper else text
+""",
+    "tests/test_fmt.py": """import pytest
+
+from fmt import Template, render
+from fmt.api import check, width
+
+
+def test_render():
+    assert render("<{}>", 3) == "<3>"
+    assert render(spec="[{}]", value="a", upper=True) == "[A]"
+    assert width("ab") == 2  # reaches nothing gold changed
+    with pytest.raises(TypeError):
+        render("{}", None)
+    assert check("{}") is None
+
+
+def test_template():
+    t = Template("({})")
+    assert t.fill(1) == "(1)"
+""",
+}
+
+
+def test_a_call_from_a_test_that_reaches_gold_s_change_through_a_facade_is_recorded(tmp_path: Path) -> None:
+    """The tests call ``render`` and ``Template.fill``, which dispatch to a private method of another
+    module's class that gold changed: no watched function is called from test code, so nothing was
+    recorded. The calls from test code whose execution reaches it are, as standalone calls (a method's
+    instance through the call that built it); a call that reaches nothing gold changed is not."""
+    for rel, text in FACADE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    (tmp_path / "targets").write_text("fmt/_engine.py::Engine._render changed\n")
+    rows = run_suite(tmp_path)
+    got = [(r["test"].rpartition("::")[2], r["target"], r["call"], r["value"], r["raised"], r["entry"]) for r in rows]
+    assert got == [
+        ("test_render", "fmt.api:render", "render('<{}>', 3, False)", "'<3>'", "", True),
+        ("test_render", "fmt.api:render", "render('[{}]', 'a', True)", "'[A]'", "", True),
+        ("test_render", "fmt.api:render", "render('{}', None, False)", None, "TypeError", True),
+        ("test_render", "fmt.api:check", "check('{}')", "None", "", True),
+        ("test_template", "fmt.api:Template.fill", "Template.fill(Template('({})'), 1)", "'(1)'", "", True),
+    ]
+    assert rows[0]["imports"] == ["from fmt.api import render"] and rows[0]["file"] == "fmt/api.py"
+    seeds = seeds_from_records(rows)
+    assert [s.src for s in seeds][-1] == "Template.fill(Template('({})'), 1)" and seeds[-1].imports == ("from fmt.api import Template",)
 
 
 # ================================================================================ inputs and contract (pure)

@@ -284,7 +284,7 @@ class FootprintSearch:
     def run(self) -> Footprint:
         if not self.ctx.watched:
             return Footprint(detail="no function of gold's change or called by the tests to watch")
-        rows, error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
+        rows, error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched, self.ctx.changed)
         if not rows:
             return Footprint(detail=error or "the tests made no call into the watched functions")
         self.session.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in rows))

@@ -13,7 +13,7 @@ from harness.records import Behaviour, DistinguishingInput, Task
 from harness.sandboxes.sandbox import Backend, EnvError
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.variants import variations
-from probes.observe.watched import MAX_ENDINGS, changed_literals, import_root, none_defaults, targets
+from probes.observe.watched import MAX_ENDINGS, changed_functions, changed_literals, import_root, none_defaults, targets
 from probes.replay import Differential, Program, Step, behaviour, run_programs, within_budget
 from probes.workspace import workspace
 
@@ -42,10 +42,17 @@ def records(jsonl: str) -> list[dict]:
     return out
 
 
-def observe(task: Task, backend: Backend, patch: str, watched: Sequence[str]) -> tuple[list[dict], str]:
+def listing(watched: Sequence[str], changed: Sequence[str]) -> list[str]:
+    """The plugin's targets: the watched functions, and gold's changed functions marked ``changed`` (the
+    calls from test code whose execution reaches one are recorded as entries: a facade's)."""
+    marked = set(changed)
+    return [f"{t} changed" if t in marked else t for t in dict.fromkeys([*watched, *changed])]
+
+
+def observe(task: Task, backend: Backend, patch: str, watched: Sequence[str], changed: Sequence[str] = ()) -> tuple[list[dict], str]:
     """The plugin's records of one run of the task's tests on the tree with ``patch``, or why there are none."""
     try:
-        run = run_tests(task, patch, backend, observe=watched)
+        run = run_tests(task, patch, backend, observe=listing(watched, changed))
     except EnvError as err:
         return [], f"no observation run: {err}"
     if run.outcome != "ok":
@@ -117,6 +124,7 @@ class Context:
     expected: set[str]  # exception types the tests or the issue expect
     fail_to_pass: list[str]
     endings: list[str] = field(default_factory=list)  # short string literals of the functions gold changed
+    changed: list[str] = field(default_factory=list)  # path::qualname of the functions gold changed
 
 
 def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pass: Sequence[str]) -> Context:
@@ -124,15 +132,17 @@ def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pas
     documents = {"the issue": task.problem_statement}
     changed: dict[str, str] = {}
     endings: list[str] = []
+    functions: list[str] = []
     with workspace(task, tree) as ws:
         if ws is not None:
             changed = {p: t for p, t in ws.new.items() if t is not None and p.endswith(".py") and p not in test_sources}
             endings = [e for p in changed for e in changed_literals(p, ws.old.get(p), ws.new.get(p))]
+            functions = [f for p in changed for f in changed_functions(p, ws.old.get(p), ws.new.get(p))]
             documents |= {f"{p} (docstrings)": t for p, t in changed.items()}
             for readme in sorted(ws.root.glob("README*"))[:2]:
                 documents[readme.name] = readme.read_text(errors="replace")
     expected = expected_exceptions(test_sources.values(), task.problem_statement)
-    return Context(watched, documents, none_defaults(changed, watched), expected, list(fail_to_pass), endings[:MAX_ENDINGS])
+    return Context(watched, documents, none_defaults(changed, watched), expected, list(fail_to_pass), endings[:MAX_ENDINGS], functions)
 
 
 class ObservationSession:
@@ -157,7 +167,7 @@ class ObservationSession:
         if self._gold is None:
             replay = Replay()
             if self.ctx.watched:
-                self.rows, replay.error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
+                self.rows, replay.error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched, self.ctx.changed)
             seeds = prioritised(seeds_from_records(self.rows), self.ctx.fail_to_pass)[: self.budget // 2]
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
             documented = documented_calls(self.ctx.documents, one_per_target, iterators(self.rows))
