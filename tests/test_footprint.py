@@ -6,6 +6,7 @@ while gold and a correct alternative pass."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import textwrap
 from pathlib import Path
 
@@ -168,6 +169,35 @@ def test_the_weakest_property_that_separates_gold_from_buggy_is_asserted() -> No
     assert weakest(_found(Behaviour(value='"2"'), Behaviour(value='"3"'))) == "value"
     assert weakest(_found(Behaviour(value='"1"'), Behaviour(value='"True"'))) == "value"  # a bool is an int
     assert value_type('["list", []]') == "list" and value_type('"None"') == "NoneType"
+
+
+def test_where_an_object_s_repr_hides_what_differs_the_test_asserts_the_part_that_does() -> None:
+    """Gold's and the buggy tree's parse trees print alike (``<Statement 'select'>``): the value is no
+    literal, so no test stated it. The test asserts the part that differs, as a maintainer writes it:
+    the items where each reads back, else their number, else the items' differing attribute; a
+    public attribute by name."""
+    def tree(items: list, kind: str = "'select'") -> Behaviour:
+        return Behaviour(value=json.dumps(["Statement", "<Statement 'select'>", {"items": items, "attrs": [["kind", kind]]}]))
+
+    def token(text: str, ttype: str) -> list:
+        return ["Token", f"<Token {text}>", {"attrs": [["ttype", ttype], ["value", text]]}]
+
+    sources = {"tests/test_m.py": "from pkg.m import tail\n\ndef test_tail():\n    assert tail(3, 'ab') == ['a', 'b']\n"}
+    cases = [
+        (tree(["'select'", "'a'"]), tree(["'select'", "'b'"]), "assert list(result) == ['select', 'a']", "items"),
+        (tree(["'select'"], "'update'"), tree(["'select'"]), "assert result.kind == 'update'", "kind"),
+        (tree([token("'a'", "'Name'")] * 2), tree([token("'a'", "'Name'")]), "assert len(result) == 2", "length"),
+        (tree([token("'a'", "'Name'"), token("'1'", "'Number'")]), tree([token("'a'", "'Name'"), token("'1'", "'Name'")]),
+         "assert [x.ttype for x in result] == ['Name', 'Number']", "ttype"),
+    ]  # fmt: skip
+    for gold, buggy, check, what in cases:
+        found = _found(gold, buggy)
+        assert weakest(found) == "attributes"
+        cand = candidate([(found, "attributes")], sources, ["tests/test_m.py::test_tail"])
+        assert cand is not None and "    result = tail(2, 'ab')\n" in cand.code and f"    {check}\n" in cand.code, cand.code
+        assert cand.name == f"test_tail_{what}_for_2"
+    # the same items and data, only the repr differs: the value, as before
+    assert weakest(_found(Behaviour(value='["Statement", "<Statement \'a\'>"]'), Behaviour(value='["Statement", "<Statement \'b\'>"]'))) == "value"
 
 
 def test_a_footprint_test_is_placed_in_the_file_s_style_named_for_what_it_checks() -> None:

@@ -5,9 +5,11 @@ patch that passes it and that the engine must tell apart from gold with a confir
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -183,8 +185,8 @@ def test_the_plugin_records_calls_from_parametrized_cases_fixtures_classes_and_u
     assert got == [
         ("test_clamp[-1-0]", "clamp(-1, 0, 10)", "0", "", ""),
         ("test_clamp[5-5]", "clamp(5, 0, 10)", "5", "", "clamped 5\n"),
-        ("test_box", "Box(3)", ["Box", "Box(3)"], "", ""),  # the fixture's call, attributed to the test
-        ("test_box", "Box.grow(Box(3), 2)", ["Box", "Box(5)"], "", ""),
+        ("test_box", "Box(3)", ["Box", "Box(3)", {"attrs": [["size", "3"]]}], "", ""),  # the fixture's call, attributed to the test
+        ("test_box", "Box.grow(Box(3), 2)", ["Box", "Box(5)", {"attrs": [["size", "5"]]}], "", ""),
         ("test_box", "clamp(12, 0, 10)", None, "ValueError", ""),  # through pytest.raises(E, f, x)
         ("TestChunks::test_chunks", "chunks([1, 2, 3], 2)", ["iterator", [["list", ["1", "2"]], ["list", ["3"]]]], "", ""),
         ("TestChunks::test_chunks", "chunks('abcdef', 2)", ["iterator", ["'ab'"]], "", ""),  # left unfinished
@@ -202,7 +204,7 @@ def test_a_call_through_a_decorator_s_wrapper_is_the_test_s_and_an_object_s_inte
     otherwise on a correct alternative; only an object's public plain data is its value."""
     rows = run_plugin(tmp_path, ["pkg/core.py::clamp", "pkg/core.py::Box.__init__", "pkg/core.py::Pattern.__init__"], extra=EXTRA, suite=EXTRA_SUITE)
     got = {r["call"]: r["value"] for r in rows if r["test"].endswith("test_extra")}
-    assert got == {"clamp(4, 0, 10)": "4", "Box(7)": ["Box", "Box(7)"]}
+    assert got == {"clamp(4, 0, 10)": "4", "Box(7)": ["Box", "Box(7)", {"attrs": [["size", "7"]]}]}
     regex = [r for r in rows if r["test"].endswith("test_opaque")]
     assert [r["value"] for r in regex] == [["Pattern", ["dict", [["'size'", "2"]]]]]
 
@@ -339,6 +341,77 @@ def test_a_call_from_a_test_that_reaches_gold_s_change_through_a_facade_is_recor
     assert rows[0]["imports"] == ["from fmt.api import render"] and rows[0]["file"] == "fmt/api.py"
     seeds = seeds_from_records(rows)
     assert [s.src for s in seeds][-1] == "Template.fill(Template('({})'), 1)" and seeds[-1].imports == ("from fmt.api import Template",)
+
+
+class Statement:
+    """A parse tree printed as its first word: its repr hides its tokens."""
+
+    def __init__(self, tokens: list[str], kind: str = "select") -> None:
+        self._tokens, self.kind, self._cache = list(tokens), kind, re.compile("|".join(map(re.escape, tokens)))
+
+    def __iter__(self):  # noqa: ANN204
+        return iter(self._tokens)
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+    def __repr__(self) -> str:
+        return f"<Statement {self._tokens[0]!r}>"
+
+    @property
+    def costly(self) -> str:
+        raise AssertionError("a property is never read")
+
+
+class Stream:
+    """Sized, but read once: iterating it for its value would empty it for the test."""
+
+    def __init__(self, items: list[int]) -> None:
+        self._it, self.n = iter(items), len(items)
+
+    def __iter__(self):  # noqa: ANN204
+        return self._it
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return "<Stream>"
+
+
+class Point:
+    __slots__ = ("x", "_y")
+
+    def __init__(self, x: int, y: int) -> None:
+        self.x, self._y = x, y
+
+    def __repr__(self) -> str:
+        return "<Point>"
+
+
+def test_an_object_whose_repr_hides_its_contents_is_compared_by_its_items_and_public_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two parse trees printed alike (``<Statement 'select'>``) with other tokens compared equal: only
+    the repr was read. Their items and public plain data are compared too; never a private attribute
+    (a compiled pattern a correct alternative builds otherwise: boltons-435774e), a property, or the
+    items of a stream the test still reads; the plugin's values and the driver's alike."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    import swedeck_observe_values  # type: ignore[import-not-found]
+
+    from probes.diff_driver import canon
+
+    select_a = Statement(["select", "a"])
+    assert canon(select_a) == ["Statement", "<Statement 'select'>", {"items": ["'select'", "'a'"], "attrs": [["kind", "'select'"]]}]
+    assert canon(select_a) != canon(Statement(["select", "b"])) and canon(select_a) != canon(Statement(["select", "a"], "update"))
+    other_internals = Statement(["select", "a"])
+    other_internals._cache = re.compile("select|a|b")
+    assert canon(other_internals) == canon(select_a)
+    stream = Stream([1, 2])
+    assert canon(stream) == ["Stream", "<Stream>", {"attrs": [["n", "2"]]}] and list(stream) == [1, 2]
+    assert canon(Point(1, 2)) == ["Point", "<Point>", {"attrs": [["x", "1"]]}]
+    moment = datetime.datetime(2020, 1, 2)
+    assert canon(moment) == ["datetime", "datetime.datetime(2020, 1, 2, 0, 0)"]  # read field by field where it is stated
+    for value in (select_a, Stream([3]), Point(1, 2), moment, [select_a]):
+        assert swedeck_observe_values.canon(value) == canon(value)
 
 
 # ================================================================================ inputs and contract (pure)

@@ -88,19 +88,100 @@ def attributes(value: str) -> dict[str, str] | None:
 
 
 def differing_attributes(found: Found) -> list[tuple[str, str]]:
-    """(attribute, gold's value as source) where gold's and the buggy tree's values differ only in
-    literal public attributes; [] otherwise."""
+    """(expression on ``result``, gold's value as source) for each part of gold's value that differs from
+    the buggy tree's and reads back: a standard library value's literal attributes (``result.year``), or an
+    object's items (``list(result)``) and public plain data (``result.fixed``) where its repr hides them
+    (``probes.diff_driver.structure``); [] where the values differ otherwise, or nowhere a literal states."""
+    if value_type(found.gold.value) != value_type(found.buggy.value):
+        return []
     g, b = attributes(found.gold.value), attributes(found.buggy.value)
-    if g is None or b is None or value_type(found.gold.value) != value_type(found.buggy.value):
+    if g is not None and b is not None:
+        out = []
+        for name in dict.fromkeys([*g, *b]):
+            if g.get(name) != b.get(name):
+                try:
+                    literal_eval(g.get(name, ""))
+                except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                    return []
+                out.append((f"result.{name}", g[name]))
+        return out
+    return differing_structure(found.gold.value, found.buggy.value)
+
+
+def _structure(value: str) -> tuple[str, dict] | None:
+    """(repr or "", {"items": [...], "attrs": {name: canon}}) of an object's canonical form, None for any other."""
+    try:
+        canon = json.loads(value) if value else None
+    except ValueError:
+        return None
+    if not (isinstance(canon, list) and len(canon) in (2, 3) and isinstance(canon[0], str)) or canon[0] in BUILTIN_TYPES | {"iterator"}:
+        return None
+    if isinstance(canon[1], list) and canon[1][:1] == ["dict"]:  # no repr of its own: its public data, then its items
+        attrs = {literal_eval(k): v for k, v in canon[1][1]}
+        return "", {"attrs": attrs, **(canon[2] if len(canon) == 3 else {})}
+    if not isinstance(canon[1], str):
+        return None
+    shape = canon[2] if len(canon) == 3 and isinstance(canon[2], dict) else {}
+    return canon[1], {**shape, "attrs": dict(shape.get("attrs", []))}
+
+
+def canon_source(canon: object) -> str | None:
+    """Source of the plain value ``canon`` is the canonical form of (``probes.diff_driver.canon``), or None."""
+    if isinstance(canon, str):
+        if canon == "...":  # deeper than canon reads: no value
+            return None
+        try:
+            literal_eval(canon)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return canon
+    if not (isinstance(canon, list) and len(canon) == 2 and canon[0] in {"list", "tuple", "set", "frozenset", "dict"} and isinstance(canon[1], list)):
+        return None
+    kind, inner = canon
+    if kind == "dict":
+        pairs = [(canon_source(k), canon_source(v)) for k, v in inner]
+        return None if any(k is None or v is None for k, v in pairs) else "{" + ", ".join(f"{k}: {v}" for k, v in pairs) + "}"
+    items = [canon_source(json.loads(v) if kind in {"set", "frozenset"} else v) for v in inner]
+    if any(i is None for i in items):
+        return None
+    if kind in {"set", "frozenset"}:
+        return f"{kind}()" if not items else ("{" + ", ".join(items) + "}" if kind == "set" else "frozenset({" + ", ".join(items) + "})")  # type: ignore[arg-type]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")" if kind == "tuple" else "[" + ", ".join(items) + "]"  # type: ignore[arg-type]
+
+
+def differing_items(gold: list, buggy: list) -> list[tuple[str, str]]:
+    """How a test states that an object's items differ: all of them where each reads back
+    (``list(result)``), else their number where it differs (``len(result)``), else the one public
+    attribute of each item that differs (``[x.value for x in result]``: tokens printed alike)."""
+    if (src := canon_source(["list", gold])) is not None:
+        return [("list(result)", src)]
+    if len(gold) != len(buggy):
+        return [("len(result)", str(len(gold)))]
+    shapes = [(_structure(json.dumps(g)), _structure(json.dumps(b))) for g, b in zip(gold, buggy)]
+    if not all(g is not None and b is not None for g, b in shapes):
         return []
     out = []
-    for name in dict.fromkeys([*g, *b]):
-        if g.get(name) != b.get(name):
-            try:
-                literal_eval(g.get(name, ""))
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                return []
-            out.append((name, g[name]))
+    for name in dict.fromkeys(n for g, _ in shapes for n in g[1]["attrs"]):  # type: ignore[index]
+        pairs = [(g[1]["attrs"].get(name), b[1]["attrs"].get(name)) for g, b in shapes]  # type: ignore[index]
+        src = canon_source(["list", [g for g, _ in pairs]]) if name.isidentifier() and all(g is not None for g, _ in pairs) else None
+        if src is not None and any(g != b for g, b in pairs):
+            out.append((f"[x.{name} for x in result]", src))
+    return out
+
+
+def differing_structure(gold: str, buggy: str) -> list[tuple[str, str]]:
+    """The parts of two objects' canonical forms that differ where their reprs agree or hide them:
+    ``list(result)`` where the items differ, ``result.<name>`` per public attribute, each with gold's as source."""
+    g, b = _structure(gold), _structure(buggy)
+    if g is None or b is None:
+        return []
+    (_, gs), (_, bs) = g, b
+    out = []
+    if "items" in gs and "items" in bs and gs["items"] != bs["items"]:
+        out += differing_items(gs["items"], bs["items"])
+    for name, value in gs["attrs"].items():
+        if name.isidentifier() and value != bs["attrs"].get(name) and (src := canon_source(value)) is not None:
+            out.append((f"result.{name}", src))
     return out
 
 
@@ -133,7 +214,7 @@ def body(found: Found, prop: str, *, unittest: bool, pytest_imported: bool) -> l
     if prop == "returns":
         return [*d.setup, d.call]
     if prop == "attributes":
-        checks = [(f"self.assertEqual(result.{a}, {v})" if unittest else f"assert result.{a} == {v}") for a, v in differing_attributes(found)]
+        checks = [(f"self.assertEqual({a}, {v})" if unittest else f"assert {a} == {v}") for a, v in differing_attributes(found)]
         return [*d.setup, f"result = {d.call}", *checks]
     if prop == "not_none":
         return [*d.setup, f"self.assertIsNotNone({d.call})" if unittest else f"assert {d.call} is not None"]
@@ -194,6 +275,14 @@ def home(found: Found, sources: dict[str, str], fail_to_pass: Sequence[str]) -> 
 
 
 _SLUG = re.compile(r"[^0-9a-zA-Z]+")
+_PART_NAMES = {"list(result)": "items", "len(result)": "length"}
+
+
+def _part_name(expression: str) -> str:
+    """What an assertion of ``differing_attributes`` checks, for a test's name: ``result.fixed`` -> fixed."""
+    if expression in _PART_NAMES:
+        return _PART_NAMES[expression]
+    return expression.partition(" for ")[0].strip("[").rpartition(".")[2]
 
 
 def name_for(found: Found, prop: str, taken: str) -> str:
@@ -201,7 +290,8 @@ def name_for(found: Found, prop: str, taken: str) -> str:
     func = found.call.func.rpartition(".")[2].strip("_").lower() or "call"
     what = {"raises": f"raises_{found.gold.raised.rpartition('.')[2].lower()}", "returns": "does_not_raise",
             "type": f"returns_{value_type(found.gold.value).lower()}", "not_none": "finds_a_result", "value": "result",
-            "attributes": "_".join(a for a, _ in differing_attributes(found)), "keeps": "keeps_its_result"}[prop]  # fmt: skip
+            "attributes": "_".join(_part_name(a) for a, _ in differing_attributes(found)),
+            "keeps": "keeps_its_result"}[prop]  # fmt: skip
     where, _, value = found.call.how.partition(" with ")[2].partition(" -> ")
     varied = f"{where if where.endswith('=') else ''}{value.rpartition(' (')[0]}" if value else found.call.src
     slug = _SLUG.sub("_", varied).strip("_").lower()[:32] or "empty"
