@@ -186,9 +186,13 @@ def test_where_an_object_s_repr_hides_what_differs_the_test_asserts_the_part_tha
     cases = [
         (tree(["'select'", "'a'"]), tree(["'select'", "'b'"]), "assert list(result) == ['select', 'a']", "items"),
         (tree(["'select'"], "'update'"), tree(["'select'"]), "assert result.kind == 'update'", "kind"),
-        (tree([token("'a'", "'Name'")] * 2), tree([token("'a'", "'Name'")]), "assert len(result) == 2", "length"),
+        (tree([token("'a'", "'Name'")] * 2), tree([token("'a'", "'Name'")]), "assert len(list(result)) == 2", "length"),
         (tree([token("'a'", "'Name'"), token("'1'", "'Number'")]), tree([token("'a'", "'Name'"), token("'1'", "'Name'")]),
          "assert [x.ttype for x in result] == ['Name', 'Number']", "ttype"),
+        # occurrences of a rule without a repr of its own: its items, a standard library value each
+        (Behaviour(value=json.dumps(["rule", ["dict", []], {"items": [["datetime", "datetime.datetime(2020, 1, 2, 0, 0)"]]}])),
+         Behaviour(value=json.dumps(["rule", ["dict", []], {"items": [["datetime", "datetime.datetime(2020, 1, 3, 0, 0)"]]}])),
+         "import datetime as _datetime\n    result = tail(2, 'ab')\n    assert list(result) == [_datetime.datetime(2020, 1, 2, 0, 0)]", "items"),
     ]  # fmt: skip
     for gold, buggy, check, what in cases:
         found = _found(gold, buggy)

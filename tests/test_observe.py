@@ -350,10 +350,7 @@ class Statement:
         self._tokens, self.kind, self._cache = list(tokens), kind, re.compile("|".join(map(re.escape, tokens)))
 
     def __iter__(self):  # noqa: ANN204
-        return iter(self._tokens)
-
-    def __len__(self) -> int:
-        return len(self._tokens)
+        yield from self._tokens
 
     def __repr__(self) -> str:
         return f"<Statement {self._tokens[0]!r}>"

@@ -53,9 +53,9 @@ def _canon(value, depth, budget):
 
 
 def structure(value, depth, budget):
-    """What an object holds beyond its repr: ``items``, its items where it is a sized iterable (no
-    string, no mapping) that a fresh ``iter`` reads afresh (not a one-shot stream the caller still
-    reads), and ``attrs``, its public plain data (instance attributes and slots without a leading
+    """What an object holds beyond its repr: ``items``, its first items where it is an iterable (no
+    string, no mapping) that each ``iter`` reads afresh (not a one-shot stream the caller still reads:
+    an iterator, or an object handing out the same one each time), and ``attrs``, its public plain data (instance attributes and slots without a leading
     underscore). Never a property: it runs code (costly, raising, filling a cache that changes what a
     later statement sees) and computes from internals a correct alternative may keep otherwise; nor
     private or non-literal attributes (a compiled pattern, a cache, a parent link: boltons-435774e).
@@ -77,7 +77,7 @@ def structure(value, depth, budget):
 def _items(value):
     try:
         kind = type(value)
-        if isinstance(value, (str, bytes, bytearray)) or hasattr(value, "keys") or not (hasattr(kind, "__iter__") and hasattr(kind, "__len__")):
+        if isinstance(value, (str, bytes, bytearray)) or hasattr(value, "keys") or not hasattr(kind, "__iter__"):
             return None
         if iter(value) is iter(value):
             return None
