@@ -287,6 +287,26 @@ class Template:
 
     def __eq__(self, other):
         return isinstance(other, Template) and other.spec == self.spec
+
+
+class Sheet:  # no repr of its own: only the call that built it writes it
+    def __init__(self, spec):
+        self._spec = spec
+
+    def fill(self, value):
+        return Engine(self._spec)._render(value, False)
+
+
+def sheet(spec):
+    return Sheet(spec)
+
+
+class _Formatter:
+    def __call__(self, spec, value):
+        return Engine(spec)._render(value, False)
+
+
+fmt = _Formatter()
 """,
     "fmt/_engine.py": """class Engine:
     def __init__(self, spec):
@@ -301,7 +321,7 @@ class Template:
     "tests/test_fmt.py": """import pytest
 
 from fmt import Template, render
-from fmt.api import check, width
+from fmt.api import check, fmt, sheet, width
 
 
 def test_render():
@@ -316,6 +336,8 @@ def test_render():
 def test_template():
     t = Template("({})")
     assert t.fill(1) == "(1)"
+    assert sheet("[{}]").fill(2) == "[2]"
+    assert fmt("<{}>", 4) == "<4>"
 """,
 }
 
@@ -324,7 +346,8 @@ def test_a_call_from_a_test_that_reaches_gold_s_change_through_a_facade_is_recor
     """The tests call ``render`` and ``Template.fill``, which dispatch to a private method of another
     module's class that gold changed: no watched function is called from test code, so nothing was
     recorded. The calls from test code whose execution reaches it are, as standalone calls (a method's
-    instance through the call that built it); a call that reaches nothing gold changed is not."""
+    instance through the call that built it, a constructor's or a factory's); a call that reaches nothing
+    gold changed is not."""
     for rel, text in FACADE.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
@@ -337,10 +360,12 @@ def test_a_call_from_a_test_that_reaches_gold_s_change_through_a_facade_is_recor
         ("test_render", "fmt.api:render", "render('{}', None, False)", None, "TypeError", True),
         ("test_render", "fmt.api:check", "check('{}')", "None", "", True),
         ("test_template", "fmt.api:Template.fill", "Template.fill(Template('({})'), 1)", "'(1)'", "", True),
+        ("test_template", "fmt.api:Sheet.fill", "Sheet.fill(sheet('[{}]'), 2)", "'[2]'", "", True),  # what a factory built
+        ("test_template", "fmt.api:_Formatter.__call__", "fmt('<{}>', 4)", "'<4>'", "", True),  # a callable instance, called
     ]
     assert rows[0]["imports"] == ["from fmt.api import render"] and rows[0]["file"] == "fmt/api.py"
     seeds = seeds_from_records(rows)
-    assert [s.src for s in seeds][-1] == "Template.fill(Template('({})'), 1)" and seeds[-1].imports == ("from fmt.api import Template",)
+    assert [s.src for s in seeds][-3] == "Template.fill(Template('({})'), 1)" and seeds[-3].imports == ("from fmt.api import Template",)
 
 
 class Statement:

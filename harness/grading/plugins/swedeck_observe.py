@@ -32,9 +32,10 @@ test file) whose execution reaches, at any depth, a function listed as ``changed
 (``"entry": true``, its value and arguments as a target's), when it returns: a facade (a top-level
 ``split()`` dispatching to a private method of another module's class) is how the tests reach gold's
 change, and no target is called from test code then. Its arguments are kept by reference when it starts
-(before its body rebinds them) and written as source only where it reached. A constructor that reached
-nothing is remembered by the call that built it (``Parser('{:d}')``), so a later entry taking that
-object (``Parser.parse(Parser('{:d}'), '1')``) is written as a standalone call. Cost: a cached lookup per
+(before its body rebinds them) and written as source only where it reached. An entry that reached
+nothing but built an object of the project (a constructor, ``compile('{:d}')``) is remembered as the call
+that built it, so a later entry taking that object (``Parser.parse(compile('{:d}'), '1')``) is written
+as a standalone call. Cost: a cached lookup per
 frame entered in the project, and per call from test code a local tracer without line events; at most
 ``MAX_ENTRIES_PER_TEST`` such calls a test. Generators and coroutines are not entries (their frames start
 when iterated, not when called).
@@ -61,7 +62,7 @@ import sys
 import threading
 
 import pytest
-from swedeck_observe_calls import _STATE, ANNOUNCE, MAX_RECORDS_PER_TEST, _Call, _exc_name, _remember
+from swedeck_observe_calls import _STATE, ANNOUNCE, MAX_BUILT, MAX_RECORDS_PER_TEST, _Call, _exc_name, _remember
 from swedeck_observe_values import canon
 
 TARGETS_VAR, ROOT_VAR = "SWEDECK_OBSERVE_TARGETS", "SWEDECK_OBSERVE_ROOT"
@@ -272,14 +273,20 @@ class _Entry:
         # an exception caught inside lets the frame go on: it raised only if it returns where it raised
         raised = _exc_name(self.pending) if self.pending is not None and arg is None and frame.f_lasti == self.raised_at else ""
         init = self.target.kind == "init"
-        if not self.reached and not (init and not raised and len(_STATE.built) < 500):
+        made = self.local.get(self.target.params[0]) if init and self.target.params else arg
+        if not self.reached and (raised or len(_STATE.built) >= MAX_BUILT or not _of_project(made)):
             return
         call = _Call(self.target, frame, self.local)
-        made = self.local.get(self.target.params[0]) if init and self.target.params else arg
         if self.reached:
             call.finish(None if raised else canon(made), raised, True, None if raised else made, entry=True)
         elif call.reproducible:
             _remember(made, call.source(), call.all_imports(), canon(made))
+
+
+def _of_project(value):
+    """An instance of a class the project defines (``Parser('{:d}')``, what ``compile('{:d}')`` returns)."""
+    module = sys.modules.get(type(value).__module__)
+    return bool(_project_file(getattr(module, "__file__", None) or ""))
 
 
 def _entry(frame):

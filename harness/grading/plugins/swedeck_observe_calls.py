@@ -143,11 +143,14 @@ class _Call:
         return list(dict.fromkeys(["from %s import %s" % (self.target.module, head)] + self.imports))
 
     def source(self):
-        """The standalone call, "" when an argument has no evaluable source."""
+        """The standalone call, "" when an argument has no evaluable source; a callable instance's
+        ``__call__`` as the instance's call (``rrulestr('...')``, not ``_rrulestr.__call__(rrulestr, '...')``)."""
         if not self.reproducible:
             return ""
         parts = list(self.args) + ["%s=%s" % (k, v) for k, v in self.kwargs.items()]
         func = self.target.qualname.rsplit(".", 1)[0] if self.target.kind == "init" else self.target.qualname
+        if self.target.kind == "method" and func.endswith(".__call__") and parts:
+            func, parts = parts[0], parts[1:]
         return "%s(%s)" % (func, ", ".join(parts))
 
     def finish(self, value, raised, complete, returned=None, entry=False):
