@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -9,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.grading.grader import run_tests
+from harness.pyast import parse
 from harness.records import Behaviour, DistinguishingInput, Task
 from harness.sandboxes.sandbox import Backend, EnvError
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.variants import variations
 from probes.observe.watched import MAX_ENDINGS, changed_functions, changed_literals, import_root, none_defaults, targets
-from probes.replay import Differential, Program, Step, behaviour, run_programs, within_budget
+from probes.replay import Differential, Program, Step, behaviour, renamed, run_programs, within_budget
 from probes.workspace import workspace
 
 MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' own
@@ -28,6 +31,32 @@ _EXC_WORD = re.compile(r"\b(\w*(?:Error|Exception|Warning))\b")
 
 
 # ============================================================================================ observation
+
+
+def identifier_strings(sources: Iterable[str]) -> list[str]:
+    """The string literals of calls' sources that could be names (identifiers), in order of first appearance."""
+    out: list[str] = []
+    for src in sources:
+        try:
+            tree = parse(src, mode="eval")
+        except (SyntaxError, ValueError):
+            continue
+        out += [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()]
+    return list(dict.fromkeys(out))
+
+
+def renamed_call(call: Call, renaming: Mapping[str, str]) -> Call:
+    """``call`` with every string literal ``renaming`` names replaced by its new name."""
+
+    class Rename(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            return ast.Constant(renaming[node.value]) if isinstance(node.value, str) and node.value in renaming else node
+
+    def rename(src: str) -> str:
+        return ast.unparse(Rename().visit(parse(src, mode="eval")))
+
+    return dataclasses.replace(call, args=tuple(rename(a) for a in call.args), kwargs=tuple((k, rename(v)) for k, v in call.kwargs),
+                               how=f"{call.how}, renamed {renaming}")  # fmt: skip
 
 
 def records(jsonl: str) -> list[dict]:
@@ -221,6 +250,8 @@ class ObservationSession:
             if not differs(g, o, self.ctx.expected):
                 continue
             confirmations += 1
+            if self._opaque(patch, call, g, calls):
+                continue
             if self._confirmed(patch, call, g, o):
                 found = DistinguishingInput(
                     test_id=call.test_id, how=call.how, setup=list(call.imports), call=call.src, gold=g, other=o, literal=literal,
@@ -230,6 +261,25 @@ class ObservationSession:
             if confirmations >= MAX_CONFIRMATIONS:
                 break
         return None, tried
+
+    def _opaque(self, patch: str, call: Call, gold: Behaviour, calls: Sequence[Call]) -> bool:
+        """The difference is only about names, as the program replay's rule has it
+        (``probes.differential.session.equivariant``): the call with its identifier-like strings renamed
+        to those of the other calls compared (``toposort``'s ``{'a': ['b', 'b']}`` as ``{'app': ['lib',
+        'lib']}``) is answered alike by the patch and gold, and gold's answer is its answer on the call
+        itself, renamed. A patch special-casing the tests' names then tells nothing, as it would in the
+        program replay; two more single-call replays, only where a difference is found."""
+        own = identifier_strings([call.src])
+        pool = [name for name in identifier_strings(c.src for c in calls) if name not in own]
+        if not own or len(pool) < len(own):
+            return False
+        renaming = dict(zip(own, pool))
+        other = renamed_call(call, renaming)
+        seen = [self.outcomes(p, [other]).get("call0") for p in (self.task.answer.gold_patch, patch)]
+        if any(o is None for o in seen):
+            return False
+        g, o = (behaviour(x) for x in seen)
+        return g == o and g == renamed(gold, renaming)
 
     def _confirmed(self, patch: str, call: Call, gold: Behaviour, other: Behaviour) -> bool:
         """The call alone, in a fresh sandbox on each tree, behaves as in the batch: no state left by an
