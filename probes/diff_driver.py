@@ -74,9 +74,8 @@ def _canon(value: object, depth: int, budget: list[int]) -> object:
         # an object with no repr of its own: its public plain data, never its internals (a compiled
         # pattern, a cache), which a correct alternative may build otherwise (boltons-435774e)
         public = {k: v for k, v in state.items() if not k.startswith("_") and plain(v)}
-        items = _items(value)
-        shape = [{"items": [_canon(v, depth + 1, budget) for v in items]}] if items is not None else []
-        return [type(value).__qualname__, _canon(public, depth + 1, budget), *shape]
+        items = _read_items(value, depth, budget)
+        return [type(value).__qualname__, _canon(public, depth + 1, budget), *([{"items": items}] if items is not None else [])]
     # a repr of its own may hide what the object holds (a parse tree printed as its first words): its
     # items and its public plain data too, where it has any
     shape = structure(value, depth, budget)
@@ -86,18 +85,17 @@ def _canon(value: object, depth: int, budget: list[int]) -> object:
 def structure(value: object, depth: int, budget: list[int]) -> dict:
     """What an object holds beyond its repr: ``items``, its first items where it is an iterable (no
     string, no mapping) that each ``iter`` reads afresh (not a one-shot stream the caller still reads:
-    an iterator, or an object handing out the same one each time), and ``attrs``, its public plain data (instance attributes and slots without a leading
-    underscore). Never a property: it runs code (costly, raising, filling a cache that changes what a
+    an iterator, or an object handing out the same one each time), and ``attrs``, its public plain
+    data (instance attributes and slots without a leading underscore). Never a property: it runs code (costly, raising, filling a cache that changes what a
     later statement sees) and computes from internals a correct alternative may keep otherwise; nor
     private or non-literal attributes (a compiled pattern, a cache, a parent link: boltons-435774e).
     At most ``MAX_STRUCTURE`` items and attributes per value, all the way down."""
     out: dict = {}
     if isinstance(value, OPAQUE) or budget[0] <= 0:
         return out
-    items = _items(value)
+    items = _read_items(value, depth, budget)
     if items is not None:
-        budget[0] -= len(items)
-        out["items"] = [_canon(v, depth + 1, budget) for v in items]
+        out["items"] = items
     public = public_data(value) if budget[0] > 0 else {}
     if public:
         budget[0] -= len(public)
@@ -105,7 +103,17 @@ def structure(value: object, depth: int, budget: list[int]) -> dict:
     return out
 
 
+def _read_items(value: object, depth: int, budget: list[int]) -> list | None:
+    """The canonical forms of an object's first items (``structure``), None where it has none to read."""
+    items = _items(value) if budget[0] > 0 else None
+    if items is None:
+        return None
+    budget[0] -= len(items)
+    return [_canon(v, depth + 1, budget) for v in items]
+
+
 def _items(value: object) -> list | None:
+    """Its first items, where iterating it afresh leaves it as it was."""
     try:
         kind = type(value)
         if isinstance(value, (str, bytes, bytearray)) or hasattr(value, "keys") or not hasattr(kind, "__iter__"):
@@ -113,12 +121,13 @@ def _items(value: object) -> list | None:
         if iter(value) is iter(value):  # type: ignore[call-overload]
             return None
         return list(itertools.islice(value, 200))  # type: ignore[call-overload]
-    except Exception:  # noqa: BLE001 - an object that cannot say its length or be iterated has no items here
+    except Exception:  # noqa: BLE001 - an object that cannot be iterated has no items here
         return None
 
 
 def public_data(value: object) -> dict:
-    found = {}
+    """Its instance attributes and slots without a leading underscore that hold plain data (``plain``)."""
+    found: dict = {}
     try:
         state = object.__getattribute__(value, "__dict__")
     except Exception:  # noqa: BLE001
