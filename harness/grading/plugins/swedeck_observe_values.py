@@ -82,7 +82,7 @@ def _read_items(value, depth, budget):
 
 
 def _items(value):
-    """Its first items, where iterating it afresh leaves it as it was."""
+    """Its first items, where each ``iter`` hands out a new iterator (not a one-shot stream the test still reads)."""
     try:
         kind = type(value)
         if isinstance(value, (str, bytes, bytearray)) or hasattr(value, "keys") or not hasattr(kind, "__iter__"):
