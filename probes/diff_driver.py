@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import itertools
 import json
 import os
 import re
@@ -30,6 +31,9 @@ import sys
 import types
 
 MAX_ALTERNATIVES = 6  # other module-level values tried in place of one name
+MAX_STRUCTURE = 2000  # items and public attributes read per value (a tree of objects), all the way down
+# their state is code, not data: a module's namespace, a function's attributes
+OPAQUE = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -43,20 +47,24 @@ def _alarm(signum: int, frame: object) -> None:
 
 def canon(value: object, depth: int = 0) -> object:
     """A JSON form of a value that is equal on two trees exactly when the values look the same."""
+    return _canon(value, depth, [MAX_STRUCTURE])
+
+
+def _canon(value: object, depth: int, budget: list[int]) -> object:
     if depth > 6:
         return "..."
     if value is None or isinstance(value, (bool, int, float, str, bytes, complex)):
         return repr(value)
     if isinstance(value, (list, tuple)):
-        return [type(value).__name__, [canon(v, depth + 1) for v in value[:200]]]
+        return [type(value).__name__, [_canon(v, depth + 1, budget) for v in value[:200]]]
     if isinstance(value, (set, frozenset)):
-        return [type(value).__name__, sorted(json.dumps(canon(v, depth + 1)) for v in value)]
+        return [type(value).__name__, sorted(json.dumps(_canon(v, depth + 1, budget)) for v in value)]
     if isinstance(value, dict):
-        return [type(value).__name__, [[canon(k, depth + 1), canon(v, depth + 1)] for k, v in list(value.items())[:200]]]
+        return [type(value).__name__, [[_canon(k, depth + 1, budget), _canon(v, depth + 1, budget)] for k, v in list(value.items())[:200]]]
     if isinstance(value, types.GeneratorType) or (hasattr(value, "__next__") and hasattr(value, "__iter__")):
         items = []
         for item in value:  # type: ignore[union-attr]
-            items.append(canon(item, depth + 1))
+            items.append(_canon(item, depth + 1, budget))
             if len(items) >= 200:
                 break
         return ["iterator", items]
@@ -66,8 +74,76 @@ def canon(value: object, depth: int = 0) -> object:
         # an object with no repr of its own: its public plain data, never its internals (a compiled
         # pattern, a cache), which a correct alternative may build otherwise (boltons-435774e)
         public = {k: v for k, v in state.items() if not k.startswith("_") and plain(v)}
-        return [type(value).__qualname__, canon(public, depth + 1)]
-    return [type(value).__qualname__, text]
+        items = _read_items(value, depth, budget)
+        return [type(value).__qualname__, _canon(public, depth + 1, budget), *([{"items": items}] if items is not None else [])]
+    # a repr of its own may hide what the object holds (a parse tree printed as its first words): its
+    # items and its public plain data too, where it has any
+    shape = structure(value, depth, budget)
+    return [type(value).__qualname__, text, shape] if shape else [type(value).__qualname__, text]
+
+
+def structure(value: object, depth: int, budget: list[int]) -> dict:
+    """What an object holds beyond its repr: ``items``, its first items where it is an iterable (no
+    string, no mapping) that each ``iter`` reads afresh (not a one-shot stream the caller still reads:
+    an iterator, or an object handing out the same one each time), and ``attrs``, its public plain
+    data (instance attributes and slots without a leading underscore). Never a property: it runs code (costly, raising, filling a cache that changes what a
+    later statement sees) and computes from internals a correct alternative may keep otherwise; nor
+    private or non-literal attributes (a compiled pattern, a cache, a parent link: boltons-435774e).
+    At most ``MAX_STRUCTURE`` items and attributes per value, all the way down."""
+    out: dict = {}
+    if isinstance(value, OPAQUE) or budget[0] <= 0:
+        return out
+    items = _read_items(value, depth, budget)
+    if items is not None:
+        out["items"] = items
+    public = public_data(value) if budget[0] > 0 else {}
+    if public:
+        budget[0] -= len(public)
+        out["attrs"] = [[k, _canon(v, depth + 1, budget)] for k, v in sorted(public.items())]
+    return out
+
+
+def _read_items(value: object, depth: int, budget: list[int]) -> list | None:
+    """The canonical forms of an object's first items (``structure``), None where it has none to read."""
+    items = _items(value) if budget[0] > 0 else None
+    if items is None:
+        return None
+    budget[0] -= len(items)
+    return [_canon(v, depth + 1, budget) for v in items]
+
+
+def _items(value: object) -> list | None:
+    """Its first items, where each ``iter`` hands out a new iterator (not a one-shot stream the test still reads)."""
+    try:
+        kind = type(value)
+        if isinstance(value, (str, bytes, bytearray)) or hasattr(value, "keys") or not hasattr(kind, "__iter__"):
+            return None
+        if iter(value) is iter(value):  # type: ignore[call-overload]
+            return None
+        return list(itertools.islice(value, 200))  # type: ignore[call-overload]
+    except Exception:  # noqa: BLE001 - an object that cannot be iterated has no items here
+        return None
+
+
+def public_data(value: object) -> dict:
+    """Its instance attributes and slots without a leading underscore that hold plain data (``plain``)."""
+    found: dict = {}
+    try:
+        state = object.__getattribute__(value, "__dict__")
+    except Exception:  # noqa: BLE001
+        state = None
+    if isinstance(state, dict):
+        found.update(state)
+    for kind in type(value).__mro__:
+        slots = kind.__dict__.get("__slots__", ())
+        for name in [slots] if isinstance(slots, str) else slots:
+            slot = kind.__dict__.get(name)
+            if not name.startswith("_") and hasattr(slot, "__get__"):
+                try:
+                    found.setdefault(name, slot.__get__(value, kind))
+                except AttributeError:  # a slot never set
+                    pass
+    return {k: v for k, v in found.items() if isinstance(k, str) and not k.startswith("_") and plain(v)}
 
 
 def plain(value: object, depth: int = 0) -> bool:

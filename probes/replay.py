@@ -6,9 +6,10 @@ import ast
 import builtins
 import functools
 import json
+import re
 import shlex
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -122,6 +123,18 @@ def behaviour(obs: dict | None) -> Behaviour:
         return Behaviour(raised="not reached")
     value = "" if obs.get("value") is None else json.dumps(obs["value"], ensure_ascii=False)
     return Behaviour(value=value, raised=obs.get("raised", ""), stdout=obs.get("stdout", ""))
+
+
+def renamed(b: Behaviour, renaming: Mapping[str, str]) -> Behaviour:
+    """What a behaviour would be if each string of ``renaming`` were only a name: the same, with each
+    renamed (in values as a string's repr, in printed output as a word), all at once."""
+    if not renaming:
+        return b
+    quoted = {json.dumps(repr(old))[1:-1]: json.dumps(repr(new))[1:-1] for old, new in renaming.items()}
+    in_value = re.compile("|".join(re.escape(q) for q in sorted(quoted, key=len, reverse=True)))
+    in_stdout = re.compile(r"(?<!\w)(" + "|".join(re.escape(o) for o in sorted(renaming, key=len, reverse=True)) + r")(?!\w)")
+    return Behaviour(value=in_value.sub(lambda m: quoted[m.group()], b.value), raised=b.raised,
+                     stdout=in_stdout.sub(lambda m: renaming[m.group()], b.stdout))  # fmt: skip
 
 
 @dataclass

@@ -6,6 +6,7 @@ while gold and a correct alternative pass."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import textwrap
 from pathlib import Path
 
@@ -168,6 +169,39 @@ def test_the_weakest_property_that_separates_gold_from_buggy_is_asserted() -> No
     assert weakest(_found(Behaviour(value='"2"'), Behaviour(value='"3"'))) == "value"
     assert weakest(_found(Behaviour(value='"1"'), Behaviour(value='"True"'))) == "value"  # a bool is an int
     assert value_type('["list", []]') == "list" and value_type('"None"') == "NoneType"
+
+
+def test_where_an_object_s_repr_hides_what_differs_the_test_asserts_the_part_that_does() -> None:
+    """Gold's and the buggy tree's parse trees print alike (``<Statement 'select'>``): the value is no
+    literal, so no test stated it. The test asserts the part that differs, as a maintainer writes it:
+    the items where each reads back, else their number, else the items' differing attribute; a
+    public attribute by name."""
+    def tree(items: list, kind: str = "'select'") -> Behaviour:
+        return Behaviour(value=json.dumps(["Statement", "<Statement 'select'>", {"items": items, "attrs": [["kind", kind]]}]))
+
+    def token(text: str, ttype: str) -> list:
+        return ["Token", f"<Token {text}>", {"attrs": [["ttype", ttype], ["value", text]]}]
+
+    sources = {"tests/test_m.py": "from pkg.m import tail\n\ndef test_tail():\n    assert tail(3, 'ab') == ['a', 'b']\n"}
+    cases = [
+        (tree(["'select'", "'a'"]), tree(["'select'", "'b'"]), "assert list(result) == ['select', 'a']", "items"),
+        (tree(["'select'"], "'update'"), tree(["'select'"]), "assert result.kind == 'update'", "kind"),
+        (tree([token("'a'", "'Name'")] * 2), tree([token("'a'", "'Name'")]), "assert len(list(result)) == 2", "length"),
+        (tree([token("'a'", "'Name'"), token("'1'", "'Number'")]), tree([token("'a'", "'Name'"), token("'1'", "'Name'")]),
+         "assert [x.ttype for x in result] == ['Name', 'Number']", "ttype"),
+        # occurrences of a rule without a repr of its own: its items, a standard library value each
+        (Behaviour(value=json.dumps(["rule", ["dict", []], {"items": [["datetime", "datetime.datetime(2020, 1, 2, 0, 0)"]]}])),
+         Behaviour(value=json.dumps(["rule", ["dict", []], {"items": [["datetime", "datetime.datetime(2020, 1, 3, 0, 0)"]]}])),
+         "import datetime as _datetime\n    result = tail(2, 'ab')\n    assert list(result) == [_datetime.datetime(2020, 1, 2, 0, 0)]", "items"),
+    ]  # fmt: skip
+    for gold, buggy, check, what in cases:
+        found = _found(gold, buggy)
+        assert weakest(found) == "attributes"
+        cand = candidate([(found, "attributes")], sources, ["tests/test_m.py::test_tail"])
+        assert cand is not None and "    result = tail(2, 'ab')\n" in cand.code and f"    {check}\n" in cand.code, cand.code
+        assert cand.name == f"test_tail_{what}_for_2"
+    # the same items and data, only the repr differs: the value, as before
+    assert weakest(_found(Behaviour(value='["Statement", "<Statement \'a\'>"]'), Behaviour(value='["Statement", "<Statement \'b\'>"]'))) == "value"
 
 
 def test_a_footprint_test_is_placed_in_the_file_s_style_named_for_what_it_checks() -> None:
@@ -408,3 +442,133 @@ def test_regression_a_call_gold_times_out_on_is_not_run_again(sample_tasks, foot
     assert sent == [[slow.src, quick.src], [quick.src], [quick.src]]
     assert search.known[slow.src][0].raised == "timeout" and search.known[quick.src][0].value == '"2"'
     assert search.differs(slow) is False and search.differs(quick) is False
+
+
+# dateutil 6192bca in small: ``rrule(YEARLY, count=0, ...)`` took ``if count:`` for "no count" and yielded
+# every occurrence. An rrule has no repr of its own and keeps its state private, so any two compared equal
+RRULE = '''"""Recurrence rules, after dateutil.rrule (no repr: its occurrences are its value)."""
+import datetime
+
+YEARLY, MONTHLY, WEEKLY, DAILY = 0, 1, 2, 3
+_DAYS = {YEARLY: 365, MONTHLY: 30, WEEKLY: 7, DAILY: 1}
+_LAST = datetime.date(2100, 1, 1)
+
+
+class rrulebase:
+    def __iter__(self):
+        return self._iter()
+
+    def __contains__(self, item):
+        return any(day == item for day in self)
+
+    def count(self):
+        n = 0
+        for _ in self:
+            n += 1
+        return n
+
+
+class rrule(rrulebase):
+    def __init__(self, freq, dtstart, interval=1, count=None):
+        self._freq, self._dtstart, self._interval, self._count = freq, dtstart, interval, count
+
+    def _iter(self):
+        day, count = self._dtstart, self._count
+        step = datetime.timedelta(days=_DAYS[self._freq] * self._interval)
+        while day < _LAST:
+            yield day
+            if count:
+                count -= 1
+                if not count:
+                    return
+            day += step
+'''
+RRULE_GOLD = RRULE.replace('''        while day < _LAST:
+            yield day
+            if count:
+                count -= 1
+                if not count:
+                    return
+            day += step''', '''        while day < _LAST:
+            if count is not None:
+                count -= 1
+                if count < 0:
+                    return
+            yield day
+            day += step''')
+# a wrong fix at one of several call sites: counting, not iterating
+RRULE_SHORTCUT = RRULE.replace('''    def count(self):
+        n = 0''', '''    def count(self):
+        if getattr(self, "_count", None) == 0:
+            return 0
+        n = 0''')
+# a correct fix written otherwise: the rule's iteration stops at its count, its generator is left as it was
+RRULE_ALTERNATIVE = RRULE.replace("import datetime\n", "import datetime\nimport itertools\n").replace('''    def __iter__(self):
+        return self._iter()''', '''    def __iter__(self):
+        count = getattr(self, "_count", None)
+        return self._iter() if count is None else itertools.islice(self._iter(), max(count, 0))''')
+RRULE_TESTS = '''import datetime
+import unittest
+
+from rules.rrule import DAILY, YEARLY, rrule
+
+
+class RRuleTest(unittest.TestCase):
+    def testDaily(self):
+        self.assertEqual(list(rrule(DAILY, count=3, dtstart=datetime.date(1997, 9, 2))),
+                         [datetime.date(1997, 9, 2), datetime.date(1997, 9, 3), datetime.date(1997, 9, 4)])
+
+    def testCount(self):
+        self.assertEqual(rrule(YEARLY, count=3, dtstart=datetime.date(1997, 9, 2)).count(), 3)
+
+    def testContains(self):
+        rr = rrule(DAILY, count=3, dtstart=datetime.date(1997, 9, 2))
+        self.assertEqual(datetime.date(1997, 9, 3) in rr, True)
+        self.assertEqual(datetime.date(1997, 9, 5) in rr, False)
+'''
+RRULE_HIDDEN = "tests/test_rrule.py\n" + RRULE_TESTS + '''
+    def testCountZero(self):
+        self.assertEqual(rrule(YEARLY, count=0, dtstart=datetime.date(1997, 9, 2)).count(), 0)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_dateutil_6192bca_an_object_without_a_repr_is_compared_by_its_items_and_the_test_asserts_them(footprint_backend, swedeck_env, tmp_path: Path) -> None:  # noqa: ANN001
+    """dateutil 6192bca in small: the new test counts a yearly rule's occurrences with count=0; the
+    shortcut fixes counting only, so the rule still yields every occurrence. An rrule has no repr and
+    only private state: every rrule compared equal, and the footprint reached the change only through
+    the private generator (``rrule._iter(rrule(...))``), a test a correct fix that stops the iteration
+    elsewhere fails. Its items are its value now: the kept test asserts ``list(result) == []`` of other
+    rules with count=0, which the shortcut fails while gold and that correct fix pass."""
+    from test_observe import diff, make_task
+
+    task = make_task(tmp_path, "rrule-6192bca", "rules/rrule.py", RRULE, RRULE_GOLD, {"rules/__init__.py": "", "tests/test_rrule.py": RRULE_TESTS},
+                     RRULE_HIDDEN, "rrule(YEARLY, count=0, dtstart=...) yields every occurrence; count=0 must give none.")  # fmt: skip
+    record, strong = _strengthened_by_footprint(task, footprint_backend, swedeck_env, tmp_path)
+    kept = [t for t in record.tests if not t.rejected_at]
+    assert any("assert list(result) == []" in t.code or "self.assertEqual(list(result), [])" in t.code for t in kept), [t.code for t in record.tests]
+    _assert_shortcut_killed(record, strong, task, footprint_backend, diff("rules/rrule.py", RRULE, RRULE_SHORTCUT), diff("rules/rrule.py", RRULE, RRULE_ALTERNATIVE))
+
+
+@pytest.mark.slow
+@pytest.mark.bwrap
+def test_the_footprint_reaches_gold_s_change_through_the_calls_the_tests_make_into_the_project(sample_tasks, footprint_backend, swedeck_env) -> None:  # noqa: ANN001
+    """iniparse: gold expands nested references in ``expand(value, section, option, lookup)``, which
+    only the library calls, with a bound method as ``lookup``; the tests call ``Config.get`` of a
+    config ``iniparse.loads`` built. No call of a watched function had evaluable arguments, so the
+    footprint had no seed where gold changed anything. The tests' calls that reach ``expand`` are seeds
+    now (``Config.get(loads(...), 'paths', 'cache')``), and the footprint holds untested inputs where the
+    buggy and gold trees differ."""
+    from harness.sandboxes.envs import prepare_tree
+    from probes.differential import session_for
+
+    task = sample_tasks["sample__iniparse-1"]
+    f2p = [f"tests/test_interpolation.py::NestedInterpolationTests::{name}" for name in
+           ("test_missing_nested_reference_raises", "test_nested_reference_in_other_section", "test_three_levels", "test_two_levels")]  # fmt: skip
+    engine = session_for(task, footprint_backend, f2p, prepare_tree(task, swedeck_env)).footprint
+    assert engine is not None
+    found = engine.footprint()
+    through = [f for f in found.found if f.call.target in ("iniparse.config:Config.get", "iniparse.config:Config.getint")]
+    assert any(f.tested for f in through) and any(not f.tested for f in through), (found.detail, [f.call.src for f in found.found])
+    assert all(f.call.imports[0].startswith("from iniparse") and "loads(" in f.call.src for f in through)

@@ -5,9 +5,11 @@ patch that passes it and that the engine must tell apart from gold with a confir
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -162,6 +164,11 @@ def run_plugin(tmp_path: Path, watched: list[str], extra: str = "", suite: str =
     if suite:
         (tmp_path / "tests" / "test_extra.py").write_text(suite)
     (tmp_path / "targets").write_text("".join(f"{w}\n" for w in watched))
+    return run_suite(tmp_path)
+
+
+def run_suite(tmp_path: Path) -> list[dict]:
+    """The observation plugin's records of ``tests`` in ``tmp_path``, watching what ``tmp_path/targets`` lists."""
     env = {**os.environ, "SWEDECK_OBSERVE_TARGETS": str(tmp_path / "targets"), "SWEDECK_OBSERVE_LOG": str(tmp_path / "log"),
            "PYTHONPATH": str(PLUGINS), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}  # fmt: skip
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "swedeck_observe", "-p", "no:cacheprovider", "tests"],
@@ -178,8 +185,8 @@ def test_the_plugin_records_calls_from_parametrized_cases_fixtures_classes_and_u
     assert got == [
         ("test_clamp[-1-0]", "clamp(-1, 0, 10)", "0", "", ""),
         ("test_clamp[5-5]", "clamp(5, 0, 10)", "5", "", "clamped 5\n"),
-        ("test_box", "Box(3)", ["Box", "Box(3)"], "", ""),  # the fixture's call, attributed to the test
-        ("test_box", "Box.grow(Box(3), 2)", ["Box", "Box(5)"], "", ""),
+        ("test_box", "Box(3)", ["Box", "Box(3)", {"attrs": [["size", "3"]]}], "", ""),  # the fixture's call, attributed to the test
+        ("test_box", "Box.grow(Box(3), 2)", ["Box", "Box(5)", {"attrs": [["size", "5"]]}], "", ""),
         ("test_box", "clamp(12, 0, 10)", None, "ValueError", ""),  # through pytest.raises(E, f, x)
         ("TestChunks::test_chunks", "chunks([1, 2, 3], 2)", ["iterator", [["list", ["1", "2"]], ["list", ["3"]]]], "", ""),
         ("TestChunks::test_chunks", "chunks('abcdef', 2)", ["iterator", ["'ab'"]], "", ""),  # left unfinished
@@ -197,7 +204,7 @@ def test_a_call_through_a_decorator_s_wrapper_is_the_test_s_and_an_object_s_inte
     otherwise on a correct alternative; only an object's public plain data is its value."""
     rows = run_plugin(tmp_path, ["pkg/core.py::clamp", "pkg/core.py::Box.__init__", "pkg/core.py::Pattern.__init__"], extra=EXTRA, suite=EXTRA_SUITE)
     got = {r["call"]: r["value"] for r in rows if r["test"].endswith("test_extra")}
-    assert got == {"clamp(4, 0, 10)": "4", "Box(7)": ["Box", "Box(7)"]}
+    assert got == {"clamp(4, 0, 10)": "4", "Box(7)": ["Box", "Box(7)", {"attrs": [["size", "7"]]}]}
     regex = [r for r in rows if r["test"].endswith("test_opaque")]
     assert [r["value"] for r in regex] == [["Pattern", ["dict", [["'size'", "2"]]]]]
 
@@ -245,6 +252,188 @@ def test_regression_a_test_past_its_record_cap_is_not_read_any_more(tmp_path: Pa
     loop = [r for r in rows if r["test"].endswith("test_loop")]
     assert len(loop) == MAX_RECORDS_PER_TEST and loop[-1]["call"] == f"Box.grow(Box({MAX_RECORDS_PER_TEST - 1}), 1)"
     assert int((tmp_path / "reprs").read_text()) <= 3 * MAX_RECORDS_PER_TEST < 1000
+
+
+FACADE = {
+    "fmt/__init__.py": "from fmt.api import render, Template\n",
+    "fmt/api.py": """from fmt._engine import Engine
+
+
+def render(spec, value, upper=False):
+    return Engine(spec)._render(value, upper)
+
+
+def width(spec):
+    return len(spec)
+
+
+def check(spec):
+    try:
+        Engine(spec)._render(None, False)
+    except TypeError:
+        return None  # raised inside, caught: it returns
+
+
+class Template:
+    def __init__(self, spec):
+        self.spec = spec
+
+    def fill(self, value):
+        spec = self.spec.strip()  # rebinds nothing the call was made with
+        return Engine(spec)._render(value, False)
+
+    def __repr__(self):
+        return f"Template({self.spec!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, Template) and other.spec == self.spec
+
+
+class Sheet:  # no repr of its own: only the call that built it writes it
+    def __init__(self, spec):
+        self._spec = spec
+
+    def fill(self, value):
+        return Engine(self._spec)._render(value, False)
+
+
+def sheet(spec):
+    return Sheet(spec)
+
+
+class _Formatter:
+    def __call__(self, spec, value):
+        return Engine(spec)._render(value, False)
+
+
+fmt = _Formatter()
+""",
+    "fmt/_engine.py": """class Engine:
+    def __init__(self, spec):
+        self.spec = spec
+
+    def _render(self, value, upper):
+        if value is None:
+            raise TypeError("no value")
+        text = self.spec.replace("{}", str(value))
+        return text.upper() if upper else text
+""",
+    "tests/test_fmt.py": """import pytest
+
+from fmt import Template, render
+from fmt.api import check, fmt, sheet, width
+
+
+def test_render():
+    assert render("<{}>", 3) == "<3>"
+    assert render(spec="[{}]", value="a", upper=True) == "[A]"
+    assert width("ab") == 2  # reaches nothing gold changed
+    with pytest.raises(TypeError):
+        render("{}", None)
+    assert check("{}") is None
+
+
+def test_template():
+    t = Template("({})")
+    assert t.fill(1) == "(1)"
+    assert sheet("[{}]").fill(2) == "[2]"
+    assert fmt("<{}>", 4) == "<4>"
+""",
+}
+
+
+def test_a_call_from_a_test_that_reaches_gold_s_change_through_a_facade_is_recorded(tmp_path: Path) -> None:
+    """The tests call ``render`` and ``Template.fill``, which dispatch to a private method of another
+    module's class that gold changed: no watched function is called from test code, so nothing was
+    recorded. The calls from test code whose execution reaches it are, as standalone calls (a method's
+    instance through the call that built it, a constructor's or a factory's); a call that reaches nothing
+    gold changed is not."""
+    for rel, text in FACADE.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    (tmp_path / "targets").write_text("fmt/_engine.py::Engine._render changed\n")
+    rows = run_suite(tmp_path)
+    got = [(r["test"].rpartition("::")[2], r["target"], r["call"], r["value"], r["raised"], r["entry"]) for r in rows]
+    assert got == [
+        ("test_render", "fmt.api:render", "render('<{}>', 3, False)", "'<3>'", "", True),
+        ("test_render", "fmt.api:render", "render('[{}]', 'a', True)", "'[A]'", "", True),
+        ("test_render", "fmt.api:render", "render('{}', None, False)", None, "TypeError", True),
+        ("test_render", "fmt.api:check", "check('{}')", "None", "", True),
+        ("test_template", "fmt.api:Template.fill", "Template.fill(Template('({})'), 1)", "'(1)'", "", True),
+        ("test_template", "fmt.api:Sheet.fill", "Sheet.fill(sheet('[{}]'), 2)", "'[2]'", "", True),  # what a factory built
+        ("test_template", "fmt.api:_Formatter.__call__", "fmt('<{}>', 4)", "'<4>'", "", True),  # a callable instance, called
+    ]
+    assert rows[0]["imports"] == ["from fmt.api import render"] and rows[0]["file"] == "fmt/api.py"
+    seeds = seeds_from_records(rows)
+    assert [s.src for s in seeds][-3] == "Template.fill(Template('({})'), 1)" and seeds[-3].imports == ("from fmt.api import Template",)
+
+
+class Statement:
+    """A parse tree printed as its first word: its repr hides its tokens."""
+
+    def __init__(self, tokens: list[str], kind: str = "select") -> None:
+        self._tokens, self.kind, self._cache = list(tokens), kind, re.compile("|".join(map(re.escape, tokens)))
+
+    def __iter__(self):  # noqa: ANN204
+        yield from self._tokens
+
+    def __repr__(self) -> str:
+        return f"<Statement {self._tokens[0]!r}>"
+
+    @property
+    def costly(self) -> str:
+        raise AssertionError("a property is never read")
+
+
+class Stream:
+    """Sized, but read once: iterating it for its value would empty it for the test."""
+
+    def __init__(self, items: list[int]) -> None:
+        self._it, self.n = iter(items), len(items)
+
+    def __iter__(self):  # noqa: ANN204
+        return self._it
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return "<Stream>"
+
+
+class Point:
+    __slots__ = ("x", "_y")
+
+    def __init__(self, x: int, y: int) -> None:
+        self.x, self._y = x, y
+
+    def __repr__(self) -> str:
+        return "<Point>"
+
+
+def test_an_object_whose_repr_hides_its_contents_is_compared_by_its_items_and_public_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two parse trees printed alike (``<Statement 'select'>``) with other tokens compared equal: only
+    the repr was read. Their items and public plain data are compared too; never a private attribute
+    (a compiled pattern a correct alternative builds otherwise: boltons-435774e), a property, or the
+    items of a stream the test still reads; the plugin's values and the driver's alike."""
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    import swedeck_observe_values  # type: ignore[import-not-found]
+
+    from probes.diff_driver import canon
+
+    select_a = Statement(["select", "a"])
+    assert canon(select_a) == ["Statement", "<Statement 'select'>", {"items": ["'select'", "'a'"], "attrs": [["kind", "'select'"]]}]
+    assert canon(select_a) != canon(Statement(["select", "b"])) and canon(select_a) != canon(Statement(["select", "a"], "update"))
+    other_internals = Statement(["select", "a"])
+    other_internals._cache = re.compile("select|a|b")
+    assert canon(other_internals) == canon(select_a)
+    stream = Stream([1, 2])
+    assert canon(stream) == ["Stream", "<Stream>", {"attrs": [["n", "2"]]}] and list(stream) == [1, 2]
+    assert canon(Point(1, 2)) == ["Point", "<Point>", {"attrs": [["x", "1"]]}]
+    moment = datetime.datetime(2020, 1, 2)
+    assert canon(moment) == ["datetime", "datetime.datetime(2020, 1, 2, 0, 0)"]  # read field by field where it is stated
+    for value in (select_a, Stream([3]), Point(1, 2), moment, [select_a]):
+        assert swedeck_observe_values.canon(value) == canon(value)
 
 
 # ================================================================================ inputs and contract (pure)

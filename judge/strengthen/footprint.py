@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from harness.pyast import literal_eval, parse
 from harness.records import DistinguishingInput, FootprintInput
 from judge.strengthen.validation import Workbench
-from judge.strengthen.writing import Candidate, _imports_pytest, function_code, is_unittest_class, model_free_body, split_test_id
+from judge.strengthen.writing import Candidate, _imports_pytest, function_code, is_unittest_class, model_free_body, module_repr, split_test_id
 from probes.footprint import Footprint, Found
 from probes.special_case import find_def
 
@@ -87,20 +87,111 @@ def attributes(value: str) -> dict[str, str] | None:
     return out
 
 
-def differing_attributes(found: Found) -> list[tuple[str, str]]:
-    """(attribute, gold's value as source) where gold's and the buggy tree's values differ only in
-    literal public attributes; [] otherwise."""
-    g, b = attributes(found.gold.value), attributes(found.buggy.value)
-    if g is None or b is None or value_type(found.gold.value) != value_type(found.buggy.value):
+Part = tuple[str, str, tuple[str, ...]]  # an expression on ``result``, gold's value of it as source, the imports that source needs
+
+
+def differing_attributes(found: Found) -> list[Part]:
+    """The parts of gold's value that differ from the buggy tree's and read back: a standard library
+    value's literal attributes (``result.year``), or an object's items (``list(result)``) and public
+    plain data (``result.fixed``) where its repr hides them (``probes.diff_driver.structure``); []
+    where the values differ otherwise, or nowhere a literal states."""
+    if value_type(found.gold.value) != value_type(found.buggy.value):
         return []
-    out = []
-    for name in dict.fromkeys([*g, *b]):
-        if g.get(name) != b.get(name):
-            try:
-                literal_eval(g.get(name, ""))
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-                return []
-            out.append((name, g[name]))
+    g, b = attributes(found.gold.value), attributes(found.buggy.value)
+    if g is not None and b is not None:
+        out: list[Part] = []
+        for name in dict.fromkeys([*g, *b]):
+            if g.get(name) != b.get(name):
+                try:
+                    literal_eval(g.get(name, ""))
+                except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                    return []
+                out.append((f"result.{name}", g[name], ()))
+        return out
+    return differing_structure(found.gold.value, found.buggy.value)
+
+
+def _structure(canon: object) -> dict | None:
+    """``{"items": [...], "attrs": {name: canon}}`` of an object's canonical form, None for any other value."""
+    if not (isinstance(canon, list) and len(canon) in (2, 3) and isinstance(canon[0], str)) or canon[0] in BUILTIN_TYPES | {"iterator"}:
+        return None
+    shape = canon[2] if len(canon) == 3 and isinstance(canon[2], dict) else {}
+    if isinstance(canon[1], list) and canon[1][:1] == ["dict"]:  # no repr of its own: its public data, then its items
+        return {**shape, "attrs": {literal_eval(k): v for k, v in canon[1][1]}}
+    return {**shape, "attrs": dict(shape.get("attrs", []))} if isinstance(canon[1], str) else None
+
+
+def canon_source(canon: object) -> tuple[str, tuple[str, ...]] | None:
+    """Source of the value ``canon`` is the canonical form of (``probes.diff_driver.canon``), with the
+    imports it needs: a literal, a container of such, or a standard library value written as its
+    module's constructor call (``module_repr``); None for any other."""
+    if isinstance(canon, str):
+        if canon == "...":  # deeper than canon reads: no value
+            return None
+        try:
+            literal_eval(canon)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return None
+        return canon, ()
+    if not (isinstance(canon, list) and len(canon) == 2 and isinstance(canon[1], (list, str))):
+        return None
+    kind, inner = canon
+    if isinstance(inner, str):
+        got = module_repr(json.dumps(canon))
+        return (got[1], tuple(got[0])) if got is not None else None
+    if kind not in {"list", "tuple", "set", "frozenset", "dict"}:
+        return None
+    parts = [canon_source(json.loads(v) if kind in {"set", "frozenset"} else v) for v in inner] if kind != "dict" else []
+    pairs = [(canon_source(k), canon_source(v)) for k, v in inner] if kind == "dict" else []
+    stated = [*parts, *(x for pair in pairs for x in pair)]
+    if any(x is None for x in stated):
+        return None
+    imports = tuple(dict.fromkeys(i for x in stated for i in x[1]))  # type: ignore[index]
+    texts = [x[0] for x in parts]  # type: ignore[index]
+    if kind == "dict":
+        return "{" + ", ".join(f"{k[0]}: {v[0]}" for k, v in pairs) + "}", imports  # type: ignore[index]
+    if kind in {"set", "frozenset"}:
+        inside = "{" + ", ".join(texts) + "}" if texts else ""
+        return (inside if kind == "set" and texts else f"{kind}({inside})"), imports
+    if kind == "tuple":
+        return "(" + ", ".join(texts) + ("," if len(texts) == 1 else "") + ")", imports
+    return "[" + ", ".join(texts) + "]", imports
+
+
+def differing_items(gold: list, buggy: list) -> list[Part]:
+    """How a test states that an object's items differ: all of them where each reads back
+    (``list(result)``), else their number where it differs (``len(list(result))``), else each public
+    attribute of the items that differs (``[x.value for x in result]``: tokens printed alike)."""
+    if (got := canon_source(["list", gold])) is not None:
+        return [("list(result)", *got)]
+    if len(gold) != len(buggy):
+        return [("len(list(result))", str(len(gold)), ())]
+    shapes = [(_structure(g), _structure(b)) for g, b in zip(gold, buggy)]
+    if not all(g is not None and b is not None for g, b in shapes):
+        return []
+    out: list[Part] = []
+    for name in dict.fromkeys(n for g, _ in shapes for n in g["attrs"]):  # type: ignore[index]
+        pairs = [(g["attrs"].get(name), b["attrs"].get(name)) for g, b in shapes]  # type: ignore[index]
+        if not name.isidentifier() or any(g is None for g, _ in pairs) or all(g == b for g, b in pairs):
+            continue
+        if (got := canon_source(["list", [g for g, _ in pairs]])) is not None:
+            out.append((f"[x.{name} for x in result]", *got))
+    return out
+
+
+def differing_structure(gold: str, buggy: str) -> list[Part]:
+    """The parts of two objects' canonical forms that differ where their reprs hide them: the items
+    (``differing_items``), each public attribute (``result.<name>``)."""
+    try:
+        g, b = _structure(json.loads(gold) if gold else None), _structure(json.loads(buggy) if buggy else None)
+    except ValueError:
+        return []
+    if g is None or b is None:
+        return []
+    out = differing_items(g["items"], b["items"]) if "items" in g and "items" in b and g["items"] != b["items"] else []
+    for name, value in g["attrs"].items():
+        if name.isidentifier() and value != b["attrs"].get(name) and (got := canon_source(value)) is not None:
+            out.append((f"result.{name}", *got))
     return out
 
 
@@ -133,8 +224,9 @@ def body(found: Found, prop: str, *, unittest: bool, pytest_imported: bool) -> l
     if prop == "returns":
         return [*d.setup, d.call]
     if prop == "attributes":
-        checks = [(f"self.assertEqual(result.{a}, {v})" if unittest else f"assert result.{a} == {v}") for a, v in differing_attributes(found)]
-        return [*d.setup, f"result = {d.call}", *checks]
+        parts = differing_attributes(found)
+        checks = [(f"self.assertEqual({a}, {v})" if unittest else f"assert {a} == {v}") for a, v, _ in parts]
+        return [*d.setup, *dict.fromkeys(i for _, _, imports in parts for i in imports), f"result = {d.call}", *checks]
     if prop == "not_none":
         return [*d.setup, f"self.assertIsNotNone({d.call})" if unittest else f"assert {d.call} is not None"]
     return model_free_body(d, unittest=unittest, pytest_imported=pytest_imported)  # its value (or "keeps": the value both trees give)
@@ -194,6 +286,14 @@ def home(found: Found, sources: dict[str, str], fail_to_pass: Sequence[str]) -> 
 
 
 _SLUG = re.compile(r"[^0-9a-zA-Z]+")
+_PART_NAMES = {"list(result)": "items", "len(list(result))": "length"}
+
+
+def _part_name(expression: str) -> str:
+    """What an assertion of ``differing_attributes`` checks, for a test's name: ``result.fixed`` -> fixed."""
+    if expression in _PART_NAMES:
+        return _PART_NAMES[expression]
+    return expression.partition(" for ")[0].strip("[").rpartition(".")[2]
 
 
 def name_for(found: Found, prop: str, taken: str) -> str:
@@ -201,7 +301,8 @@ def name_for(found: Found, prop: str, taken: str) -> str:
     func = found.call.func.rpartition(".")[2].strip("_").lower() or "call"
     what = {"raises": f"raises_{found.gold.raised.rpartition('.')[2].lower()}", "returns": "does_not_raise",
             "type": f"returns_{value_type(found.gold.value).lower()}", "not_none": "finds_a_result", "value": "result",
-            "attributes": "_".join(a for a, _ in differing_attributes(found)), "keeps": "keeps_its_result"}[prop]  # fmt: skip
+            "attributes": "_".join(_part_name(a) for a, _, _ in differing_attributes(found)),
+            "keeps": "keeps_its_result"}[prop]  # fmt: skip
     where, _, value = found.call.how.partition(" with ")[2].partition(" -> ")
     varied = f"{where if where.endswith('=') else ''}{value.rpartition(' (')[0]}" if value else found.call.src
     slug = _SLUG.sub("_", varied).strip("_").lower()[:32] or "empty"

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import json
 import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from harness.pyast import parse
-from harness.records import Behaviour, DistinguishingInput, ProbeResult, Task
+from harness.records import DistinguishingInput, ProbeResult, Task
 from harness.sandboxes.sandbox import Backend
 from probes.differential.literals import case_variants, pool, variants
 from probes.differential.statements import programs
 from probes.observe import ObservationSession, context
-from probes.replay import Differential, Engine, Observed, Program, Step, behaviour, free_names, run_programs
+from probes.replay import Differential, Engine, Observed, Program, Step, behaviour, free_names, renamed, run_programs
 from probes.workspace import test_sources
 
 MAX_VARIANTS = 160  # variant programs per task
@@ -48,18 +47,10 @@ def renamed_everywhere(base: Program, old: str, new: str) -> Program:
                                how=f"{old!r} -> {new!r} everywhere", base_key="", renamed=None)  # fmt: skip
 
 
-def renamed_behaviour(obs: dict, old: str, new: str) -> Behaviour:
-    """What gold's observation would be if ``old`` were only a name: the same, with ``old`` renamed."""
-    b = behaviour(obs)
-    word = re.compile(rf"(?<!\w){re.escape(old)}(?!\w)")
-    return Behaviour(value=b.value.replace(json.dumps(repr(old))[1:-1], json.dumps(repr(new))[1:-1]), raised=b.raised,
-                     stdout=word.sub(new, b.stdout))  # fmt: skip
-
-
-def equivariant(base: Sequence[dict], renamed: Sequence[dict], old: str, new: str) -> bool:
-    """Gold's behaviour on the renamed program is its behaviour on the test's own, renamed: ``old`` is opaque."""
-    return len(base) == len(renamed) and all(
-        b.get("step") == r.get("step") and renamed_behaviour(b, old, new) == behaviour(r) for b, r in zip(base, renamed)
+def equivariant(base: Sequence[dict], other: Sequence[dict], old: str, new: str) -> bool:
+    """Gold's behaviour on the renamed program (``other``) is its behaviour on the test's own, renamed: ``old`` is opaque."""
+    return len(base) == len(other) and all(
+        b.get("step") == r.get("step") and renamed(behaviour(b), {old: new}) == behaviour(r) for b, r in zip(base, other)
     )
 
 

@@ -4,15 +4,17 @@ gold's diff and the tests' own calls, each shrunk to the simplest one of its kin
 1. Seeds. The suite runs once on gold inside pytest with the observation plugin
    (``probes.observe.observe``), watching gold's changed functions, the public functions the tests
    call in the changed files and, through facades, the project functions the tests import from other
-   modules (``facade_targets``: a top-level ``split()`` dispatching to a private method of another
-   module's class). Every recorded call with evaluable arguments is a seed, with the calls written in
-   the issue's code blocks, the changed modules' doctests and the README (constant-folded).
+   modules (``facade_targets``), and records every call from test code whose execution reaches a
+   function gold changed (an entry: a top-level ``split()`` dispatching to a private method of another
+   module's class, a method of an object a factory built). Every recorded call with evaluable
+   arguments is a seed, with the calls written in the issue's code blocks, the changed modules'
+   doctests and the README (constant-folded).
 2. Draws. For each seed and each argument (and each keyword parameter with a literal default the call
    does not pass), Hypothesis draws values of that argument's type from gold's vocabulary
    (``probes.footprint.vocabulary``): derandomised, so two runs draw alike.
 3. Comparison. Every call replays standalone (``probes/diff_driver.py``) twice on gold, once on the
    buggy tree; a call gold answers differently twice counts as not differing. Values are compared canonically
-   (containers item by item, objects by their public attributes, exceptions by type), and a difference
+   (containers item by item, objects by their repr, items and public plain data, exceptions by type), and a difference
    counts only where gold is in contract (``probes.observe.session.differs``, with the exception types
    gold's diff raises added to the expected ones).
 4. Shrinking. Per target and argument, Hypothesis's own shrinker (``hypothesis.find``, the same
@@ -284,7 +286,7 @@ class FootprintSearch:
     def run(self) -> Footprint:
         if not self.ctx.watched:
             return Footprint(detail="no function of gold's change or called by the tests to watch")
-        rows, error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
+        rows, error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched, self.ctx.changed)
         if not rows:
             return Footprint(detail=error or "the tests made no call into the watched functions")
         self.session.paths = list(dict.fromkeys(import_root(r["file"], r["target"].partition(":")[0]) for r in rows))

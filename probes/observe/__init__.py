@@ -9,7 +9,9 @@ run the suite as it is and watches from inside (``harness/grading/plugins/swedec
    the FAIL_TO_PASS tests' files call (``targets``), as ``path::qualname``.
 2. Observation. The task's whole test command runs on gold with the plugin (``harness.grading.grader.run_tests``
    with ``observe=``): every call a test, fixture, test-class or unittest method makes into a target,
-   with its arguments as evaluable source, canonical return value, exception type and printed output.
+   with its arguments as evaluable source, canonical return value, exception type and printed output;
+   and every call test code makes into another project function whose execution reaches one gold
+   changed (an entry: the tests reach the change through a facade, ``Context.changed``).
    The suite is observed on gold only: on a survivor, every observed call with evaluable arguments is
    replayed standalone (step 4), which is the same comparison (same call, same arguments) made where it
    can be confirmed; a difference only the suite's context shows (state an earlier call left) could not

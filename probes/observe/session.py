@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -9,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.grading.grader import run_tests
+from harness.pyast import parse
 from harness.records import Behaviour, DistinguishingInput, Task
 from harness.sandboxes.sandbox import Backend, EnvError
 from probes.observe.calls import Call, _unique, documented_calls, iterators, prioritised, seeds_from_records
 from probes.observe.variants import variations
-from probes.observe.watched import MAX_ENDINGS, changed_literals, import_root, none_defaults, targets
-from probes.replay import Differential, Program, Step, behaviour, run_programs, within_budget
+from probes.observe.watched import MAX_ENDINGS, changed_functions, changed_literals, import_root, none_defaults, targets
+from probes.replay import Differential, Program, Step, behaviour, renamed, run_programs, within_budget
 from probes.workspace import workspace
 
 MAX_CALLS = 600  # standalone calls per task; at most half of them the tests' own
@@ -30,6 +33,32 @@ _EXC_WORD = re.compile(r"\b(\w*(?:Error|Exception|Warning))\b")
 # ============================================================================================ observation
 
 
+def identifier_strings(sources: Iterable[str]) -> list[str]:
+    """The string literals of calls' sources that could be names (identifiers), in order of first appearance."""
+    out: list[str] = []
+    for src in sources:
+        try:
+            tree = parse(src, mode="eval")
+        except (SyntaxError, ValueError):
+            continue
+        out += [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()]
+    return list(dict.fromkeys(out))
+
+
+def renamed_call(call: Call, renaming: Mapping[str, str]) -> Call:
+    """``call`` with every string literal ``renaming`` names replaced by its new name."""
+
+    class Rename(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            return ast.Constant(renaming[node.value]) if isinstance(node.value, str) and node.value in renaming else node
+
+    def rename(src: str) -> str:
+        return ast.unparse(Rename().visit(parse(src, mode="eval")))
+
+    return dataclasses.replace(call, args=tuple(rename(a) for a in call.args), kwargs=tuple((k, rename(v)) for k, v in call.kwargs),
+                               how=f"{call.how}, renamed {renaming}")  # fmt: skip
+
+
 def records(jsonl: str) -> list[dict]:
     out = []
     for line in jsonl.splitlines():
@@ -42,10 +71,17 @@ def records(jsonl: str) -> list[dict]:
     return out
 
 
-def observe(task: Task, backend: Backend, patch: str, watched: Sequence[str]) -> tuple[list[dict], str]:
+def listing(watched: Sequence[str], changed: Sequence[str]) -> list[str]:
+    """The plugin's targets: the watched functions, and gold's changed functions marked ``changed`` (the
+    calls from test code whose execution reaches one are recorded as entries: a facade's)."""
+    marked = set(changed)
+    return [f"{t} changed" if t in marked else t for t in dict.fromkeys([*watched, *changed])]
+
+
+def observe(task: Task, backend: Backend, patch: str, watched: Sequence[str], changed: Sequence[str] = ()) -> tuple[list[dict], str]:
     """The plugin's records of one run of the task's tests on the tree with ``patch``, or why there are none."""
     try:
-        run = run_tests(task, patch, backend, observe=watched)
+        run = run_tests(task, patch, backend, observe=listing(watched, changed))
     except EnvError as err:
         return [], f"no observation run: {err}"
     if run.outcome != "ok":
@@ -117,6 +153,7 @@ class Context:
     expected: set[str]  # exception types the tests or the issue expect
     fail_to_pass: list[str]
     endings: list[str] = field(default_factory=list)  # short string literals of the functions gold changed
+    changed: list[str] = field(default_factory=list)  # path::qualname of the functions gold changed
 
 
 def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pass: Sequence[str]) -> Context:
@@ -124,15 +161,17 @@ def context(task: Task, tree: Path, test_sources: Mapping[str, str], fail_to_pas
     documents = {"the issue": task.problem_statement}
     changed: dict[str, str] = {}
     endings: list[str] = []
+    functions: list[str] = []
     with workspace(task, tree) as ws:
         if ws is not None:
             changed = {p: t for p, t in ws.new.items() if t is not None and p.endswith(".py") and p not in test_sources}
             endings = [e for p in changed for e in changed_literals(p, ws.old.get(p), ws.new.get(p))]
+            functions = [f for p in changed for f in changed_functions(p, ws.old.get(p), ws.new.get(p))]
             documents |= {f"{p} (docstrings)": t for p, t in changed.items()}
             for readme in sorted(ws.root.glob("README*"))[:2]:
                 documents[readme.name] = readme.read_text(errors="replace")
     expected = expected_exceptions(test_sources.values(), task.problem_statement)
-    return Context(watched, documents, none_defaults(changed, watched), expected, list(fail_to_pass), endings[:MAX_ENDINGS])
+    return Context(watched, documents, none_defaults(changed, watched), expected, list(fail_to_pass), endings[:MAX_ENDINGS], functions)
 
 
 class ObservationSession:
@@ -157,7 +196,7 @@ class ObservationSession:
         if self._gold is None:
             replay = Replay()
             if self.ctx.watched:
-                self.rows, replay.error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched)
+                self.rows, replay.error = observe(self.task, self.backend, self.task.answer.gold_patch, self.ctx.watched, self.ctx.changed)
             seeds = prioritised(seeds_from_records(self.rows), self.ctx.fail_to_pass)[: self.budget // 2]
             one_per_target = list({r["target"]: r for r in self.rows if r.get("call")}.values())
             documented = documented_calls(self.ctx.documents, one_per_target, iterators(self.rows))
@@ -211,6 +250,8 @@ class ObservationSession:
             if not differs(g, o, self.ctx.expected):
                 continue
             confirmations += 1
+            if self._opaque(patch, call, g, calls):
+                continue
             if self._confirmed(patch, call, g, o):
                 found = DistinguishingInput(
                     test_id=call.test_id, how=call.how, setup=list(call.imports), call=call.src, gold=g, other=o, literal=literal,
@@ -220,6 +261,25 @@ class ObservationSession:
             if confirmations >= MAX_CONFIRMATIONS:
                 break
         return None, tried
+
+    def _opaque(self, patch: str, call: Call, gold: Behaviour, calls: Sequence[Call]) -> bool:
+        """The difference is only about names, as the program replay's rule has it
+        (``probes.differential.session.equivariant``): the call with its identifier-like strings renamed
+        to those of the other calls compared (``toposort``'s ``{'a': ['b', 'b']}`` as ``{'app': ['lib',
+        'lib']}``) is answered alike by the patch and gold, and gold's answer is its answer on the call
+        itself, renamed. A patch special-casing the tests' names then tells nothing, as it would in the
+        program replay; two more single-call replays, only where a difference is found."""
+        own = identifier_strings([call.src])
+        pool = [name for name in identifier_strings(c.src for c in calls) if name not in own]
+        if not own or len(pool) < len(own):
+            return False
+        renaming = dict(zip(own, pool))
+        other = renamed_call(call, renaming)
+        seen = [self.outcomes(p, [other]).get("call0") for p in (self.task.answer.gold_patch, patch)]
+        if any(o is None for o in seen):
+            return False
+        g, o = (behaviour(x) for x in seen)
+        return g == o and g == renamed(gold, renaming)
 
     def _confirmed(self, patch: str, call: Call, gold: Behaviour, other: Behaviour) -> bool:
         """The call alone, in a fresh sandbox on each tree, behaves as in the batch: no state left by an

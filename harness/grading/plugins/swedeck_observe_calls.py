@@ -25,6 +25,12 @@ class _State:
         self.files = set()
         self.watched = {}  # co_filename -> normalised path when it holds targets, else ""
         self.is_test = {}  # co_filename -> bool
+        self.is_framework = {}  # co_filename -> bool
+        self.in_project = {}  # co_filename -> path relative to the root of a project file no test file is, else ""
+        self.entering = False  # a target is listed as changed: calls from test code into the project are followed
+        self.entries = []  # the open calls from test code into the project (swedeck_observe._Entry)
+        self.entered = {}  # test -> calls from test code into the project followed
+        self.entry_targets = {}  # code object -> its _Target as an entry, None where no standalone call names it
         self.test = ""
         self.ordinal = {}
         self.open = {}  # id(frame) -> _Call
@@ -61,11 +67,11 @@ class _Call:
     __slots__ = ("target", "test", "args", "kwargs", "imports", "reproducible", "pending", "items", "generator",
                  "tee", "saved", "home")
 
-    def __init__(self, target, frame):
+    def __init__(self, target, frame, local=None):
         self.target, self.test = target, _STATE.test
         self.generator = bool(frame.f_code.co_flags & CO_GENERATOR)
         self.pending, self.items, self.tee, self.saved = None, [], None, None
-        local = frame.f_locals
+        local = frame.f_locals if local is None else local  # an entry's: its arguments as they were when it started
         self.home = (frame.f_globals.get("__name__", ""), frame.f_globals)
         self.args, self.kwargs, self.imports, self.reproducible = [], {}, [], True
         params = list(target.params)
@@ -132,15 +138,24 @@ class _Call:
             pass
         return self
 
-    def finish(self, value, raised, complete, returned=None):
+    def all_imports(self):
+        head = self.target.qualname.split(".")[0]
+        return list(dict.fromkeys(["from %s import %s" % (self.target.module, head)] + self.imports))
+
+    def source(self):
+        """The standalone call, "" when an argument has no evaluable source; a callable instance's
+        ``__call__`` as the instance's call (``rrulestr('...')``, not ``_rrulestr.__call__(rrulestr, '...')``)."""
+        if not self.reproducible:
+            return ""
+        parts = list(self.args) + ["%s=%s" % (k, v) for k, v in self.kwargs.items()]
+        func = self.target.qualname.rsplit(".", 1)[0] if self.target.kind == "init" else self.target.qualname
+        if self.target.kind == "method" and func.endswith(".__call__") and parts:
+            func, parts = parts[0], parts[1:]
+        return "%s(%s)" % (func, ", ".join(parts))
+
+    def finish(self, value, raised, complete, returned=None, entry=False):
         target = self.target
-        head = target.qualname.split(".")[0]
-        imports = list(dict.fromkeys(["from %s import %s" % (target.module, head)] + self.imports))
-        call = ""
-        if self.reproducible:
-            parts = list(self.args) + ["%s=%s" % (k, v) for k, v in self.kwargs.items()]
-            func = target.qualname.rsplit(".", 1)[0] if target.kind == "init" else target.qualname
-            call = "%s(%s)" % (func, ", ".join(parts))
+        imports, call = self.all_imports(), self.source()
         literal = ""
         if not raised and not self.generator and target.kind != "init":
             got = source_of(returned)
@@ -154,7 +169,7 @@ class _Call:
         _emit({"test": self.test, "ordinal": n, "target": "%s:%s" % (target.module, target.qualname), "file": target.rel,
                "args": self.args, "kwargs": self.kwargs, "call": call, "imports": imports, "value": value,
                "literal": literal, "raised": raised, "stdout": "".join(self.tee.kept if self.tee else [])[-2000:],
-               "generator": self.generator, "complete": complete})
+               "generator": self.generator, "complete": complete, "entry": entry})
 
 
 def _remember(obj, call, imports, value):
