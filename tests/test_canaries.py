@@ -246,6 +246,25 @@ def test_regression_a_grade_whose_twins_could_not_be_drawn_planted_no_canary(mon
         assert sorted(c.must_fail for c in planting.canaries) == [False, True]
 
 
+def test_regression_a_selection_within_a_command_s_class_twinned_the_whole_class() -> None:
+    """more-itertools 958990e runs ``tests/test_more.py::SlicedTests``; strengthening grades one added
+    test of that class with a selection. The command's ids and the selection's were joined, so every
+    test of the class counted as run and another test's twins were planted: missing from the run, they
+    made gold spoofing_suspected on every added test (all rejected at gold_stable)."""
+    keys = _keys()
+    command = ["python -m pytest tests/test_sort.py::TestHelpers tests/test_parser.py"]
+    selected = canaries.runs(command, ["tests/test_sort.py::TestHelpers::test_word"])
+    assert selected("tests/test_sort.py", "TestHelpers", "test_word")
+    assert not selected("tests/test_sort.py", "TestHelpers", "test_nothing") and not selected("tests/test_parser.py", "ParserTests", "test_reads_sections")
+    assert not selected("tests/test_sort.py", "", "test_counts")  # outside the command's ids, whatever the selection
+    everything = canaries.runs(command)
+    assert everything("tests/test_sort.py", "TestHelpers", "test_nothing") and everything("tests/test_parser.py", "ParserTests", "test_reads_sections")
+    assert not everything("tests/test_sort.py", "", "test_counts")
+    for seed in range(10):
+        planting = canaries.plant(FILES, random.Random(seed), keys, selected)
+        assert set(planting.sets) <= {"tests/test_sort.py::TestHelpers::test_word"}
+
+
 def test_the_bound() -> None:
     keys = _keys()
     planting = canaries.plant(FILES, random.Random(7), keys, EVERYTHING)

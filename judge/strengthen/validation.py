@@ -121,7 +121,7 @@ def _gold_stable(ctx: Context, task: Task, alone: dict[str, str], tid: str) -> V
     for _ in range(ctx.gold_runs):
         g = ctx.grade(task, task.answer.gold_patch, alone, [tid])
         rewards.append(g.reward)
-        seen.append(str(g.statuses.get(tid, g.reason)))
+        seen.append(str(g.statuses.get(tid, g.reason)) + ("" if g.reward == 1.0 or tid not in g.statuses else f" ({g.reason}: {g.detail[:120]})"))
     ok = all(r == 1.0 for r in rewards)
     detail = f"{ctx.gold_runs} gold runs: {', '.join(seen)}"
     return ValidationCheck(step="gold_stable", passed=ok, detail=detail + ("" if ok else " (flaky or failing on gold)"),

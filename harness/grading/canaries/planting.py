@@ -71,15 +71,17 @@ def runs(test_cmd: list[str], select: Collection[str] | None = None) -> Runs:
     """Which tests of a hidden file the commands run: a file the commands name by node id
     (``tests/test_x.py::SomeTests``) runs the tests under those ids, any other every test; with
     ``select`` (the grader's selection plugin) only the tests it names."""
-    ids = [t for command in test_cmd for t in shlex.split(command) if "::" in t]
-    ids += list(select or ())
+    named = [t for command in test_cmd for t in shlex.split(command) if "::" in t]
+
+    def within(ids: Collection[str], path: str, own: list[str], unnamed: bool) -> bool:
+        mine = [i.partition("[")[0].split("::")[1:] for i in ids if i.split("::")[0] == path]
+        return any(own[: len(tail)] == tail for tail in mine) if mine else unnamed
 
     def selected(path: str, scope: str, test: str) -> bool:
-        mine = [i.partition("[")[0].split("::")[1:] for i in ids if i.split("::")[0] == path]
-        if select is None and not mine:
-            return True
         own = [scope, test] if scope else [test]
-        return any(own[: len(tail)] == tail for tail in mine)
+        # both: a selection runs only its tests of those the command runs (a command's `::SlicedTests`
+        # with a selection of one of them runs that one, not the class)
+        return within(named, path, own, True) and (select is None or within(select, path, own, False))
 
     return selected
 
