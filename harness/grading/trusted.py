@@ -33,7 +33,7 @@ from harness.records import Task, content_hash
 from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox
 
 # Bump when anything that decides a grade changes: it keys the facts and gold-pattern caches.
-GRADER_VERSION = 3
+GRADER_VERSION = 4
 # the exit of a test command whose install of the hidden tests failed, so the tests never started
 INSTALL_FAILED = 86
 # Run by the environment's Python in a pristine sandbox (so it may be any version from 3.6 on): the

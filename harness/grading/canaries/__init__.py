@@ -29,7 +29,7 @@ reads the tests' sources at all.
 
 from __future__ import annotations
 
-from harness.grading.canaries.checking import bound, check, commands, node_id, own_ids, select_ids, validate
+from harness.grading.canaries.checking import bound, check, commands, input_values, node_id, own_ids, select_ids, validate
 from harness.grading.canaries.planting import Canary, Planting, plant, runs, strength, trial, usable
 
-__all__ = ["Canary", "Planting", "bound", "check", "commands", "node_id", "own_ids", "plant", "runs", "select_ids", "strength", "trial", "usable", "validate"]
+__all__ = ["Canary", "Planting", "bound", "check", "commands", "input_values", "node_id", "own_ids", "plant", "runs", "select_ids", "strength", "trial", "usable", "validate"]
