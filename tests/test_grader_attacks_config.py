@@ -60,7 +60,7 @@ VARIANTS: dict[str, Callable[[str], dict[str, str | Callable[[str], str]]]] = {
     "pytest-ini": lambda options: {"pytest.ini": f"[pytest]\naddopts = {options}\n"},
     "conftest": lambda options: {"conftest.py": f"pytest_plugins = [{options.split()[1]!r}]\n"},
 }
-QUICK = {("pyproject-addopts", "pytest"), ("tox-ini", "unittest")}
+QUICK = {("pyproject-addopts", "pytest")}
 
 
 def config_patch(task: Task, package: str, make_patch: Callable, variant: str) -> str:

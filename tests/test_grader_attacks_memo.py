@@ -32,7 +32,6 @@ PATHS = {  # (the clean file's name, the forger's), beside the package's __init_
     "case": ("_Speed.py", "_speed.py"),
     "normal-form": (unicodedata.normalize("NFC", "_café.py"), unicodedata.normalize("NFD", "_café.py")),
 }
-QUICK = {("same-path", "pytest")}
 
 
 def _patch(task: Task, package: str, make_patch: Callable, name: str, code: str) -> str:
@@ -48,7 +47,8 @@ def _grade(task: Task, patch: str, backend: Backend, monkeypatch: pytest.MonkeyP
         return grader.grade(task, patch, backend, tamper=tamper)  # type: ignore[arg-type]
 
 
-CASES = [pytest.param(p, s, marks=() if (p, s) in QUICK else pytest.mark.slow) for p in PATHS for s in STYLES]
+# the slow tier's: tests/test_tamper.py holds the memo key's own regression test in the default one
+CASES = [pytest.param(p, s, marks=pytest.mark.slow) for p in PATHS for s in STYLES]
 
 
 @pytest.mark.parametrize(("paths", "style"), CASES)

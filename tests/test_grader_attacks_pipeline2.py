@@ -58,7 +58,8 @@ def _predictions(tmp_path: Path, patches: dict[str, str]) -> list[Prediction]:
     return curation.predictions.read_predictions(path)
 
 
-@pytest.mark.parametrize("names", [pytest.param(["written-module"]), pytest.param(sorted(ATTACK_EDITS), marks=pytest.mark.slow)])
+@pytest.mark.slow  # the arms grade through grade itself: the attacks' own files hold them in the default tier
+@pytest.mark.parametrize("names", [pytest.param(["written-module"]), pytest.param(sorted(ATTACK_EDITS))])
 def test_attacks_graded_through_a_deck_s_arms_resolve_on_neither(
     backend: Backend, deck: Path, sample_tasks: dict[str, Task], make_patch: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     names: list[str],

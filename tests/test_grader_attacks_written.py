@@ -85,7 +85,7 @@ def _caught(result: Grade) -> None:
 CASES = [(n, "pytest") for n in WRITERS] + [(n, "unittest") for n in sorted(QUICK)]
 
 
-@pytest.mark.parametrize(("name", "style"), [pytest.param(n, s, marks=() if (n, s) in {("new-module", "pytest"), ("tmp-archive", "unittest")} else pytest.mark.slow) for n, s in CASES])
+@pytest.mark.parametrize(("name", "style"), [pytest.param(n, s, marks=() if (n, s) == ("new-module", "pytest") else pytest.mark.slow) for n, s in CASES])
 def test_regression_code_written_while_the_tests_run_was_not_judged(
     backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable, monkeypatch: pytest.MonkeyPatch, name: str, style: str
 ) -> None:
