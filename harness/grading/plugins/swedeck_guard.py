@@ -6,8 +6,9 @@ force before anything of the tree is imported, in a plain command and in the pre
 child alike (``swedeck_preload``: the child imports it as a plain command would). ``SWEDECK_GUARD``
 names the job the host wrote once it had judged the change: ``root`` (the work directory),
 ``changed`` (the files the change added or modified, relative to it), ``protected`` (the hidden test
-files), ``log`` (where the guard writes, opened before the tree loads) and ``junit``/``outcomes``
-(the reports the seal covers). ``SWEDECK_GUARD_KEY`` is the grade's secret, taken out of the
+files), ``log`` (where the guard writes, opened before the tree loads), ``junit``/``outcomes`` (the
+reports the seal covers) and ``startup`` (the file names pytest or Python reads code or options from
+at start-up). ``SWEDECK_GUARD_KEY`` is the grade's secret, taken out of the
 environment here before any of the tree runs.
 
 The hook ends the run as tampered (a line in the log, then ``os._exit(EXIT)``, before the code that
@@ -16,8 +17,12 @@ walks frames (``sys._getframe`` and what calls it on its behalf, ``tb_frame``, `
 ``sys._current_frames``), walks the garbage collector, installs a trace or profile function or
 another audit hook, opens the hidden tests, the tree's git folder, the IO folder or another
 process's descriptors and memory, compiles code itself or from a file that is not Python source,
-builds code objects, unmarshals, calls native code (``ctypes``), starts a program or forks, or
-replaces a function's code. Who did it is read from the calling frames: the innermost frame outside
+builds code objects, unmarshals, calls native code (``ctypes``), starts a program or forks,
+replaces a function's code, or writes a file Python or pytest would load code from (an import
+suffix, ``.pth``, ``__pycache__``, conftest.py and pytest's configuration names: ``startup``). What
+else it writes is the change's own code from then on: the change's listing is taken before anything
+runs, and a module written at run time and imported would otherwise be "the rest of the tree". Who
+did it is read from the calling frames: the innermost frame outside
 the standard library, pytest, pluggy and these plugins decides, so a standard function called on the
 changed code's behalf (``inspect.stack()``, ``runpy``) is the changed code's act, while the standard
 library's own use of frames for a caller (``collections.namedtuple``, ``logging``, ``typing``) and a
