@@ -11,6 +11,7 @@ the audit only flagging and no canaries, so only the guard stands in the way) ea
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable
 
 import pytest
@@ -100,4 +101,27 @@ def test_regression_code_written_while_the_tests_run_was_not_judged(
     control = graded(task, patch, backend, monkeypatch, guard=False)
     assert control.reward == 1.0, (control.reason, control.detail, control.differing)
     assert control.tamper == [], control.tamper  # the static audit sees nothing either
+    _caught(graded(task, patch, backend, monkeypatch, guard=True))
+
+
+def _lying_headers(patch: str, by: int) -> str:
+    """The patch with every hunk header's line numbers ``by`` lines too low: git apply finds the
+    context where it is and applies the hunk at an offset, silently."""
+    return re.sub(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@", lambda m: f"@@ -{max(1, int(m[1]) - by)}{m[2] or ''} +{max(1, int(m[3]) - by)}{m[4] or ''} @@", patch)
+
+
+@pytest.mark.parametrize("style", [pytest.param("pytest"), pytest.param("unittest", marks=pytest.mark.slow)])
+def test_regression_a_patch_whose_hunk_headers_lie_hid_its_lines_from_the_guard(
+    backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable, monkeypatch: pytest.MonkeyPatch, style: str
+) -> None:
+    """The guard counted as the change's only the lines of a modified file at the numbers the patch's
+    hunk headers give; a patch whose headers lie applies at an offset, and the lines it added were
+    "the tree's own": the writer above earned 1 with the guard on. The lines are now found in the
+    file by their text, as the static audit finds them."""
+    task_id, package = STYLES[style]
+    task = sample_tasks[task_id]
+    patch = _lying_headers(writer_patch(task, package, make_patch, "new-module"), 12)
+    assert patch != writer_patch(task, package, make_patch, "new-module")
+    control = graded(task, patch, backend, monkeypatch, guard=False)
+    assert (control.reward, control.apply_strategy) == (1.0, "git apply"), (control.reason, control.detail, control.apply_strategy)
     _caught(graded(task, patch, backend, monkeypatch, guard=True))

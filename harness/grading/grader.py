@@ -204,8 +204,9 @@ def _run_in(
         if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
             return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
         with budget.step("the tamper audit"):
-            run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
-        runtime_guard.write_jobs(sandbox, token, envs, before, after, hidden, patch)
+            audit = tamper_findings(sandbox, patch, before, after, token, prefetch)
+        run.tamper = audit.findings
+        runtime_guard.write_jobs(sandbox, token, envs, before, after, hidden, patch, audit.files)
         clock.mark("audit")
         todo = plan(before, after, task, facts, hidden)
         run.neutralized = todo.neutralized
