@@ -105,3 +105,26 @@ def test_regression_a_gold_that_forges_at_run_time_made_its_probes_pass_in_probe
     result = probe_grading.run_probes(hostile, probe, backend, p1, stamp, selection=False)
     assert [(r.reward, r.reason) for r in result] == [(0.0, "tamper_suspected")], result
     assert probe_grading.gold_grades_clean(clean, backend)  # an honest gold keeps its sessions
+
+
+@pytest.mark.slow
+def test_attacks_the_audit_reads_are_graded_by_grade_even_as_probes(
+    backend: Backend, sample_tasks: dict[str, Task], make_patch: Callable
+) -> None:
+    """The other files' attacks whose code the static audit reads (a plugin registered from the
+    package, the twins forger, a plugin through pyproject.toml), handed to the probe runner as probes
+    of a task whose gold is clean: the session's own checks send each to ``grade``, and each earns 0.
+    (A probe's own code that forges unseen by the audit would still earn 1 in a session: probes are
+    only ever generated from gold, ``probes.generate``.)"""
+    task = sample_tasks["sample__toposort-1"]
+    edits = {
+        "runtime-plugin": {"toposort/__init__.py": lambda s: s + "\n" + SWALLOW + textwrap.dedent(ATTACKS["plugin-pdb-config"])},
+        "twins-forger": {"toposort/__init__.py": lambda s: s + "\n" + textwrap.dedent(TWINS_FORGER.format(tells=["order_first"]))},
+        "pyproject-plugin": {"toposort/_accel.py": PLUGIN, "pyproject.toml": lambda t: _with_section(t, 'addopts = "-p toposort._accel"')},
+    }
+    probes = [Candidate("plausible_wrong", name, name, make_patch(task, edit)) for name, edit in edits.items()]
+    pattern = grader.gold_pattern(task, backend)
+    p1 = test_decks.p1(task).model_copy(update={"expected_status": {k: str(v) for k, v in pattern.items()}})
+    stamp = {"config_hash": "c", "task_hash": task.task_hash(), "instance_id": task.instance_id}
+    results = probe_grading.run_probes(task, probes, backend, p1, stamp, selection=False)
+    assert [(r.reward, r.reason) for r in results] == [(0.0, "tamper_suspected")] * len(probes), [(r.reward, r.reason) for r in results]
