@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from harness.grading.canaries.layout import Unit, families, named, neutral, rewrite, sites
-from harness.grading.canaries.twins import INPUT_POOL, TWINS, Leaf, Words, draw, echoes, input_leaves, leaf, vocabulary
+from harness.grading.canaries.twins import INPUT_POOL, TWINS, Echoes, Leaf, Words, draw, echoes, input_leaves, leaf, vocabulary
 from harness.grading.canaries.sources import read_module, test_scopes
 from harness.records import CanaryStrength
 
@@ -182,7 +182,7 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
     return out
 
 
-def _input_pool(leaves: list[Leaf], key: str, words: Words, counts) -> tuple[Leaf | None, list[str] | None]:  # noqa: ANN001 - twins.Echoes
+def _input_pool(leaves: list[Leaf], key: str, words: Words, counts: Echoes) -> tuple[Leaf | None, list[str] | None]:
     """The first of ``leaves`` with a pool of INPUT_POOL values, and that pool: the same on every
     draw (seeded by the test), so the trial's verdict on each value holds for every grade."""
     for spot in leaves:
