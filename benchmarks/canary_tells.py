@@ -168,8 +168,9 @@ def tells(members: list[Member], view: FileView) -> dict[str, list[float]]:
     return out
 
 
-def sets_of(planting: canaries.Planting) -> list[tuple[FileView, list[Member]]]:
-    """Every twin set of the planting, with each member's edited value read from the planted text."""
+def sets_of(planting: canaries.Planting) -> list[tuple[str, FileView, list[Member]]]:
+    """Every twin set of the planting (its test's key, the file, the members), with each member's
+    edited value read from the planted text."""
     found = []
     for path, blob in planting.files.items():
         if not any(key.startswith(f"{path}::") for key in planting.sets):
@@ -195,7 +196,7 @@ def sets_of(planting: canaries.Planting) -> list[tuple[FileView, list[Member]]]:
             differ = [i for i in range(len(constants[0])) if len({c[i] for c in constants}) > 1]
             for m, consts in zip(members, constants):
                 m.value = consts[differ[0]] if differ else ""
-            found.append((view, members))
+            found.append((key, view, members))
     return found
 
 
@@ -203,32 +204,40 @@ def simulate(files_by_task: dict[str, dict[str, bytes]], draws: int, seed: int =
     rng = random.Random(seed)
     hits: Counter[str] = Counter()
     grade_hits: Counter[str] = Counter()
-    sets = grades = 0
+    sets = grades = input_sets = 0
+    input_hits: Counter[str] = Counter()  # the same, over the sets twinned at an input alone
     bound_sum = 0.0
     for files in files_by_task.values():
         selected = canaries.runs([])
-        keys = list(canaries.trial(files, random.Random(0), selected).sets)
+        trial = canaries.trial(files, random.Random(0), selected)
+        keys = list(trial.sets)
+        # every value of a test twinned at an input counts as one the trial saw fail
+        inputs = {key: [c.value for c in trial.canaries if c.key == key and c.value] for key in keys}
         if not keys:
             continue
         for _ in range(draws):
-            planting = canaries.plant(files, random.Random(rng.getrandbits(64)), keys, selected)
+            planting = canaries.plant(files, random.Random(rng.getrandbits(64)), keys, selected, (), inputs)
             found = sets_of(planting)
             if not found:
                 continue
             grades += 1
             bound_sum += (1 / (twins.TWINS + 1)) ** len(found)
             right: Counter[str] = Counter()
-            for view, members in found:
+            for key, view, members in found:
+                at_input = bool(inputs.get(key))
                 sets += 1
+                input_sets += at_input
                 for tell, scores in tells(members, view).items():
                     top = max(scores)
                     pick = rng.choice([m for m, s in zip(members, scores) if s == top])
                     if pick.real:
                         hits[tell] += 1
+                        input_hits[tell] += at_input
                         right[tell] += 1
             for tell, n in right.items():
                 grade_hits[tell] += n == len(found)
-    return {"sets": sets, "grades": grades, "hits": hits, "grade_hits": grade_hits, "grade_bound": bound_sum / max(grades, 1)}
+    return {"sets": sets, "grades": grades, "hits": hits, "grade_hits": grade_hits, "grade_bound": bound_sum / max(grades, 1),
+            "input_sets": input_sets, "input_hits": input_hits}  # fmt: skip
 
 
 def load(ids: list[str] | None, settings: Settings) -> dict[str, dict[str, bytes]]:
@@ -259,6 +268,11 @@ def report(result: dict) -> tuple[str, float, float]:
               f"every set of a grade at once: {grade_rate:.4f} (mean bound {result['grade_bound']:.4f})")  # fmt: skip
         if label == "structural":
             found = (best, best_rate, se)
+    m = result["input_sets"]
+    if m:  # twinned at an input: the same structural tells over those sets alone
+        rates = sorted(((h / m, t) for t, h in result["input_hits"].items() if not t.startswith(CONTENT)), reverse=True)
+        print(f"of them twinned at an input: {m} sets; best structural tell there: {rates[0][1]} {rates[0][0]:.4f} "
+              f"(3 s.e. {3 * math.sqrt(bound * (1 - bound) / m):.4f})")  # fmt: skip
     return found
 
 

@@ -185,6 +185,7 @@ class TestRun(Record):
     # per twinned test it must forge (harness.grading.canaries.bound); 1.0 where nothing bounds it
     forgery_bound: float = 1.0
     tamper: list[str] = Field(default_factory=list)  # harness.grading.tamper's findings in the change: path:line: what
+    raised: dict[str, str | None] = Field(default_factory=dict)  # what each test's call raised: kept by the canary trial only
 
 
 GradeReason = Literal[

@@ -26,7 +26,7 @@ from harness.grading.grader import grade
 from harness.grading.patching import PATCH_FILE
 from harness.records import Task, TrajectoryRecord
 from harness.sandboxes.sandbox import Backend, Sandbox
-from harness.grading.trusted import Plan
+from harness.grading.trusted import Audit, Plan
 from training.rollouts import hidden_paths
 
 TASK = "sample__matrixlite-1"  # its repository bundle holds the fix commit: a history leak if unsealed
@@ -132,7 +132,7 @@ def test_the_isolation_is_what_stops_them(
     # stops the hooks as they run, are off for these steps)...
     monkeypatch.setattr(harness.grading.guard, "ENABLED", False)
     audit = harness.grading.grader.tamper_findings
-    monkeypatch.setattr(harness.grading.grader, "tamper_findings", lambda *args: [])
+    monkeypatch.setattr(harness.grading.grader, "tamper_findings", lambda *args: Audit([], {}))
     monkeypatch.setattr(harness.grading.grader, "violations", lambda *args: [])
     assert attempt(matrixlite, bwrap_backend, bwrap_backend, "tamper", fix_url).reward == 0.0
     monkeypatch.setattr(harness.grading.grader, "plan", _hidden_tests_only)

@@ -304,3 +304,84 @@ def test_a_file_whose_tests_are_named_elsewhere_is_left_alone() -> None:
 )
 def test_canaries_only_where_every_planted_test_runs(command: str, usable: bool) -> None:
     assert canaries.usable([command]) is usable
+
+
+TRUTH_STYLE = b'''from toposort import is_acyclic, sort
+
+
+def test_acyclic():
+    assert is_acyclic({"alpha": ["beta"], "beta": []})
+
+
+def test_not_cyclic():
+    assert not is_acyclic({"gamma": ["delta"], "delta": ["gamma"]})
+
+
+def test_sorted_helper():
+    check_order(sort({"alpha": ["beta"]}), "beta", "alpha")
+
+
+def check_order(order, first, then):
+    assert order.index(first) < order.index(then)
+'''
+TRUTH_FILES = {"tests/test_truth.py": TRUTH_STYLE}
+
+
+def _id(canary_or_path: str, scope: str, name: str) -> str:
+    return f"{canary_or_path}::{scope + '::' if scope else ''}{name}"
+
+
+def test_a_test_asserting_no_literal_is_twinned_at_an_input_in_its_own_form() -> None:
+    """``assert f(x)``, ``assert not f(x)`` and a helper's call, which assert no literal: the trial
+    plants twins that differ from the test in one literal of the statement's inputs, each in the
+    test's own form, drawn from one pool per test (the same every draw, so the trial's verdict on
+    each value holds for every grade)."""
+    planting = canaries.trial(TRUTH_FILES, random.Random(0), EVERYTHING)
+    at_input = {c.key for c in planting.canaries if c.value}
+    assert at_input == set(planting.sets) and len(at_input) >= 2, at_input
+    module = ast.parse(planting.files["tests/test_truth.py"])
+    tests = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
+    for key in at_input:
+        real = tests[planting.sets[key]]
+        for twin in (tests[c.name] for c in planting.canaries if c.key == key):
+            assert type(twin.body[-1]) is type(real.body[-1]) and len(ast.unparse(twin)) == len(ast.unparse(real))
+            different = [(a, b) for a, b in zip(ast.walk(real), ast.walk(twin)) if isinstance(a, ast.Constant) and a.value != b.value]  # type: ignore[attr-defined]
+            assert len(different) == 1, different
+    again = canaries.trial(TRUTH_FILES, random.Random(9), EVERYTHING)
+    assert {(c.key, c.value) for c in again.canaries} == {(c.key, c.value) for c in planting.canaries}
+
+
+def _observed(planting: canaries.Planting, real: Status, twins_fail: dict[str, str | None]) -> tuple[dict[str, Status], dict[str, str | None]]:
+    """Statuses and records of a run: every real test ``real``, each twin failed with the exception
+    ``twins_fail`` names for its value (None: it passed)."""
+    statuses, raised = {}, {}
+    for (path, scope, _), name in planting.own.items():
+        statuses[_id(path, scope, name)] = real
+        raised[_id(path, scope, name)] = None if real == Status.PASSED else "builtins.AssertionError"
+    for canary in planting.canaries:
+        what = twins_fail.get(canary.value, "builtins.AssertionError")
+        statuses[_id(canary.path, canary.scope, canary.name)] = Status.PASSED if what is None else Status.FAILED
+        raised[_id(canary.path, canary.scope, canary.name)] = what
+    return statuses, raised
+
+
+def test_twins_at_an_input_are_kept_only_where_both_trees_fail_them_as_the_test_fails() -> None:
+    planting = canaries.trial(TRUTH_FILES, random.Random(0), EVERYTHING)
+    key = sorted(planting.sets)[0]
+    values = sorted(c.value for c in planting.canaries if c.key == key)
+    gold = _observed(planting, Status.PASSED, {})
+    unfixed = _observed(planting, Status.FAILED, {})
+    assert canaries.input_values(planting, gold, unfixed)[key] == values
+    assert canaries.input_values(planting, gold, None) == {}  # the unfixed tree did not run clean: nothing
+    # a twin gold passes, or that fails by another exception of the call (a forger forcing only
+    # assertion failures would leave it failing), or passes on the unfixed tree: that value goes
+    for odd in ({values[0]: None}, {values[0]: "builtins.KeyError"}):
+        assert canaries.input_values(planting, _observed(planting, Status.PASSED, odd), unfixed)[key] == values[1:]
+    assert canaries.input_values(planting, gold, _observed(planting, Status.FAILED, {values[0]: None}))[key] == values[1:]
+    # two values gone: fewer than TWINS left, the test is not twinned
+    assert key not in canaries.input_values(planting, _observed(planting, Status.PASSED, {values[0]: None, values[1]: None}), unfixed)
+    # where the unfixed tree's call raises, twins count when they raise the same there
+    raising = _observed(planting, Status.FAILED, dict.fromkeys(values, "builtins.TypeError"))
+    for name in planting.own.values():
+        raising[1].update({t: "builtins.TypeError" for t in raising[1] if t.endswith(name)})
+    assert canaries.input_values(planting, gold, raising)[key] == values

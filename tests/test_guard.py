@@ -142,9 +142,13 @@ def test_a_modified_files_pristine_lines_are_the_trees_own(tmp_path: Path) -> No
     assert found == ["pkg/__init__.py:3: walks the stack's frames (sys._getframe through inspect)"]
 
 
-def test_the_new_lines_of_a_patch_are_numbered_as_the_file_reads_after_it() -> None:
-    patch = "--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n+C\n c\n@@ -10,2 +11,3 @@\n x\n+y\n z\n"
-    assert guard.new_lines(patch) == {"m.py": [2, 3, 12]}
+def test_the_lines_a_change_added_are_read_from_the_file_wherever_the_apply_put_them() -> None:
+    """Numbered as the file reads after the change, by their text: a hunk applied at an offset from
+    its header (which git apply and patch do without a word) still has its lines found."""
+    after = b"a\nB\nC\nc\n" + b"".join(b"pad %d\n" % i for i in range(20)) + b"x\ny\nz\n"
+    added = {"B", "C", "y"}
+    assert guard._added_lines("m.py", after, added) == [2, 3, 26]
+    assert guard._added_lines("m.py", None, added) is None and guard._added_lines("m.txt", after, added) is None  # every line counts
 
 
 def test_the_changed_files_lines_are_named(tmp_path: Path) -> None:

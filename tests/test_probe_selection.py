@@ -596,7 +596,9 @@ def test_a_probe_session_grades_as_grade_does_and_leaks_nothing_into_the_next_pr
     """The leaky probe's tests pass, but its code writes a file into the tree and one into /tmp (HOME)
     and breaks its own module file (``BROKEN = `` at the end does not parse): none may survive it.
     The probe touching a test file is one a session may not take: ``grade`` refuses it
-    (forbidden_change), and so it does here."""
+    (forbidden_change), and so it does here. The leaky probe is the one ``grade`` grades otherwise: its
+    run-time guard ends a run whose changed code writes a module (sessions run no guard: they are for
+    our own rewrites of a gold that grades clean, ``probes.runner.grading.gold_grades_clean``)."""
     task, p1, _ = calc
     backend = backend_factory(name, TEST_LIMITS)
     tree = prepare_tree(task, swedeck_env)
@@ -621,8 +623,12 @@ def test_a_probe_session_grades_as_grade_does_and_leaks_nothing_into_the_next_pr
     finally:
         pool.close()
     alone = [grade(task, c.patch, backend, expected=expected, log_dir=tmp_path) for c in probes]
-    assert [(g.reward, g.reason, g.statuses) for g in graded] == [(g.reward, g.reason, g.statuses) for g in alone]
+    same = [i for i, c in enumerate(probes) if c is not leaky]
+    assert [(graded[i].reward, graded[i].reason, graded[i].statuses) for i in same] == [(alone[i].reward, alone[i].reason, alone[i].statuses) for i in same]
     assert [g.reward for g in graded] == [0.0, 1.0, 1.0, 1.0, 0.0] and graded[-1].reason == "forbidden_change"
+    # grade's run-time guard ends the leaky probe: its code rewrites its own module while the tests run
+    # (code written at run time), which a session, running no guard, does not see
+    assert all(alone[i].reason == "tamper_suspected" and "writes " in alone[i].detail for i, c in enumerate(probes) if c is leaky)
     assert stats.graded == 4 and stats.fallback == 1 and stats.forked == 4 and stats.suite_s > 0
 
 

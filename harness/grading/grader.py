@@ -95,7 +95,7 @@ def run_tests(
         plants = not instrument and observe is None and coverage is None and canaries.usable(task.test_cmd)
         pool = _canary_pool(task, facts, backend, key) if plants else None
         selected = canaries.runs(task.test_cmd, select)
-        draw = None if pool is None else (lambda texts, rng: canaries.plant(texts, rng, pool.twinned, selected, task.answer.fail_to_pass))
+        draw = None if pool is None else (lambda texts, rng: canaries.plant(texts, rng, pool.twinned, selected, task.answer.fail_to_pass, pool.inputs))
         bound = None if pool is None else (lambda planting: canaries.bound(planting, pool.passing, task.answer.fail_to_pass, selected))
         sandbox = backend.open(task, network=network)
     except EnvError:
@@ -142,7 +142,8 @@ def _run_in(
     """``draw``: what to plant in the hidden test files (``canaries.plant`` over the validated twins,
     or the trial's); None plants none. ``key``: the task's facts key, under which the fresh tree's
     listing is kept once one grade has taken it. ``bound``: the planting's forgery bound. ``raw``:
-    statuses as reported, under the neutral names (the trial reads its twins from them)."""
+    statuses as reported, under the neutral names, with what each call raised (the trial reads its
+    twins from them)."""
     clock = _Stages(durations)
     run = TestRun(instance_id=task.instance_id, backend=sandbox.backend, outcome="ok")
     token = secrets.token_hex(8)  # unguessable paths, so code under test cannot pre-write them
@@ -203,8 +204,9 @@ def _run_in(
         if refused:  # refused as applied: nothing of the change runs, nothing of it is cleaned up
             return run.model_copy(update={"outcome": "forbidden_change", "detail": describe(refused)})
         with budget.step("the tamper audit"):
-            run.tamper = tamper_findings(sandbox, patch, before, after, token, prefetch)
-        runtime_guard.write_jobs(sandbox, token, envs, before, after, hidden, patch)
+            audit = tamper_findings(sandbox, patch, before, after, token, prefetch)
+        run.tamper = audit.findings
+        runtime_guard.write_jobs(sandbox, token, envs, before, after, hidden, patch, audit.files)
         clock.mark("audit")
         todo = plan(before, after, task, facts, hidden)
         run.neutralized = todo.neutralized
@@ -213,7 +215,10 @@ def _run_in(
         install = install_command(todo.delete, infra)  # run with the first test command
         clock.mark("plan")
         kept = None if raw else planting
-        return _test(sandbox, task, run, patch, commands, envs, install, kept, held, paths, log_dir, clock, budget, instrument, coverage, maxfail, observe)
+        return _test(
+            sandbox, task, run, patch, commands, envs, install, kept, held, paths, log_dir, clock, budget, instrument, coverage, maxfail, observe,
+            keep_raised=raw,
+        )
     finally:
         if held is not None:
             held.stop()
@@ -299,9 +304,10 @@ def _test(
     sandbox: Sandbox, task: Task, run: TestRun, patch: str, commands: list[str], envs: list[tuple[dict[str, str], str, str]],
     install: str, planting: canaries.Planting | None, held: Held | None, paths: _Paths, log_dir: Path, clock: _Stages,
     budget: Budget, instrument: bool, coverage: Sequence[str] | None, maxfail: int | None, observe: Sequence[str] | None,
+    *, keep_raised: bool = False,
 ) -> TestRun:
     """The test commands (the first in the held command where there is one), their statuses, canaries
-    (statuses read back under the task's ids) and records."""
+    (statuses read back under the task's ids) and records; with ``keep_raised``, what each call raised."""
     t1, token = time.monotonic(), paths.token
     parser = resolve_parser(task.log_parser)
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -335,6 +341,8 @@ def _test(
                 evidence += forged_passes(statuses, raised, i)
             run.statuses.update(statuses)
             run.spoof_evidence += evidence
+            if keep_raised:
+                run.raised.update(raised or {})
             clock.mark("parse")
     if planting is not None:
         with budget.step("the canaries"):
@@ -381,7 +389,7 @@ def canary_strength(task: Task, backend: Backend) -> tuple[CanaryStrength, float
         pool = Pool([], [])
     texts = {path: decode(stored).data for path, stored in facts.hidden.items() if stored is not None}
     selected = canaries.runs(task.test_cmd)
-    planting = canaries.plant(texts, random.Random(0), pool.twinned, selected, task.answer.fail_to_pass)
+    planting = canaries.plant(texts, random.Random(0), pool.twinned, selected, task.answer.fail_to_pass, pool.inputs)
     return canaries.strength(planting), canaries.bound(planting, pool.passing, task.answer.fail_to_pass, selected)
 
 

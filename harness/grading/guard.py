@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import re
 import secrets
 from collections.abc import Iterable, Mapping, Sequence
 
+from harness.grading import codefiles
+from harness.grading.capabilities import TEST_INFRA_NAMES
 from harness.grading.shipping import ship
 from harness.grading.tree import Entry, tree_changes
 from harness.records import TestRun
@@ -50,47 +51,40 @@ def arm(sandbox: Sandbox, env: dict[str, str], token: str, i: int, *, ours: bool
     env |= {"SWEDECK_GUARD": job, "SWEDECK_GUARD_KEY": secrets.token_hex(16)}
 
 
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
-
-
-def new_lines(patch: str) -> dict[str, list[int]]:
-    """Per file the patch modifies (its path after the change, without git's ``b/``), the line
-    numbers of the lines it adds, as the file reads after it."""
-    out: dict[str, list[int]] = {}
-    current: list[int] | None = None
-    line_no = 0
-    for line in patch.splitlines():
-        if line.startswith("+++ "):
-            target = line[4:].split("\t")[0].strip()
-            current = None if target == "/dev/null" else out.setdefault(target.removeprefix("b/"), [])
-        elif current is not None and (found := _HUNK.match(line)):
-            line_no = int(found.group(1))
-        elif current is not None and line.startswith("+"):
-            current.append(line_no)
-            line_no += 1
-        elif current is not None and line.startswith(" "):
-            line_no += 1
-    return out
-
-
 def write_jobs(
     sandbox: Sandbox, token: str, envs: Sequence[tuple[dict[str, str], str, str]], before: dict[str, Entry], after: dict[str, Entry],
-    hidden: Mapping[str, object], patch: str,
+    hidden: Mapping[str, object], patch: str, files: Mapping[str, bytes | None],
 ) -> None:
     """The job of each guarded command of ``envs`` (environment, JUnit and outcome records' paths),
     once the host has judged the change: the files it added or modified, the hidden tests, and per
-    modified Python file the lines the patch adds there (its other lines are the pristine tree's:
-    a library's own deprecation helper reading its caller's frame is not the change's act)."""
+    modified Python file the lines the change added there (its other lines are the pristine tree's:
+    a library's own deprecation helper reading its caller's frame is not the change's act). Those
+    lines are read from the file as the change left it (``files``: as the audit read them), as the
+    audit reads them: those whose text is one of the patch's added lines, wherever the apply put
+    them. (Numbered from the patch's hunk headers, a patch whose headers lie applied at an offset, and
+    the lines it added were counted as the tree's.) Where a file is not in ``files``, every line of
+    it is the change's."""
     changes = tree_changes(before, after)
     changed, protected = sorted(changes.added | changes.modified), sorted(hidden)
-    added = new_lines(patch)
-    lines = {path: added[path] for path in changes.modified if path in added and path.endswith((".py", ".pyw"))}
+    added = codefiles.added_lines(patch)
+    lines = {path: numbers for path in changes.modified if (numbers := _added_lines(path, files.get(path), added.get(path))) is not None}
     for i, (env, junit, outcomes) in enumerate(envs):
         if "SWEDECK_GUARD" in env:
             log = paths(token, i)[1]
             body = {"root": sandbox.workdir, "changed": changed, "lines": lines, "protected": protected, "log": log, "junit": junit,
-                    "outcomes": outcomes}  # fmt: skip
+                    "outcomes": outcomes, "startup": sorted(TEST_INFRA_NAMES)}  # fmt: skip
             sandbox.write_file(env["SWEDECK_GUARD"], json.dumps(body))
+
+
+def _added_lines(path: str, blob: bytes | None, added: set[str] | None) -> list[int] | None:
+    """The line numbers of a modified Python file that the change added (``added``: the texts of the
+    patch's added lines for it), None where all of them count."""
+    if blob is None or not path.endswith((".py", ".pyw")):
+        return None
+    source = codefiles.decode(blob)
+    if source.error:
+        return None
+    return sorted(codefiles.new_lines(blob, source, added))
 
 
 def judge(run: TestRun, sandbox: Sandbox, env: Mapping[str, str], junit: str, outcomes: str, exit_code: int | None, i: int) -> None:

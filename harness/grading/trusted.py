@@ -33,7 +33,7 @@ from harness.records import Task, content_hash
 from harness.sandboxes.sandbox import IO_DIR, Backend, EnvError, Sandbox
 
 # Bump when anything that decides a grade changes: it keys the facts and gold-pattern caches.
-GRADER_VERSION = 3
+GRADER_VERSION = 4
 # the exit of a test command whose install of the hidden tests failed, so the tests never started
 INSTALL_FAILED = 86
 # Run by the environment's Python in a pristine sandbox (so it may be any version from 3.6 on): the
@@ -254,18 +254,24 @@ def untar(blob: bytes) -> dict[str, bytes]:
     return blobs
 
 
+@dataclass
+class Audit:
+    findings: list[str]
+    files: dict[str, bytes | None]  # the change's files as the audit read them (None: too large to); {} where it read none
+
+
 def tamper_findings(
     sandbox: Sandbox, patch: str, before: dict[str, Entry], after: dict[str, Entry], token: str, prefetch: str
-) -> list[str]:
+) -> Audit:
     """harness.grading.tamper's findings in the files the change added or modified, as they were after
     it was applied and before anything of it ran: from ``prefetch``, the tar of the files the patch
     names that the apply command wrote right after its listing, and what that lacks in one more
-    round trip. Past ``tamper.MAX_AUDIT_BYTES`` in all, the change is too large to audit."""
+    round trip; and those files. Past ``tamper.MAX_AUDIT_BYTES`` in all, the change is too large to audit."""
     changes = tree_changes(before, after)
     paths = sorted(p for p in changes.added | changes.modified if after[p].kind == "f")
     readable = [p for p in paths if after[p].size <= tamper.MAX_FILE_BYTES]
     if sum(after[p].size for p in readable) > tamper.MAX_AUDIT_BYTES:
-        return [f"the change's files hold over {tamper.MAX_AUDIT_BYTES} bytes: too large to audit"]
+        return Audit([f"the change's files hold over {tamper.MAX_AUDIT_BYTES} bytes: too large to audit"], {})
     try:
         # at most what the audit reads, with the tar's own headers: it also holds what is too large
         fetched = untar(sandbox.read_file(prefetch, limit=2 * tamper.MAX_AUDIT_BYTES)) if prefetch and readable else {}
@@ -276,9 +282,9 @@ def tamper_findings(
     try:
         read |= read_many(sandbox, rest, f"audit-{token}-rest")
     except EnvError as err:  # the change's own files would not tar: as suspect as unread
-        return [f"{', '.join(rest)}: could not be read for the audit: {err}"]
+        return Audit([f"{', '.join(rest)}: could not be read for the audit: {err}"], {})
     files: dict[str, bytes | None] = {p: read.get(p) for p in paths}
-    return audited(files, patch)
+    return Audit(audited(files, patch), files)
 
 
 _AUDITED: dict[str, list[str]] = {}  # audit key -> findings: this process's last MAX_AUDITED audits

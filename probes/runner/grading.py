@@ -68,10 +68,12 @@ from pathlib import Path
 
 from harness.config import SandboxConfig, Settings
 from harness.grading.grader import grade, run_tests
+from harness.grading.trusted import facts_key
 from harness.grading.reports import BAD
 from harness.records import Grade, Pipeline1Result, ProbeResult, Status, Task, content_hash
 from harness.sandboxes.backends import get_backend
 from harness.sandboxes.envs import prepare_tree
+from harness.sandboxes.sandbox import EnvError
 from probes.generate import Candidate
 from probes.pool import SessionPool, step
 from probes.runner.coverage import GoldCoverage, gold_coverage
@@ -230,6 +232,30 @@ def first_step(candidate: Candidate, plan: Plan, expected: Mapping[str, Status])
     return None
 
 
+_CLEAN: dict[str, bool] = {}  # facts key -> whether gold, graded as a candidate is, earned 1
+_CLEAN_LOCK = threading.Lock()
+
+
+def gold_grades_clean(task: Task, backend) -> bool:  # noqa: ANN001 - harness.sandboxes.sandbox.Backend
+    """Whether gold, graded as a candidate's patch is (canaries, the run-time guard, the audit
+    zeroing), earns 1: what probe sessions, which run none of that, rely on. Their probes are our
+    rewrites of gold's files, so they carry no code of their own that forges, but they carry gold's:
+    a corpus's gold that forges at run time, with nothing a reader of the source sees (Pipeline 1
+    runs gold instrumented, without the guard), would make every probe pass in a session while
+    ``grade`` gives each 0. Once per task and backend."""
+    key = facts_key(task, backend)
+    with _CLEAN_LOCK:
+        known = _CLEAN.get(key)
+    if known is None:
+        try:
+            known = grade(task, task.answer.gold_patch, backend).reward == 1.0
+        except EnvError:  # no usable gold pattern: a gold run the grader calls forged, or tampered
+            known = False
+        with _CLEAN_LOCK:
+            _CLEAN[key] = known
+    return known
+
+
 def run_probes(
     task: Task,
     candidates: Sequence[Candidate],
@@ -258,6 +284,7 @@ def run_probes(
     With ``sessions`` (the default) the probes are graded in probe sessions (``probes.session``: one
     prepared sandbox per worker, start-up paid once per task; ``stats`` collects what they did),
     else each by ``harness.grading.grader.grade`` in a sandbox of its own; the rewards are the same.
+    Sessions only where gold grades clean as a candidate would (``gold_grades_clean``).
     With ``schemata`` (and sessions) the probes' first runs go through mutant schemata where they can
     (``probes.schema``): one collection of the suite for up to BATCH probes.
     """
@@ -268,7 +295,7 @@ def run_probes(
         return []
     plans = [Plan(runs=[], full=True, stop_early=False)] * len(candidates)  # the plain full grade
     tree = tree or prepare_tree(task, getattr(backend, "settings", None) or Settings.from_env())
-    pool = SessionPool(task, backend, tree, workers, stats) if sessions else None
+    pool = SessionPool(task, backend, tree, workers, stats) if sessions and gold_grades_clean(task, backend) else None
     if pool is not None:
         pool.expect([c.patch for c in candidates])
     measured: dict[int, ProbeResult] = {}  # a probe graded in full to measure the suite

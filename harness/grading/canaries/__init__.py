@@ -21,15 +21,20 @@ passed (``validate``), so an honest gold grade never shows spoof evidence. Where
 twinned, two integer-arithmetic canaries (one must fail) stand in, which code reading the tests can
 tell apart: the run says so (``strength``: "weak"; "none" when nothing was planted).
 
-What remains: a real test without twins (no literal in its last assert) can be forged for free; a
-candidate's code can still compare each set's expected values with what its own tree computes (the
-real value is often the nearest to a wrong one); and the run-time audit hook stands against code that
-reads the tests' sources at all.
+A test whose last statement asserts no literal (``assert f(x)``, ``self.assertTrue(f(x))``, a
+helper's call) is twinned at an input of that statement instead (``twins.input_leaves``): one pool of
+values per test, of which the trial keeps those whose twin gold and the unfixed tree both fail as the
+real test fails (``checking.input_values``), and a grade plants TWINS.
+
+What remains: a real test without twins (no pool of exchangeable values, or too few that fail) can be
+forged for free; a candidate's code can still compare each set's expected values with what its own
+tree computes (the real value is often the nearest to a wrong one); and the run-time audit hook stands
+against code that reads the tests' sources at all.
 """
 
 from __future__ import annotations
 
-from harness.grading.canaries.checking import bound, check, commands, node_id, own_ids, select_ids, validate
+from harness.grading.canaries.checking import bound, check, commands, input_values, node_id, own_ids, select_ids, validate
 from harness.grading.canaries.planting import Canary, Planting, plant, runs, strength, trial, usable
 
-__all__ = ["Canary", "Planting", "bound", "check", "commands", "node_id", "own_ids", "plant", "runs", "select_ids", "strength", "trial", "usable", "validate"]
+__all__ = ["Canary", "Planting", "bound", "check", "commands", "input_values", "node_id", "own_ids", "plant", "runs", "select_ids", "strength", "trial", "usable", "validate"]

@@ -115,10 +115,52 @@ def validate(planting: Planting, statuses: dict[str, Status]) -> tuple[list[str]
         if ids and all(statuses[t] == Status.PASSED for t in ids):
             key = f"{path}::{scope}::{own}"
             passing.append(key)
-            copies = [find_all(c.name, path, statuses) for c in planting.canaries if c.key == key]
+            copies = [find_all(c.name, path, statuses) for c in planting.canaries if c.key == key and not c.value]
             if copies and all(ids and all(statuses[t] == Status.FAILED for t in ids) for ids in copies):
                 twinned.append(key)
     return sorted(twinned), sorted(passing)
+
+
+Observed = tuple[dict[str, Status], dict[str, str | None]]  # a run's statuses and what each test's call raised
+
+
+def input_values(planting: Planting, gold: Observed, unfixed: Observed | None) -> dict[str, list[str]]:
+    """From the trial's runs of gold and of the unfixed tree: per test twinned at an input (its
+    twins carry their ``value``), the values whose twin fails on both trees the way the real test
+    looks when it fails: on gold as the statement itself fails (an assert saying no, never another
+    exception of the call); on the unfixed tree as the real test fails there (the same exception),
+    or as the statement fails where the real test passes there. A forger that forces only failures
+    like the real test's then forces the twins too. Only tests that passed on gold, with TWINS such
+    values or more."""
+    if unfixed is None:
+        return {}
+    found: dict[str, list[str]] = {}
+    for canary in (c for c in planting.canaries if c.value):
+        path, scope, own = canary.key.split("::")
+        real = planting.own.get((path, scope, own))
+        if real is None or not (ids := find_all(real, path, gold[0])) or any(gold[0][t] != Status.PASSED for t in ids):
+            continue
+        theirs = {_failure(unfixed, t) if unfixed[0][t] != Status.PASSED else "asserted" for t in find_all(real, path, unfixed[0])}
+        seen = [(_failure(gold, t), "gold") for t in find_all(canary.name, path, gold[0])]
+        seen += [(_failure(unfixed, t), "unfixed") for t in find_all(canary.name, path, unfixed[0])]
+        on_gold = {what for what, tree in seen if tree == "gold"}
+        on_unfixed = {what for what, tree in seen if tree == "unfixed"}
+        expected = on_gold if theirs == {"asserted"} else theirs
+        if theirs and len(on_gold) == 1 and on_gold <= _own_failures(gold) and on_unfixed == expected:
+            found.setdefault(canary.key, []).append(canary.value)
+    return {key: sorted(values) for key, values in found.items() if len(values) >= TWINS}
+
+
+def _failure(observed: Observed, test_id: str) -> str | None:
+    """The exception a failed test raised ("" where nothing was recorded); None unless it failed."""
+    statuses, raised = observed
+    return (raised.get(test_id) or "") if statuses.get(test_id) == Status.FAILED else None
+
+
+def _own_failures(observed: Observed) -> set[str]:
+    """How a statement itself fails (an assert or assert method saying no, ``pytest.raises``' "DID NOT
+    RAISE"), as a run records it: unknown ("") where it records no exceptions."""
+    return {"builtins.AssertionError", "_pytest.outcomes.Failed"} if observed[1] else {""}
 
 
 def bound(planting: Planting, passing: Collection[str], fail_to_pass: Collection[str], runs) -> float:

@@ -7,12 +7,12 @@ import random
 import re
 import shlex
 from collections import Counter
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from harness.grading.canaries.layout import Unit, families, named, neutral, rewrite, sites
-from harness.grading.canaries.twins import TWINS, draw, echoes, leaf, vocabulary
+from harness.grading.canaries.twins import INPUT_POOL, TWINS, Echoes, Leaf, Words, draw, echoes, input_leaves, leaf, vocabulary
 from harness.grading.canaries.sources import read_module, test_scopes
 from harness.records import CanaryStrength
 
@@ -24,6 +24,8 @@ TRIAL_TWINS = 2  # twins per test in the trial: both must fail on gold for the t
 MAX_SETS = 48  # real tests hidden among twins per grade (each costs k more runs of the test)
 
 Runs = Callable[[str, str, str], bool]  # (path, scope, test) -> whether the test command runs it
+# (test's key, the values its input may take, the draw's generator) -> the values to plant, or None
+Picks = Callable[[str, list[str], random.Random], list[str] | None]
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Canary:
     must_fail: bool
     key: str = ""  # the real test it is a twin of, path::scope::test; "" for an arithmetic canary
     scope: str = ""
+    value: str = ""  # a twin at an input: the literal it has there (the trial tells which of these fail)
 
 
 @dataclass
@@ -89,22 +92,34 @@ def runs(test_cmd: list[str], select: Collection[str] | None = None) -> Runs:
 def trial(files: dict[str, bytes], rng: random.Random, selected: Runs) -> Planting:
     """Every twinnable test the command runs with TRIAL_TWINS twins, for one gold run that tells
     which tests' twins fail as they must (``checking.validate``)."""
-    return _plant(files, rng, lambda key: selected(*key.split("::")), TRIAL_TWINS, 0)
+    return _plant(files, rng, lambda key: selected(*key.split("::")), TRIAL_TWINS, 0, lambda key, pool, rng: pool)
 
 
-def plant(files: dict[str, bytes], rng: random.Random, validated: Collection[str], selected: Runs, fail_to_pass: Collection[str] = ()) -> Planting:
+def plant(
+    files: dict[str, bytes], rng: random.Random, validated: Collection[str], selected: Runs, fail_to_pass: Collection[str] = (),
+    inputs: Mapping[str, Collection[str]] | None = None,
+) -> Planting:
     """The grade's draw: each validated test the command runs among ``TWINS`` twins (up to
     MAX_SETS, FAIL_TO_PASS tests first); where none is, two integer-arithmetic canaries (one must
-    fail), which code reading the tests can tell apart ("weak")."""
+    fail), which code reading the tests can tell apart ("weak"). ``inputs``: per test twinned at an
+    input, the values of its input the trial saw fail (``checking.input_values``), of which a grade
+    plants TWINS at random."""
     chosen = sorted(k for k in set(validated) if selected(*k.split("::")))
     rng.shuffle(chosen)
     chosen.sort(key=lambda k: not _named_in(k.split("::")[-1], fail_to_pass))
     keep = set(chosen[:MAX_SETS])
-    planting = _plant(files, rng, keep.__contains__, TWINS, 0 if keep else 2)
-    if planting.sets or not keep:
-        return planting
-    # validated tests, but no twin values drawn for any of them this time: never a grade without canaries
-    return _plant(files, rng, lambda _key: False, TWINS, 2)
+    planting = _plant(files, rng, keep.__contains__, TWINS, 0 if keep else 2, _picks(inputs or {}))
+    if keep and not planting.sets:  # validated, yet no draw of TWINS values came up for any: arithmetic then
+        planting = _plant(files, rng, keep.__contains__, TWINS, 2, _picks(inputs or {}))
+    return planting
+
+
+def _picks(inputs: Mapping[str, Collection[str]]) -> Picks:
+    def pick(key: str, pool: list[str], rng: random.Random) -> list[str] | None:
+        failing = [value for value in pool if value in inputs.get(key, ())]
+        return rng.sample(failing, TWINS) if len(failing) >= TWINS else None
+
+    return pick
 
 
 def strength(planting: Planting) -> CanaryStrength:
@@ -119,7 +134,9 @@ def _named_in(test: str, test_ids: Collection[str]) -> bool:
     return any(pattern.search(t) for t in test_ids)
 
 
-def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], bool], k: int, arithmetic: int) -> Planting:
+def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], bool], k: int, arithmetic: int, pick: Picks) -> Planting:
+    """``k`` twins a test at its expected value; at an input, the values ``pick`` takes of the
+    input's pool (the same pool every draw: the trial tells which of them fail)."""
     out = Planting(files=dict(files))
     taken: set[str] = set()
     rewritable = {path: found for path, blob in sorted(files.items()) if (found := sites(path, blob)) is not None}
@@ -135,8 +152,13 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
             if not wanted(key) or kin[(family.get(site.scope, site.scope), site.name)] > 1:  # an override's twins would not be
                 continue
             lines = read_module(path, files[path])[1]  # type: ignore[index]
-            spot = leaf(site.node, lines, site.start, random.Random(key))
-            values = None if spot is None else draw(spot.text, k, rng, words, counts.of(spot.text))
+            spot, at_input = leaf(site.node, lines, site.start, random.Random(key)), False
+            if spot is not None:
+                values = draw(spot.text, k, rng, words, counts.of(spot.text))
+            else:
+                at_input = True
+                spot, pool = _input_pool(input_leaves(site.node, lines, site.start, random.Random(key)), key, words, counts)
+                values = None if pool is None else pick(key, pool, rng)
             if spot is None or values is None:
                 continue
             out.sets[key] = ""  # filled with the real test's neutral name below
@@ -144,7 +166,7 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
                 name = neutral(rng, taken)
                 source = named(site.segment[: spot.begin] + value + site.segment[spot.end :], site.row, site.name, name)
                 units.append(Unit(site.scope, name, source, like=site.name))
-                out.canaries.append(Canary(name, path, True, key, site.scope))
+                out.canaries.append(Canary(name, path, True, key, site.scope, value if at_input else ""))
         for scope, indent, fails in targets.get(path, []):
             name = neutral(rng, taken)
             units.append(Unit(scope, name, _arithmetic(name, indent, fails, rng)))
@@ -160,6 +182,16 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
                 out.sets[f"{path}::{site.scope}::{site.name}"] = name
     out.where |= {c.name: (c.path, c.scope) for c in out.canaries}
     return out
+
+
+def _input_pool(leaves: list[Leaf], key: str, words: Words, counts: Echoes) -> tuple[Leaf | None, list[str] | None]:
+    """The first of ``leaves`` with a pool of INPUT_POOL values, and that pool: the same on every
+    draw (seeded by the test), so the trial's verdict on each value holds for every grade."""
+    for spot in leaves:
+        pool = draw(spot.text, INPUT_POOL, random.Random(f"inputs {key}"), words, counts.of(spot.text))
+        if pool is not None:
+            return spot, pool
+    return None, None
 
 
 def _arithmetic_targets(files: dict[str, bytes], rewritable: dict, rng: random.Random, count: int) -> dict[str, list[tuple[str, str, bool]]]:

@@ -39,6 +39,11 @@ _EQUALITY = {"assertEqual", "assertEquals"}
 # unittest asserts whose expected text is one argument: (method, its index)
 _PATTERNS = {"assertRaisesRegex": 1, "assertRaisesRegexp": 1, "assertRegex": 1, "assertRegexpMatches": 1, "assertIn": 0}
 _TRIES = 128
+# unittest asserts on one value (its message after it), and those that call what follows the
+# exception (and the pattern): (method, where the call starts)
+_TRUTH = {"assertTrue", "assertFalse", "assertIsNone", "assertIsNotNone", "assert_", "failUnless", "failIf"}
+_RAISES = {"assertRaises": 1, "assertWarns": 1, "assertRaisesRegex": 2, "assertRaisesRegexp": 2, "assertWarnsRegex": 2}
+INPUT_POOL = 4  # the values the trial tries for a test twinned at an input; a grade draws TWINS of those that failed
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
 
@@ -67,6 +72,60 @@ def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: 
     begin = _offset(lines, start, node.lineno, node.col_offset)
     end = _offset(lines, start, node.end_lineno or node.lineno, node.end_col_offset or 0)
     return Leaf(_segment(lines, node), begin, end)
+
+
+def input_leaves(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: int, rng: random.Random) -> list[Leaf]:
+    """The editable literals among the inputs of the test's last statement, in a random order, when
+    it asserts no literal value (``assert f(x)``, ``assert not f(x)``, ``self.assertTrue(f(x))``,
+    ``self.assertRaises(E, f, x)``, a helper's call, a ``with pytest.raises(E):`` block). Twins at
+    one of them run the same code on another input, so whether one fails is a fact of the trees, not
+    of the edit: the canary trial keeps only the values gold and the unfixed tree both fail
+    (``checking.input_values``)."""
+    last = test.body[-1]
+    if _expected(last) is not None:
+        return []
+    nodes = [(depth, n) for root in _inputs(last) for depth, n in _constants(root) if _editable(n, _segment(lines, n))]
+    rng.shuffle(nodes)
+    nodes.sort(key=lambda pair: pair[0])  # stable: at random within a depth
+    return [
+        Leaf(_segment(lines, n), _offset(lines, start, n.lineno, n.col_offset), _offset(lines, start, n.end_lineno or n.lineno, n.end_col_offset or 0))
+        for _, n in nodes
+    ]
+
+
+def _constants(root: ast.expr) -> list[tuple[int, ast.Constant]]:
+    """The constants under ``root``, each with how many calls deep it is: the outermost calls' own
+    arguments first (what the verdict is checked against: ``.endswith("x")``, ``in {...}``), not the
+    keys that pick what is checked (``cfg.get("section", "option")``), which another value of makes
+    the call raise rather than the assert say no."""
+    found, stack = [], [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, ast.Constant):
+            found.append((depth, node))
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, depth + (0 if not isinstance(node, ast.Call) else 2 if child is node.func else 1)))
+    return found
+
+
+def _inputs(statement: ast.stmt) -> list[ast.expr]:
+    """What a statement that asserts no literal computes its verdict from: an assert's test (not its
+    message), the value an assert method checks, the call and arguments ``assertRaises`` makes, a
+    helper's arguments, a ``with`` block's last statement."""
+    if isinstance(statement, ast.Assert):
+        return [statement.test]
+    if isinstance(statement, (ast.With, ast.AsyncWith)) and statement.body:
+        return _inputs(statement.body[-1])
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
+        return []
+    call = statement.value
+    keywords = [k.value for k in call.keywords if k.arg != "msg"]
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+    if name in _TRUTH:
+        return call.args[:1]
+    if name in _RAISES:
+        return call.args[_RAISES[name] :] + keywords
+    return [*call.args, *keywords]
 
 
 def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int]) -> list[str] | None:

@@ -6,8 +6,9 @@ force before anything of the tree is imported, in a plain command and in the pre
 child alike (``swedeck_preload``: the child imports it as a plain command would). ``SWEDECK_GUARD``
 names the job the host wrote once it had judged the change: ``root`` (the work directory),
 ``changed`` (the files the change added or modified, relative to it), ``protected`` (the hidden test
-files), ``log`` (where the guard writes, opened before the tree loads) and ``junit``/``outcomes``
-(the reports the seal covers). ``SWEDECK_GUARD_KEY`` is the grade's secret, taken out of the
+files), ``log`` (where the guard writes, opened before the tree loads), ``junit``/``outcomes`` (the
+reports the seal covers) and ``startup`` (the file names pytest or Python reads code or options from
+at start-up). ``SWEDECK_GUARD_KEY`` is the grade's secret, taken out of the
 environment here before any of the tree runs.
 
 The hook ends the run as tampered (a line in the log, then ``os._exit(EXIT)``, before the code that
@@ -16,8 +17,12 @@ walks frames (``sys._getframe`` and what calls it on its behalf, ``tb_frame``, `
 ``sys._current_frames``), walks the garbage collector, installs a trace or profile function or
 another audit hook, opens the hidden tests, the tree's git folder, the IO folder or another
 process's descriptors and memory, compiles code itself or from a file that is not Python source,
-builds code objects, unmarshals, calls native code (``ctypes``), starts a program or forks, or
-replaces a function's code. Who did it is read from the calling frames: the innermost frame outside
+builds code objects, unmarshals, calls native code (``ctypes``), starts a program or forks,
+replaces a function's code, or writes a file Python or pytest would load code from (an import
+suffix, ``.pth``, ``__pycache__``, conftest.py and pytest's configuration names: ``startup``). What
+else it writes is the change's own code from then on: the change's listing is taken before anything
+runs, and a module written at run time and imported would otherwise be "the rest of the tree". Who
+did it is read from the calling frames: the innermost frame outside
 the standard library, pytest, pluggy and these plugins decides, so a standard function called on the
 changed code's behalf (``inspect.stack()``, ``runpy``) is the changed code's act, while the standard
 library's own use of frames for a caller (``collections.namedtuple``, ``logging``, ``typing``) and a
@@ -62,6 +67,7 @@ def _install(job, key, ours):
     import _thread
     import posix
     import types
+    from importlib.machinery import all_suffixes
 
     import _pytest
     import pluggy
@@ -108,6 +114,12 @@ def _install(job, key, ours):
     framework_dirs = (here, folder(_pytest.__file__), folder(pytest.__file__), folder(pluggy.__file__))
     sites = ("/site-packages/", "/dist-packages/")
     kinds = {}  # co_filename -> "infra" | "candidate" | "other" | "pseudo"
+    # what the changed code wrote while the tests ran: code loaded from there (a module it wrote and
+    # imported, an archive it put on sys.path) is the change's as much as its listed files are
+    written = set()
+    startup_names = _frozenset(job.get("startup", ()))  # what pytest or Python reads before any test: conftest.py, pytest.ini...
+    code_suffixes = tuple(all_suffixes()) + (".pth",)
+    write_flags = posix.O_WRONLY | posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC | posix.O_APPEND
     missing = object()
     busy = set()  # threads inside the hook: the hook's own events are not judged
     state = {"manager": None, "sealed": False, "plugins": 0}
@@ -123,7 +135,7 @@ def _install(job, key, ours):
                 found = "pseudo"  # code compiled from a string: its compiler's caller answers for it
             else:
                 path = norm(filename if filename.startswith("/") else root + "/" + filename)
-                if path in changed:
+                if path in changed or written and ancestors_written(path):
                     found = "candidate"
                 elif path.startswith(framework_dirs) or path.startswith(stdlib) and not _any(s in path for s in sites):
                     found = "infra"
@@ -154,6 +166,37 @@ def _install(job, key, ours):
                 boundary = frame
             frame = frame.f_back
         return None, None, first
+
+    def ancestors_written(path):
+        while path:
+            if path in written:
+                return True
+            path = path.rpartition("/")[0]
+        return False
+
+    def made(event, args):
+        """The paths ``event`` creates or writes (resolved), [] for a read or no path event."""
+        if event == "open":
+            if _len(args) < 3 or _type(args[2]) is not _int or not args[2] & write_flags:
+                return []
+            return [resolve(args[0])]
+        if event in ("os.rename", "os.link", "os.symlink") and _len(args) > 1:
+            return [resolve(args[1])]
+        return []
+
+    def loaded_as_code(path):
+        """Whether Python or pytest would run what is at ``path``, in this session or a later command's."""
+        name = path.rpartition("/")[2]
+        return name in startup_names or name.endswith(code_suffixes) or "/__pycache__/" in path
+
+    def importing(frame, until):
+        """Whether the import system's own import is on the stack between ``frame`` and ``until``: the
+        bytecode it caches for a module (what it compiled from the source, never bytes of the caller's)."""
+        while frame is not None and frame is not until:
+            if frame.f_code.co_name == "_find_and_load" and frame.f_code.co_filename == "<frozen importlib._bootstrap>":
+                return True
+            frame = frame.f_back
+        return False
 
     def module_kind(name):
         mod = _modules.get(name) if _type(name) is _str else None
@@ -256,10 +299,11 @@ def _install(job, key, ours):
         elif event in ("object.__setattr__", "object.__delattr__"):
             if not kept_object(args[0]):  # not a function or class of a module loaded before the tree
                 return
-        elif event in path_events:  # the frames are walked only for a path of the grader's
+        elif event in path_events:  # the frames are walked only for a path of the grader's, or one written
             hits = [(resolve(args[i]), i) for i in path_events[event] if i < _len(args)]
             hits = [(path, what) for path, _ in hits if (what := protected_path(path)) is not None]
-            if not hits:
+            writes = [path for path in made(event, args) if path is not None]
+            if not hits and not writes:
                 return
         elif event in direct_only or event == "compile" and _type(args[1]) is _str and args[1].endswith((".py", ".pyw")):
             first = frame  # only the changed code's own call counts: the first frame decides
@@ -294,6 +338,13 @@ def _install(job, key, ours):
             for path, what in hits:
                 if not (shown and what == "a hidden test file"):
                     tampered("%s of %s (%s)" % (event, what, path), changed_frame)
+            for path in writes:
+                if loaded_as_code(path) and not importing(frame, changed_frame):
+                    tampered("writes %s, code Python or pytest would load (%s)" % (path, event), changed_frame)
+                written.add(path)
+                added.pop(path, None)  # every line of a file it rewrote is its own
+                kinds.clear()  # a file it wrote may have been seen before: judged from now on
+                lines_of.clear()
 
     check, slurp, kept_object = swedeck_guard_state.checks(kind, module_kind, relative, tampered, state)
 
