@@ -5,6 +5,7 @@ test, the statuses read back under the task's ids, node-id selections, validatio
 from __future__ import annotations
 
 import ast
+import math
 import random
 import re
 from collections import Counter
@@ -18,7 +19,7 @@ from harness.records import Status
 PYTEST_STYLE = b'''"""Sorting."""
 import pytest
 
-from toposort import sort
+from toposort import describe, sort
 CASES = [({"b": ["a"]}, ["a", "b"])]
 def test_sorts_a_chain():
     assert sort({"b": ["a"]}) == ["a", "b"]
@@ -39,7 +40,7 @@ class TestHelpers:
     def test_nothing(self):
         pass
     def test_word(self):
-        assert sort({"alpha": []}) == ["alpha"]
+        assert describe({"alpha": []}) == "a graph of one node"
 '''
 
 UNITTEST_STYLE = b'''import unittest
@@ -141,16 +142,20 @@ def test_twins_differ_in_one_literal_of_the_last_assert_kept_in_notation() -> No
 
 
 def test_the_edit_is_reversible() -> None:
-    """w(a) P(a -> b) == w(b) P(b -> a) for the kernel every value is drawn with, w weighing a value
-    by how often the file uses its words (what makes the k+1 values exchangeable), measured over many
-    edits of literals one edit apart."""
-    vocabulary = twins.vocabulary("cat cat cat dog cow pig ant 12 47 '3a' '5b' 'cat' 'dog'")
+    """w(a) P(a -> b) == w(b) P(b -> a) for the kernel every value is drawn with, w a value's
+    naturalness in its place (what makes the k+1 values exchangeable), measured over many edits of
+    literals one edit apart."""
     rng = random.Random(1)
     for a, b in [("'cat'", "'dog'"), ("47", "57"), ("'3a'", "'5a'"), ("'cat'", "'cow'")]:
+        segment = f"assert f(x) == {a}\n"
+        vocabulary = twins.vocabulary("cat cat cat dog cow pig ant 12 47 57 '3a' '5b' 'cat' 'dog'\n" + segment)
+        natural = twins.naturalness(vocabulary, segment, twins.Leaf(a, 15, 15 + len(a)), 3)
         n = 60000
-        forward = Counter(twins._edit(a, rng, vocabulary) for _ in range(n))[b] / n * twins._weight(a, vocabulary)
-        back = Counter(twins._edit(b, rng, vocabulary) for _ in range(n))[a] / n * twins._weight(b, vocabulary)
-        assert forward > 0 and abs(forward - back) < 5 * (max(forward, back) / n) ** 0.5 * 3 + 1e-3, (a, b, forward, back)
+        there = Counter(twins._edit(a, rng, vocabulary, natural) for _ in range(n))[b] / n
+        back = Counter(twins._edit(b, rng, vocabulary, natural) for _ in range(n))[a] / n
+        wa, wb = math.exp(natural(a)), math.exp(natural(b))
+        # five standard errors of each empirical rate
+        assert there > 0 and abs(there * wa - back * wb) < 5 * ((there / n) ** 0.5 * wa + (back / n) ** 0.5 * wb), (a, b, there, back, wb / wa)
 
 
 def test_statuses_come_back_under_the_task_ids() -> None:

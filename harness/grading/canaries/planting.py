@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from harness.grading.canaries.layout import Unit, families, named, neutral, rewrite, sites
-from harness.grading.canaries.twins import TWINS, draw, echoes, leaf, vocabulary
+from harness.grading.canaries.twins import TWINS, draw, echoes, leaf, naturalness, vocabulary
 from harness.grading.canaries.sources import read_module, test_scopes
 from harness.records import CanaryStrength
 
@@ -130,7 +130,7 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
                 continue
             lines = read_module(path, files[path])[1]  # type: ignore[index]
             spot = leaf(site.node, lines, site.start, random.Random(key))
-            values = None if spot is None else draw(spot.text, k, rng, words, counts.of(spot.text))
+            values = None if spot is None else draw(spot.text, k, rng, words, counts.of(spot.text), naturalness(words, site.segment, spot, k))
             if spot is None or values is None:
                 continue
             out.sets[key] = ""  # filled with the real test's neutral name below

@@ -8,22 +8,29 @@ up to it, so they fail at the same place with the same message, and at the last 
 the same computed value next to its own expected one. (A twin edited earlier would fail there,
 showing what the tree computed, where the original on a tree that gets that value right goes on.)
 
-The values: a hidden root ``r`` is one random edit from the original value ``v0``, and each twin is one
-random edit from ``r``. The edit is reversible, ``w(a) P(a -> b) == w(b) P(b -> a)`` for a weight ``w``
-(how often the file uses a value's words), and keeps the literal's notation, length and character
-class at every position (a word for a word of the file of the same length and case, a digit for a
-digit, a literal of the file for one of the same pattern), so under the prior ``w`` the joint law of
-``(v0, v1, ..., vk)`` is ``w(r) P(v0|r) P(v1|r)...P(vk|r)``: symmetric in the k+1 values. No statistic
-of the values alone (which is nearest the others, which one the others are edits of, length,
-characters, how common its words are) then tells the original from its twins better than 1/(k+1). Draws whose values are not all
-distinct, or differ in how often they occur elsewhere in the file or test (the original value often
-echoes an input of the test), are redrawn whole: conditioning on a symmetric event keeps the law symmetric.
+The values: a hidden root ``r`` is a few random edits from the original value ``v0``, and each twin a
+few random edits from ``r``. Each edit keeps the literal's notation, length and character class at
+every position (a word for a word of the file of the same length and case, a digit for a digit, a
+literal of the file for one of the same pattern) and is reversible with respect to a weight ``w``,
+``w(a) P(a -> b) == w(b) P(b -> a)`` (Metropolis), so the joint law of ``(v0, v1, ..., vk)`` is
+``pi(v0) / w(v0) * [w(r) P(v0|r) P(v1|r)...P(vk|r)]``: symmetric in the k+1 values but for how much
+likelier the original is under the law ``pi`` of real expected values than under ``w``. That ratio
+is all any statistic of the values can read, so ``w`` is a model of the real values: how natural a
+value is in its place under the file's own language (``naturalness``: character pairs of the planted
+file without the k+1 values, as a reader of the planted file would weigh it). Draws whose values are
+not all distinct, or differ in how often they occur elsewhere in the file or test (the original
+value often echoes an input of the test), are redrawn; since a redraw divides by the chance a draw
+from ``v0`` succeeds, which is smaller for the commonest values (a common digit collides more
+often), ``w`` is sharpened for numbers (``_NUMBERS``) and softened for strings, whose values are
+less predictable than the code around them (``_STRINGS``).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import math
+import operator
 import random
 import re
 from collections import Counter
@@ -39,6 +46,12 @@ _EQUALITY = {"assertEqual", "assertEquals"}
 # unittest asserts whose expected text is one argument: (method, its index)
 _PATTERNS = {"assertRaisesRegex": 1, "assertRaisesRegexp": 1, "assertRegex": 1, "assertRegexpMatches": 1, "assertIn": 0}
 _TRIES = 128
+_STEPS = 3  # edits from the original to the root, and from the root to each twin
+# temperatures of the weight ``w`` (see the module's docstring), measured on the sample and data/real's
+# development part with benchmarks/canary_tells.py: where the original's rank under a character-pair
+# model, and a number's rank by size, are nearest uniform
+_STRINGS, _NUMBERS = 0.7, 1.5
+_SMOOTHING = 1.0  # pseudo-count of a character pair, spread by how common the second character is
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
 
@@ -69,41 +82,79 @@ def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: 
     return Leaf(_segment(lines, node), begin, end)
 
 
-def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int]) -> list[str] | None:
-    """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
-    distinct values that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
+def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int], natural: Callable[[str], float]) -> list[str] | None:
+    """k literals exchangeable with ``text`` (see the module's docstring), each edits walked with
+    Metropolis on ``natural`` (a log weight: ``naturalness``); None when no draw of distinct values
+    that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
+    weigh = functools.cache(natural)
     for _ in range(_TRIES):
-        root = _edit(text, rng, vocabulary)
+        root = _walk(text, rng, vocabulary, weigh)
         if root is None:
             return None
-        values = [_edit(root, rng, vocabulary) for _ in range(k)]
+        values = [_walk(root, rng, vocabulary, weigh) for _ in range(k)]
         everything = [text, *values]
         if len(set(everything)) == k + 1 and all(map(_valid, values)) and len({echoes(v) for v in everything}) == 1:
             return values  # type: ignore[return-value]
     return None
 
 
+def naturalness(vocabulary: Words, segment: str, spot: Leaf, copies: int) -> Callable[[str], float]:
+    """The log weight of a value in the literal's place: its characters, and the ones just before
+    and after it, pair by pair under the character pairs of the planted file without the k+1 values
+    (the file without the literal, the test's segment without it ``copies`` times more: each twin
+    repeats it), times the temperature of its notation."""
+    left, right = segment[spot.begin - 1 : spot.begin], segment[spot.end : spot.end + 1]
+    own = segment[max(spot.begin - 1, 0) : spot.end + 1]  # the literal with its neighbours
+    rest = segment[: max(spot.begin - 1, 0)] + "\0" + segment[spot.end + 1 :]
+    minus, plus = _characters(own), _characters(rest)
+    total = sum(vocabulary.counts[0].values()) - len(own) + copies * len(rest)
+    kinds = len(vocabulary.counts[0]) + 1
+    temperature = _NUMBERS if spot.text[:1].isdigit() else _STRINGS
+
+    def count(which: int, key: str) -> int:
+        return vocabulary.counts[which][key] - minus[which][key] + copies * plus[which][key]
+
+    def natural(value: str) -> float:
+        placed = left + value + right
+        return temperature * sum(
+            math.log((count(1, a + b) + _SMOOTHING * (count(0, b) + 1) / (total + kinds)) / (count(0, a) + _SMOOTHING)) for a, b in zip(placed, placed[1:])
+        )
+
+    return natural
+
+
+def _characters(text: str) -> tuple[Counter[str], Counter[str]]:
+    return Counter(text), Counter(map(operator.add, text, text[1:]))
+
+
+def _walk(text: str, rng: random.Random, vocabulary: Words, weigh: Callable[[str], float]) -> str | None:
+    for _ in range(_STEPS):
+        edited = _edit(text, rng, vocabulary, weigh)
+        if edited is None:
+            return None
+        text = edited
+    return text
+
+
 @dataclass(frozen=True)
 class Words:
     """The file's words by length and case pattern (what a word of a literal may become), its number
     and string literals by notation and character pattern (what a whole literal may become), and how
-    often each word occurs (the weight a value's words give it: ``_weight``)."""
+    often each character and each pair of characters occurs (``naturalness``)."""
 
     groups: dict[tuple[int, str], list[str]]
-    counts: Counter[str]  # words, and each digit as the file's numbers use it
+    counts: tuple[Counter[str], Counter[str]]  # characters, pairs of characters
 
 
 @functools.lru_cache(maxsize=32)
 def vocabulary(text: str) -> Words:
     groups: dict[tuple[int, str], set[str]] = {}
-    found = re.findall(r"[A-Za-z]+", text)
-    for word in found:
+    for word in set(re.findall(r"[A-Za-z]+", text)):
         groups.setdefault((len(word), _case(word)), set()).add(word)
-    for literal in _LITERALS.findall(text):
+    for literal in set(_LITERALS.findall(text)):
         if _valid(literal):
             groups.setdefault((-1, _pattern(literal)), set()).add(literal)
-    digits = Counter("".join(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text)).replace(".", ""))
-    return Words({key: sorted(words) for key, words in groups.items()}, Counter(found) + digits)
+    return Words({key: sorted(words) for key, words in groups.items()}, _characters(text))
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
@@ -192,15 +243,13 @@ def _quoted(text: str) -> tuple[str, str, str] | None:
     return prefix + body[0], body[1:-1], body[0]
 
 
-def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
+def _edit(text: str, rng: random.Random, vocabulary: Words, weigh: Callable[[str], float]) -> str | None:
     """One reversible edit of a literal's text: half the time another literal of the file with the same
     pattern (none where it has no other: the text is kept), else a digit for another, or a word for
-    another of the file of the same length and case (kept where the file has fewer than three). Word
-    and digit moves are accepted with odds ``_weight(b) / _weight(a)`` (Metropolis), so with ``w =
-    _weight``, ``w(a) P(a -> b) == w(b) P(b -> a)``: everything else that decides the odds is kept by
-    the edit. The k+1 values are then exchangeable under a prior that weighs a value by how often the
-    file uses its words and, digit by digit, how its numbers are written (tests' numbers are rounder
-    than uniform digits: 0 and 1 lead), which is how a reader of the file would weigh them."""
+    another of the file of the same length and case (kept where the file has fewer than three). Each
+    proposal is symmetric (a uniform choice among values that propose each other), and is accepted
+    with odds ``exp(weigh(b) - weigh(a))`` (Metropolis), so with ``w = exp(weigh)``, ``w(a) P(a -> b)
+    == w(b) P(b -> a)``."""
     quoted = _quoted(text) if text[:1] not in "0123456789" else None
     head, content, tail = quoted if quoted is not None else ("", text, "")
     runs = list(_RUN.finditer(content))
@@ -210,33 +259,33 @@ def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
         same = vocabulary.groups.get((-1, _pattern(text)), [])
         if text not in same or len(same) < 2:
             return text
-        new = rng.choice([v for v in same if v != text])
-        return new if rng.random() < _weight(new, vocabulary) / _weight(text, vocabulary) else text
+        new = _other(same, text, rng)
+        return new if _accepted(weigh(new) - weigh(text), rng) else text
     run = rng.choice(runs)
     word = run.group()
     if word.isdigit():
         at = rng.randrange(len(word))
         # a number's leading digit stays non-zero (a string's digits are free)
         digits = "123456789" if not quoted and at == 0 and run.start() == 0 and len(word) > 1 else "0123456789"
-        digit = rng.choice([d for d in digits if d != word[at]])
-        if rng.random() >= max(vocabulary.counts[digit], 1) / max(vocabulary.counts[word[at]], 1):
-            return text
-        new = word[:at] + digit + word[at + 1 :]
+        new = word[:at] + rng.choice([d for d in digits if d != word[at]]) + word[at + 1 :]
     else:
         group = vocabulary.groups.get((len(word), _case(word)), [])
         if len(group) < 3 or word not in group:
             return text
-        new = rng.choice([w for w in group if w != word])
-        if rng.random() >= vocabulary.counts[new] / vocabulary.counts[word]:
-            return text
-    return head + content[: run.start()] + new + content[run.end() :] + tail
+        new = _other(group, word, rng)
+    edited = head + content[: run.start()] + new + content[run.end() :] + tail
+    return edited if _accepted(weigh(edited) - weigh(text), rng) else text
 
 
-def _weight(literal: str, vocabulary: Words) -> float:
-    weight = 1.0
-    for word in re.findall(r"[A-Za-z]+|[0-9]", literal):
-        weight *= max(vocabulary.counts[word], 1)
-    return weight
+def _other(choices: list[str], mine: str, rng: random.Random) -> str:
+    """A uniform choice among ``choices`` other than ``mine`` (which is one of them)."""
+    while (other := rng.choice(choices)) == mine:
+        pass
+    return other
+
+
+def _accepted(log_odds: float, rng: random.Random) -> bool:
+    return log_odds >= 0 or rng.random() < math.exp(log_odds)
 
 
 def _case(word: str) -> str:
