@@ -14,15 +14,16 @@ every position (a word for a word of the file of the same length and case, a dig
 literal of the file for one of the same pattern) and is reversible with respect to a weight ``w``,
 ``w(a) P(a -> b) == w(b) P(b -> a)`` (Metropolis), so the joint law of ``(v0, v1, ..., vk)`` is
 ``pi(v0) / w(v0) * [w(r) P(v0|r) P(v1|r)...P(vk|r)]``: symmetric in the k+1 values but for how much
-likelier the original is under the law ``pi`` of real expected values than under ``w``. That ratio
-is all any statistic of the values can read, so ``w`` is a model of the real values: how natural a
-value is in its place under the file's own language (``naturalness``: character pairs of the planted
-file without the k+1 values, as a reader of the planted file would weigh it). Draws whose values are
-not all distinct, or differ in how often they occur elsewhere in the file or test (the original
-value often echoes an input of the test), are redrawn; since a redraw divides by the chance a draw
-from ``v0`` succeeds, which is smaller for the commonest values (a common digit collides more
-often), ``w`` is sharpened for numbers (``_NUMBERS``) and softened for strings, whose values are
-less predictable than the code around them (``_STRINGS``).
+likelier the original is under the law ``pi`` of real expected values than under ``w``. That ratio is
+all any statistic of the values can read, so ``w`` is a model of real values (``naturalness``): how
+natural a value is in its place in the planted file, by its character pairs, its words' use in the
+file, a number's digits place by place. Draws whose values are not all distinct, or differ in how
+often they occur elsewhere in the file or test (the original value often echoes an input of the
+test), are redrawn. A redraw divides by the chance that a draw from ``v0`` succeeds, which is lower
+for the commonest values (a common digit collides with its twins more often), so the model's weights
+are fitted as a whole (``_PAIRS_NUMBER`` sharpens numbers) rather than read off the file alone. Where
+the original is far more natural than anything near it (a value that is the test's own input), the
+draw rarely leaves it and the test goes without twins: a reader of the file would know it.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ _EQUALITY = {"assertEqual", "assertEquals"}
 _PATTERNS = {"assertRaisesRegex": 1, "assertRaisesRegexp": 1, "assertRegex": 1, "assertRegexpMatches": 1, "assertIn": 0}
 _TRIES = 128
 _STEPS = 3  # edits from the original to the root, and from the root to each twin
-# temperatures of the weight ``w`` (see the module's docstring), measured on the sample and data/real's
-# development part with benchmarks/canary_tells.py: where the original's rank under a character-pair
-# model, and a number's rank by size, are nearest uniform
-_STRINGS, _NUMBERS = 0.7, 1.5
-_SMOOTHING = 1.0  # pseudo-count of a character pair, spread by how common the second character is
+# the weights of the model of real values (``naturalness``), fitted on the sample and data/real's
+# development part with benchmarks/canary_tells.py (where the original's rank under each tell there
+# is nearest uniform; the held-out part was not read): character pairs of a string and of a number,
+# how often the file uses a string's words, a number's digits place by place
+_PAIRS_STRING, _PAIRS_NUMBER, _WORDS, _PLACES = 0.45, 1.3, 0.85, 0.6
+_SMOOTHING = 1.0  # pseudo-count of a character pair, spread by how common its second character is
+_NUMBERS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])")
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
 
@@ -83,9 +86,9 @@ def leaf(test: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str], start: 
 
 
 def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int], natural: Callable[[str], float]) -> list[str] | None:
-    """k literals exchangeable with ``text`` (see the module's docstring), each edits walked with
-    Metropolis on ``natural`` (a log weight: ``naturalness``); None when no draw of distinct values
-    that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
+    """k literals exchangeable with ``text`` (see the module's docstring), walked by edits with
+    Metropolis on ``natural`` (``log w``: ``naturalness``); None when no draw of distinct values that
+    ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
     weigh = functools.cache(natural)
     for _ in range(_TRIES):
         root = _walk(text, rng, vocabulary, weigh)
@@ -99,28 +102,64 @@ def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Calla
 
 
 def naturalness(vocabulary: Words, segment: str, spot: Leaf, copies: int) -> Callable[[str], float]:
-    """The log weight of a value in the literal's place: its characters, and the ones just before
-    and after it, pair by pair under the character pairs of the planted file without the k+1 values
-    (the file without the literal, the test's segment without it ``copies`` times more: each twin
-    repeats it), times the temperature of its notation."""
+    """``log w`` of a value in the literal's place: a log-linear model of real expected values, read
+    off the planted file without its k+1 values (the file without the literal, and the test's
+    segment without it ``copies`` times more: each twin repeats it). Its features: the value's
+    characters with the ones just before and after it, pair by pair; a string's words, by how often
+    the file uses them; a number's digits, each in its place among the file's numbers written alike
+    (the place model is none for one digit, which its neighbours in the pairs already weigh)."""
     left, right = segment[spot.begin - 1 : spot.begin], segment[spot.end : spot.end + 1]
     own = segment[max(spot.begin - 1, 0) : spot.end + 1]  # the literal with its neighbours
     rest = segment[: max(spot.begin - 1, 0)] + "\0" + segment[spot.end + 1 :]
-    minus, plus = _characters(own), _characters(rest)
-    total = sum(vocabulary.counts[0].values()) - len(own) + copies * len(rest)
-    kinds = len(vocabulary.counts[0]) + 1
-    temperature = _NUMBERS if spot.text[:1].isdigit() else _STRINGS
+    pairs = _pairs(vocabulary, own, rest, copies)
+    if spot.text[:1].isdigit():
+        places = _places(vocabulary, spot.text)
+        return lambda value: _PAIRS_NUMBER * pairs(left + value + right) + _PLACES * places(value)
+    words = _words(vocabulary, spot.text, rest, copies)
+    return lambda value: _PAIRS_STRING * pairs(left + value + right) + _WORDS * words(value)
 
-    def count(which: int, key: str) -> int:
-        return vocabulary.counts[which][key] - minus[which][key] + copies * plus[which][key]
 
-    def natural(value: str) -> float:
-        placed = left + value + right
-        return temperature * sum(
-            math.log((count(1, a + b) + _SMOOTHING * (count(0, b) + 1) / (total + kinds)) / (count(0, a) + _SMOOTHING)) for a, b in zip(placed, placed[1:])
-        )
+def _pairs(vocabulary: Words, own: str, rest: str, copies: int) -> Callable[[str], float]:
+    """Log-likelihood of a text under a character-pair model (each character given the one before)."""
+    (minus, minus_pairs), (plus, plus_pairs) = _characters(own), _characters(rest)
+    total = sum(vocabulary.characters.values()) - len(own) + copies * len(rest)
+    kinds = len(vocabulary.characters) + 1
 
-    return natural
+    def single(c: str) -> int:
+        return vocabulary.characters[c] - minus[c] + copies * plus[c]
+
+    def pair(ab: str) -> int:
+        return vocabulary.pairs[ab] - minus_pairs[ab] + copies * plus_pairs[ab]
+
+    def likelihood(text: str) -> float:
+        return sum(math.log((pair(a + b) + _SMOOTHING * (single(b) + 1) / (total + kinds)) / (single(a) + _SMOOTHING)) for a, b in zip(text, text[1:]))
+
+    return likelihood
+
+
+def _words(vocabulary: Words, literal: str, rest: str, copies: int) -> Callable[[str], float]:
+    own, plus = Counter(re.findall(r"[A-Za-z]+", literal)), Counter(re.findall(r"[A-Za-z]+", rest))
+    return lambda value: sum(math.log(1 + vocabulary.words[w] - own[w] + copies * plus[w]) for w in re.findall(r"[A-Za-z]+", value))
+
+
+def _places(vocabulary: Words, literal: str) -> Callable[[str], float]:
+    """Log-likelihood of a number's digits, each in its place, among the file's other numbers of the
+    same pattern, smoothed toward how often the file's numbers use each digit."""
+    if len(literal) < 2:
+        return lambda value: 0.0
+    alike = Counter({n: c for n, c in vocabulary.numbers.items() if _pattern(n) == _pattern(literal)})
+    alike[literal] -= 1
+    at = [Counter() for _ in literal]
+    for number, count in alike.items():
+        for i, digit in enumerate(number):
+            at[i][digit] += count
+    digits = Counter({d: c for n, count in vocabulary.numbers.items() for d, c in Counter(n.replace(".", "") * count).items()})
+    everywhere, alike_total = sum(digits.values()) + 10, sum(alike.values())
+
+    def likelihood(value: str) -> float:
+        return sum(math.log((at[i][d] + (digits[d] + 1) / everywhere) / (alike_total + 1)) for i, d in enumerate(value) if d != ".")
+
+    return likelihood
 
 
 def _characters(text: str) -> tuple[Counter[str], Counter[str]]:
@@ -139,22 +178,28 @@ def _walk(text: str, rng: random.Random, vocabulary: Words, weigh: Callable[[str
 @dataclass(frozen=True)
 class Words:
     """The file's words by length and case pattern (what a word of a literal may become), its number
-    and string literals by notation and character pattern (what a whole literal may become), and how
-    often each character and each pair of characters occurs (``naturalness``)."""
+    and string literals by notation and character pattern (what a whole literal may become), and
+    what the model of real values reads of it (``naturalness``): how often each character, pair of
+    characters, word and number occurs."""
 
     groups: dict[tuple[int, str], list[str]]
-    counts: tuple[Counter[str], Counter[str]]  # characters, pairs of characters
+    characters: Counter[str]
+    pairs: Counter[str]
+    words: Counter[str]
+    numbers: Counter[str]
 
 
 @functools.lru_cache(maxsize=32)
 def vocabulary(text: str) -> Words:
     groups: dict[tuple[int, str], set[str]] = {}
-    for word in set(re.findall(r"[A-Za-z]+", text)):
+    words = Counter(re.findall(r"[A-Za-z]+", text))
+    for word in words:
         groups.setdefault((len(word), _case(word)), set()).add(word)
     for literal in set(_LITERALS.findall(text)):
         if _valid(literal):
             groups.setdefault((-1, _pattern(literal)), set()).add(literal)
-    return Words({key: sorted(words) for key, words in groups.items()}, _characters(text))
+    numbers = Counter(_NUMBERS.findall(text))
+    return Words({key: sorted(words) for key, words in groups.items()}, *_characters(text), words, numbers)
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
@@ -309,7 +354,7 @@ class Echoes:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.numbers = Counter(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text))
+        self.numbers = Counter(_NUMBERS.findall(text))
         self.words = Counter(re.findall(r"(?<!\w)\w(?!\w)", text))
 
     def of(self, literal: str) -> Callable[[str], int]:
