@@ -29,6 +29,7 @@ draw rarely leaves it and the test goes without twins: a reader of the file woul
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import math
 import operator
@@ -89,15 +90,19 @@ def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Calla
     """k literals exchangeable with ``text`` (see the module's docstring), walked by edits with
     Metropolis on ``natural`` (``log w``: ``naturalness``); None when no draw of distinct values that
     ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
-    weigh = functools.cache(natural)
+    weigh, echoes = functools.cache(natural), functools.cache(echoes)  # echoes: a count over the whole file
     for _ in range(_TRIES):
         root = _walk(text, rng, vocabulary, weigh)
         if root is None:
             return None
-        values = [_walk(root, rng, vocabulary, weigh) for _ in range(k)]
-        everything = [text, *values]
-        if len(set(everything)) == k + 1 and all(map(_valid, values)) and len({echoes(v) for v in everything}) == 1:
-            return values  # type: ignore[return-value]
+        values: list[str] = []
+        for _ in range(k):  # a try ends at its first twin that fails: the try that succeeds is drawn alike
+            value = _walk(root, rng, vocabulary, weigh)
+            if value is None or value == text or value in values or not _valid(value) or echoes(value) != echoes(text):
+                break
+            values.append(value)
+        else:
+            return values
     return None
 
 
@@ -147,13 +152,12 @@ def _places(vocabulary: Words, literal: str) -> Callable[[str], float]:
     same pattern, smoothed toward how often the file's numbers use each digit."""
     if len(literal) < 2:
         return lambda value: 0.0
-    alike = Counter({n: c for n, c in vocabulary.numbers.items() if _pattern(n) == _pattern(literal)})
-    alike[literal] -= 1
+    alike = Counter({n: c for n, c in vocabulary.numbers.items() if _pattern(n) == _pattern(literal)}) - Counter({literal: 1})
     at = [Counter() for _ in literal]
     for number, count in alike.items():
         for i, digit in enumerate(number):
             at[i][digit] += count
-    digits = Counter({d: c for n, count in vocabulary.numbers.items() for d, c in Counter(n.replace(".", "") * count).items()})
+    digits = vocabulary.digits
     everywhere, alike_total = sum(digits.values()) + 10, sum(alike.values())
 
     def likelihood(value: str) -> float:
@@ -187,6 +191,7 @@ class Words:
     pairs: Counter[str]
     words: Counter[str]
     numbers: Counter[str]
+    digits: Counter[str]  # in the numbers
 
 
 @functools.lru_cache(maxsize=32)
@@ -199,7 +204,8 @@ def vocabulary(text: str) -> Words:
         if _valid(literal):
             groups.setdefault((-1, _pattern(literal)), set()).add(literal)
     numbers = Counter(_NUMBERS.findall(text))
-    return Words({key: sorted(words) for key, words in groups.items()}, *_characters(text), words, numbers)
+    digits = Counter("".join(n * count for n, count in numbers.items()).replace(".", ""))
+    return Words({key: sorted(words) for key, words in groups.items()}, *_characters(text), words, numbers, digits)
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
@@ -230,6 +236,7 @@ def _expected(statement: ast.stmt) -> ast.expr | None:
     return literal[0] if len(literal) == 1 else None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _valid(literal: str) -> bool:
     """A literal Python reads as written (no leading zero: ``03`` is a syntax error)."""
     if literal[:1].isdigit():
@@ -277,6 +284,7 @@ def _editable(node: ast.Constant, text: str) -> bool:
     return body is not None and _RUN.search(body[1]) is not None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _quoted(text: str) -> tuple[str, str, str] | None:
     """(prefix with opening quote, content, closing quote) of a plain one-line literal."""
     prefix = re.match(r"[a-zA-Z]*", text).group()  # type: ignore[union-attr]
@@ -295,31 +303,44 @@ def _edit(text: str, rng: random.Random, vocabulary: Words, weigh: Callable[[str
     proposal is symmetric (a uniform choice among values that propose each other), and is accepted
     with odds ``exp(weigh(b) - weigh(a))`` (Metropolis), so with ``w = exp(weigh)``, ``w(a) P(a -> b)
     == w(b) P(b -> a)``."""
-    quoted = _quoted(text) if text[:1] not in "0123456789" else None
-    head, content, tail = quoted if quoted is not None else ("", text, "")
-    runs = list(_RUN.finditer(content))
+    head, content, tail, runs = _parts(text)
     if not runs:
         return None
     if rng.random() < 0.5:  # another literal of the file in the same notation and pattern, or none
         same = vocabulary.groups.get((-1, _pattern(text)), [])
-        if text not in same or len(same) < 2:
+        if len(same) < 2 or not _among(same, text):
             return text
         new = _other(same, text, rng)
         return new if _accepted(weigh(new) - weigh(text), rng) else text
-    run = rng.choice(runs)
-    word = run.group()
+    start, end = rng.choice(runs)
+    word = content[start:end]
     if word.isdigit():
         at = rng.randrange(len(word))
         # a number's leading digit stays non-zero (a string's digits are free)
-        digits = "123456789" if not quoted and at == 0 and run.start() == 0 and len(word) > 1 else "0123456789"
+        digits = "123456789" if not head and at == 0 and start == 0 and len(word) > 1 else "0123456789"
         new = word[:at] + rng.choice([d for d in digits if d != word[at]]) + word[at + 1 :]
     else:
         group = vocabulary.groups.get((len(word), _case(word)), [])
-        if len(group) < 3 or word not in group:
+        if len(group) < 3 or not _among(group, word):
             return text
         new = _other(group, word, rng)
-    edited = head + content[: run.start()] + new + content[run.end() :] + tail
+    edited = head + content[:start] + new + content[end:] + tail
     return edited if _accepted(weigh(edited) - weigh(text), rng) else text
+
+
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
+def _parts(text: str) -> tuple[str, str, str, tuple[tuple[int, int], ...]]:
+    """A literal's text as (prefix with opening quote, content, closing quote, where the content's
+    runs of letters or digits are); a number has no quotes."""
+    quoted = _quoted(text) if text[:1] not in "0123456789" else None
+    head, content, tail = quoted if quoted is not None else ("", text, "")
+    return head, content, tail, tuple(m.span() for m in _RUN.finditer(content))
+
+
+def _among(choices: list[str], item: str) -> bool:
+    """Whether ``item`` is one of the sorted ``choices``."""
+    at = bisect.bisect_left(choices, item)
+    return at < len(choices) and choices[at] == item
 
 
 def _other(choices: list[str], mine: str, rng: random.Random) -> str:
@@ -333,10 +354,12 @@ def _accepted(log_odds: float, rng: random.Random) -> bool:
     return log_odds >= 0 or rng.random() < math.exp(log_odds)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _case(word: str) -> str:
     return "".join("U" if c.isupper() else "l" for c in word)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _pattern(literal: str) -> str:
     """A literal's notation and character class at every position (what every edit keeps)."""
     return "".join("U" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else c for c in literal)
