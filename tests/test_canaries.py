@@ -314,6 +314,16 @@ def test_the_bound() -> None:
     assert canaries.bound(canaries.plant(FILES, random.Random(7), [], EVERYTHING), keys, f2p, EVERYTHING) == 1.0
 
 
+def test_regression_a_grade_whose_twins_cannot_be_drawn_plants_arithmetic_canaries() -> None:
+    """A validated test whose draw finds no exchangeable values this grade (its value is far more
+    natural than anything near it) left the grade with no canary at all ("none") where no test could
+    be twinned: it gets the arithmetic ones ("weak")."""
+    source = b'def test_echo():\n    assert shout("helloworld") == "helloworld"\n'
+    files = {"tests/test_echo.py": source}
+    planting = canaries.plant(files, random.Random(0), ["tests/test_echo.py::::test_echo"], EVERYTHING)
+    assert planting.sets == {} and canaries.strength(planting) == "weak"
+
+
 def test_a_file_whose_tests_are_named_elsewhere_is_left_alone() -> None:
     source = b"def test_a():\n    assert 1 + 1 == 2\n\n\ndef test_b():\n    test_a()\n"
     assert layout.sites("tests/test_x.py", source) is None

@@ -93,12 +93,14 @@ def trial(files: dict[str, bytes], rng: random.Random, selected: Runs) -> Planti
 def plant(files: dict[str, bytes], rng: random.Random, validated: Collection[str], selected: Runs, fail_to_pass: Collection[str] = ()) -> Planting:
     """The grade's draw: each validated test the command runs among ``TWINS`` twins (up to
     MAX_SETS, FAIL_TO_PASS tests first); where none is, two integer-arithmetic canaries (one must
-    fail), which code reading the tests can tell apart ("weak")."""
+    fail), which code reading the tests can tell apart ("weak"); so too where none of the validated
+    tests got twins this grade (no exchangeable draw came up)."""
     chosen = sorted(k for k in set(validated) if selected(*k.split("::")))
     rng.shuffle(chosen)
     chosen.sort(key=lambda k: not _named_in(k.split("::")[-1], fail_to_pass))
     keep = set(chosen[:MAX_SETS])
-    return _plant(files, rng, keep.__contains__, TWINS, 0 if keep else 2)
+    planting = _plant(files, rng, keep.__contains__, TWINS, 0 if keep else 2)
+    return planting if planting.sets or not keep else _plant(files, rng, lambda key: False, TWINS, 2)
 
 
 def strength(planting: Planting) -> CanaryStrength:
