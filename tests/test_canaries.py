@@ -5,11 +5,15 @@ test, the statuses read back under the task's ids, node-id selections, validatio
 from __future__ import annotations
 
 import ast
+import math
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.grading import canaries
 from harness.grading.canaries import layout, twins
@@ -17,8 +21,10 @@ from harness.records import Status
 
 PYTEST_STYLE = b'''"""Sorting."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from toposort import sort
+from toposort import describe, sort
 CASES = [({"b": ["a"]}, ["a", "b"])]
 def test_sorts_a_chain():
     assert sort({"b": ["a"]}) == ["a", "b"]
@@ -39,7 +45,7 @@ class TestHelpers:
     def test_nothing(self):
         pass
     def test_word(self):
-        assert sort({"alpha": []}) == ["alpha"]
+        assert describe({"alpha": []}) == "a graph of one node"
 '''
 
 UNITTEST_STYLE = b'''import unittest
@@ -141,16 +147,77 @@ def test_twins_differ_in_one_literal_of_the_last_assert_kept_in_notation() -> No
 
 
 def test_the_edit_is_reversible() -> None:
-    """w(a) P(a -> b) == w(b) P(b -> a) for the kernel every value is drawn with, w weighing a value
-    by how often the file uses its words (what makes the k+1 values exchangeable), measured over many
-    edits of literals one edit apart."""
-    vocabulary = twins.vocabulary("cat cat cat dog cow pig ant 12 47 '3a' '5b' 'cat' 'dog'")
+    """w(a) P(a -> b) == w(b) P(b -> a) for the kernel every value is drawn with, w a value's
+    naturalness in its place (what makes the k+1 values exchangeable), measured over many edits of
+    literals one edit apart."""
     rng = random.Random(1)
     for a, b in [("'cat'", "'dog'"), ("47", "57"), ("'3a'", "'5a'"), ("'cat'", "'cow'")]:
+        segment = f"assert f(x) == {a}\n"
+        vocabulary = twins.vocabulary("cat cat cat dog cow pig ant 12 47 57 '3a' '5b' 'cat' 'dog'\n" + segment)
+        natural = twins.naturalness(vocabulary, segment, twins.Leaf(a, 15, 15 + len(a)), 3)
         n = 60000
-        forward = Counter(twins._edit(a, rng, vocabulary) for _ in range(n))[b] / n * twins._weight(a, vocabulary)
-        back = Counter(twins._edit(b, rng, vocabulary) for _ in range(n))[a] / n * twins._weight(b, vocabulary)
-        assert forward > 0 and abs(forward - back) < 5 * (max(forward, back) / n) ** 0.5 * 3 + 1e-3, (a, b, forward, back)
+        there = Counter(twins._edit(a, rng, vocabulary, natural) for _ in range(n))[b] / n
+        back = Counter(twins._edit(b, rng, vocabulary, natural) for _ in range(n))[a] / n
+        wa, wb = math.exp(natural(a)), math.exp(natural(b))
+        # five standard errors of each empirical rate
+        assert there > 0 and abs(there * wa - back * wb) < 5 * ((there / n) ** 0.5 * wa + (back / n) ** 0.5 * wb), (a, b, there, back, wb / wa)
+
+
+# a synthetic test file: words of four letters used from once to eight times, a test whose expected
+# value is three of them (the value's own words show elsewhere too, so no draw depends on which it is)
+_USES = {"able": 1, "back": 2, "calm": 3, "dark": 4, "each": 5, "fine": 6, "gold": 7, "hand": 8}
+_HEADER = "".join(f"def test_{word}():\n" + f"    use({word!r})\n" * n + "\n\n" for word, n in _USES.items())
+
+
+def _placed(value: str) -> tuple[str, twins.Leaf, twins.Words, Callable[[str], float]]:
+    """The synthetic file with ``value`` the expected value of its last test, and the model there."""
+    segment = f"def test_x():\n    assert join(['dark', 'hand']) == {value}\n"
+    begin = segment.index(" == ") + 4
+    spot = twins.Leaf(value, begin, begin + len(value))
+    vocabulary = twins.vocabulary(_HEADER + segment)
+    return segment, spot, vocabulary, twins.naturalness(vocabulary, segment, spot, twins.TWINS)
+
+
+def test_an_original_the_model_would_write_ranks_uniformly_among_its_twins() -> None:
+    """Exchangeability as one try of the draw builds it: an original drawn from the model's own law
+    ``w`` (exactly, over every value of its pattern), its root and twins walked from it, is by the
+    model as natural as a random one of its twins where the k+1 are distinct: its rank among them is
+    uniform. A kernel that were not reversible for ``w`` (another acceptance, an asymmetric proposal)
+    leaves the twins another law, and the original's rank leans. (Redrawing a failed try, as ``draw``
+    does, leans toward the commonest originals, which collide more often: the fitted weights and
+    benchmarks/canary_tells.py answer for that.)"""
+    _, _, vocabulary, natural = _placed("'able back calm'")
+    group = vocabulary.groups[(4, "llll")]
+    values = [f"'{a} {b} {c}'" for a in group for b in group for c in group]
+    weights = [math.exp(natural(v)) for v in values]
+    assert max(weights) / min(weights) > 1000  # a law far from uniform, which a wrong kernel would miss
+    rng = random.Random(2)
+    ranks: Counter[int] = Counter()
+    while sum(ranks.values()) < 400:
+        original = rng.choices(values, weights)[0]
+        _, _, vocabulary, natural = _placed(original)
+        root = twins._walk(original, rng, vocabulary, natural)
+        drawn = [twins._walk(root, rng, vocabulary, natural) for _ in range(twins.TWINS)]  # type: ignore[arg-type]
+        if len({original, *drawn}) == twins.TWINS + 1:
+            ranks[sum(natural(v) > natural(original) for v in drawn)] += 1  # type: ignore[arg-type]
+    expected = 400 / (twins.TWINS + 1)
+    chi2 = sum((ranks[r] - expected) ** 2 / expected for r in range(twins.TWINS + 1))
+    assert chi2 < 16.3, ranks  # 3 degrees of freedom, p = 0.001
+
+
+@given(st.lists(st.sampled_from(sorted(_USES)), min_size=1, max_size=4), st.integers(0, 10**6), st.integers(0, 2**32 - 1))
+@settings(max_examples=60, deadline=None)
+def test_drawn_twins_keep_the_literal_s_notation_length_and_classes(words: list[str], number: int, seed: int) -> None:
+    rng = random.Random(seed)
+    for value in (repr(" ".join(words)), str(number), f"{number}.5", f"b'{words[0]}-{number % 10}'"):
+        segment, spot, vocabulary, natural = _placed(value)
+        drawn = twins.draw(value, twins.TWINS, rng, vocabulary, twins.echoes(_HEADER + segment).of(value), natural)
+        if drawn is None:  # no exchangeable draw: the test goes without twins
+            continue
+        assert len({value, *drawn}) == twins.TWINS + 1
+        for twin in drawn:
+            assert twins._pattern(twin) == twins._pattern(value) and twins._valid(twin), (value, twin)
+            assert type(ast.literal_eval(twin)) is type(ast.literal_eval(value))
 
 
 def test_statuses_come_back_under_the_task_ids() -> None:
@@ -321,6 +388,14 @@ def test_sorted_helper():
     check_order(sort({"alpha": ["beta"]}), "beta", "alpha")
 
 
+def test_sorted_chain():
+    check_order(sort({"delta": ["gamma"], "gamma": []}), "gamma", "delta")
+
+
+def test_acyclic_chain():
+    assert is_acyclic({"gamma": ["alpha"], "alpha": ["beta"], "beta": []})
+
+
 def check_order(order, first, then):
     assert order.index(first) < order.index(then)
 '''
@@ -338,7 +413,7 @@ def test_a_test_asserting_no_literal_is_twinned_at_an_input_in_its_own_form() ->
     each value holds for every grade)."""
     planting = canaries.trial(TRUTH_FILES, random.Random(0), EVERYTHING)
     at_input = {c.key for c in planting.canaries if c.value}
-    assert at_input == set(planting.sets) and len(at_input) >= 2, at_input
+    assert at_input == set(planting.sets) and at_input, at_input
     module = ast.parse(planting.files["tests/test_truth.py"])
     tests = {n.name: n for n in module.body if isinstance(n, ast.FunctionDef)}
     for key in at_input:

@@ -1,7 +1,7 @@
-"""benchmarks/canary_tells.py with few draws: no structural tell (layout, name grammar, the edit's
-direction, order, length, character classes) picks the real test of a twin set more often than the
-bound 1/(k+1) allows, on hidden test files of the sample and of data/real (the grader's own planting,
-offline)."""
+"""benchmarks/canary_tells.py with few draws: no tell, structural (layout, name grammar, the edit's
+direction, order, length, character classes) or content (echo, naturalness, a number's size), picks
+the real test of a twin set more often than the bound 1/(k+1) allows, on hidden test files of the
+sample and of data/real (the grader's own planting, offline)."""
 
 from __future__ import annotations
 
@@ -25,11 +25,10 @@ def _benchmark():  # noqa: ANN202 - the module
     return module
 
 
-def test_no_structural_tell_beats_the_bound(swedeck_env: Settings) -> None:
+def test_no_tell_beats_the_bound(swedeck_env: Settings) -> None:
     bench = _benchmark()
     files = bench.load(TASKS, swedeck_env)
     result = bench.simulate(files, draws=6, seed=1)
     assert result["sets"] >= 300, result["sets"]
     best, rate, se = bench.report(result)
-    assert not best.startswith(bench.CONTENT)
     assert rate <= 1 / (twins.TWINS + 1) + 3 * se, (best, rate)

@@ -10,8 +10,8 @@ So the host rewrites every hidden test file it ships (``layout``): one uniform l
 (``test_`` and random hex, mapped back to the task's ids on the host: ``checking.own_ids``), tests at
 random places of their scope. Each real test that passes on gold and ends in an equality assert
 against a literal is written ``twins.TWINS`` more times (``twins``), the literal drawn anew so that
-the k+1 values are exchangeable: symmetric edits of a hidden random root, each in the same notation,
-length and character classes. Code that forces "the real one" of k+1 tests that differ only in that
+the k+1 values are exchangeable: reversible edits of a hidden random root, each in the same notation,
+length and character classes, accepted by a model of how natural a real value is in its place. Code that forces "the real one" of k+1 tests that differ only in that
 value picks it with probability at most 1/(k+1), independently per set; ``checking.bound`` gives the
 grade's bound, which the run records and the catalog keeps.
 
@@ -26,10 +26,11 @@ helper's call) is twinned at an input of that statement instead (``twins.input_l
 values per test, of which the trial keeps those whose twin gold and the unfixed tree both fail as the
 real test fails (``checking.input_values``), and a grade plants TWINS.
 
-What remains: a real test without twins (no pool of exchangeable values, or too few that fail) can be
-forged for free; a candidate's code can still compare each set's expected values with what its own
-tree computes (the real value is often the nearest to a wrong one); and the run-time audit hook stands
-against code that reads the tests' sources at all.
+What remains: a real test without twins (no pool of exchangeable values, too few of them that fail,
+or a value far more natural than anything near it) can be forged for free; a model of real values
+better than the draw's can bet better than 1/(k+1); a candidate's code can still compare each set's
+expected values with what its own tree computes (the real value is often the nearest to a wrong one);
+and the run-time audit hook stands against code that reads the tests' sources at all.
 """
 
 from __future__ import annotations

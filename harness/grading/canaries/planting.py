@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from harness.grading.canaries.layout import Unit, families, named, neutral, rewrite, sites
-from harness.grading.canaries.twins import INPUT_POOL, TWINS, Echoes, Leaf, Words, draw, echoes, input_leaves, leaf, vocabulary
+from harness.grading.canaries.twins import INPUT_POOL, TWINS, Echoes, Leaf, Words, draw, echoes, input_leaves, leaf, naturalness, vocabulary
 from harness.grading.canaries.sources import read_module, test_scopes
 from harness.records import CanaryStrength
 
@@ -101,7 +101,8 @@ def plant(
 ) -> Planting:
     """The grade's draw: each validated test the command runs among ``TWINS`` twins (up to
     MAX_SETS, FAIL_TO_PASS tests first); where none is, two integer-arithmetic canaries (one must
-    fail), which code reading the tests can tell apart ("weak"). ``inputs``: per test twinned at an
+    fail), which code reading the tests can tell apart ("weak"); so too where none of the validated
+    tests got twins this grade (no exchangeable draw came up). ``inputs``: per test twinned at an
     input, the values of its input the trial saw fail (``checking.input_values``), of which a grade
     plants TWINS at random."""
     chosen = sorted(k for k in set(validated) if selected(*k.split("::")))
@@ -154,10 +155,10 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
             lines = read_module(path, files[path])[1]  # type: ignore[index]
             spot, at_input = leaf(site.node, lines, site.start, random.Random(key)), False
             if spot is not None:
-                values = draw(spot.text, k, rng, words, counts.of(spot.text))
+                values = draw(spot.text, k, rng, words, counts.of(spot.text), naturalness(words, site.segment, spot, k))
             else:
                 at_input = True
-                spot, pool = _input_pool(input_leaves(site.node, lines, site.start, random.Random(key)), key, words, counts)
+                spot, pool = _input_pool(input_leaves(site.node, lines, site.start, random.Random(key)), key, words, counts, site.segment)
                 values = None if pool is None else pick(key, pool, rng)
             if spot is None or values is None:
                 continue
@@ -184,11 +185,11 @@ def _plant(files: dict[str, bytes], rng: random.Random, wanted: Callable[[str], 
     return out
 
 
-def _input_pool(leaves: list[Leaf], key: str, words: Words, counts: Echoes) -> tuple[Leaf | None, list[str] | None]:
+def _input_pool(leaves: list[Leaf], key: str, words: Words, counts: Echoes, segment: str) -> tuple[Leaf | None, list[str] | None]:
     """The first of ``leaves`` with a pool of INPUT_POOL values, and that pool: the same on every
     draw (seeded by the test), so the trial's verdict on each value holds for every grade."""
     for spot in leaves:
-        pool = draw(spot.text, INPUT_POOL, random.Random(f"inputs {key}"), words, counts.of(spot.text))
+        pool = draw(spot.text, INPUT_POOL, random.Random(f"inputs {key}"), words, counts.of(spot.text), naturalness(words, segment, spot, INPUT_POOL))
         if pool is not None:
             return spot, pool
     return None, None

@@ -8,22 +8,31 @@ up to it, so they fail at the same place with the same message, and at the last 
 the same computed value next to its own expected one. (A twin edited earlier would fail there,
 showing what the tree computed, where the original on a tree that gets that value right goes on.)
 
-The values: a hidden root ``r`` is one random edit from the original value ``v0``, and each twin is one
-random edit from ``r``. The edit is reversible, ``w(a) P(a -> b) == w(b) P(b -> a)`` for a weight ``w``
-(how often the file uses a value's words), and keeps the literal's notation, length and character
-class at every position (a word for a word of the file of the same length and case, a digit for a
-digit, a literal of the file for one of the same pattern), so under the prior ``w`` the joint law of
-``(v0, v1, ..., vk)`` is ``w(r) P(v0|r) P(v1|r)...P(vk|r)``: symmetric in the k+1 values. No statistic
-of the values alone (which is nearest the others, which one the others are edits of, length,
-characters, how common its words are) then tells the original from its twins better than 1/(k+1). Draws whose values are not all
-distinct, or differ in how often they occur elsewhere in the file or test (the original value often
-echoes an input of the test), are redrawn whole: conditioning on a symmetric event keeps the law symmetric.
+The values: a hidden root ``r`` is a few random edits from the original value ``v0``, and each twin a
+few random edits from ``r``. Each edit keeps the literal's notation, length and character class at
+every position (a word for a word of the file of the same length and case, a digit for a digit, a
+literal of the file for one of the same pattern) and is reversible with respect to a weight ``w``,
+``w(a) P(a -> b) == w(b) P(b -> a)`` (Metropolis), so the joint law of ``(v0, v1, ..., vk)`` is
+``pi(v0) / w(v0) * [w(r) P(v0|r) P(v1|r)...P(vk|r)]``: symmetric in the k+1 values but for how much
+likelier the original is under the law ``pi`` of real expected values than under ``w``. That ratio is
+all any statistic of the values can read, so ``w`` is a model of real values (``naturalness``): how
+natural a value is in its place in the planted file, by its character pairs, its words' use in the
+file, a number's digits place by place. Draws whose values are not all distinct, or differ in how
+often they occur elsewhere in the file or test (the original value often echoes an input of the
+test), are redrawn. A redraw divides by the chance that a draw from ``v0`` succeeds, which is lower
+for the commonest values (a common digit collides with its twins more often), so the model's weights
+are fitted as a whole (``_PAIRS_NUMBER`` sharpens numbers) rather than read off the file alone. Where
+the original is far more natural than anything near it (a value that is the test's own input), the
+draw rarely leaves it and the test goes without twins: a reader of the file would know it.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
+import math
+import operator
 import random
 import re
 from collections import Counter
@@ -44,6 +53,14 @@ _TRIES = 128
 _TRUTH = {"assertTrue", "assertFalse", "assertIsNone", "assertIsNotNone", "assert_", "failUnless", "failIf"}
 _RAISES = {"assertRaises": 1, "assertWarns": 1, "assertRaisesRegex": 2, "assertRaisesRegexp": 2, "assertWarnsRegex": 2}
 INPUT_POOL = 4  # the values the trial tries for a test twinned at an input; a grade draws TWINS of those that failed
+_STEPS = 3  # edits from the original to the root, and from the root to each twin
+# the weights of the model of real values (``naturalness``), fitted on the sample and data/real's
+# development part with benchmarks/canary_tells.py (where the original's rank under each tell there
+# is nearest uniform; the held-out part was not read): character pairs of a string and of a number,
+# how often the file uses a string's words, a number's digits place by place
+_PAIRS_STRING, _PAIRS_NUMBER, _WORDS, _PLACES = 0.45, 1.3, 0.85, 0.6
+_SMOOTHING = 1.0  # pseudo-count of a character pair, spread by how common its second character is
+_NUMBERS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])")
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
 
@@ -128,41 +145,126 @@ def _inputs(statement: ast.stmt) -> list[ast.expr]:
     return [*call.args, *keywords]
 
 
-def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int]) -> list[str] | None:
-    """k literals exchangeable with ``text`` (see the module's docstring); None when no draw of
-    distinct values that ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
+def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int], natural: Callable[[str], float]) -> list[str] | None:
+    """k literals exchangeable with ``text`` (see the module's docstring), walked by edits with
+    Metropolis on ``natural`` (``log w``: ``naturalness``); None when no draw of distinct values that
+    ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
+    weigh, echoes = functools.cache(natural), functools.cache(echoes)  # echoes: a count over the whole file
     for _ in range(_TRIES):
-        root = _edit(text, rng, vocabulary)
+        root = _walk(text, rng, vocabulary, weigh)
         if root is None:
             return None
-        values = [_edit(root, rng, vocabulary) for _ in range(k)]
-        everything = [text, *values]
-        if len(set(everything)) == k + 1 and all(map(_valid, values)) and len({echoes(v) for v in everything}) == 1:
-            return values  # type: ignore[return-value]
+        values: list[str] = []
+        for _ in range(k):  # a try ends at its first twin that fails: the try that succeeds is drawn alike
+            value = _walk(root, rng, vocabulary, weigh)
+            if value is None or value == text or value in values or not _valid(value) or echoes(value) != echoes(text):
+                break
+            values.append(value)
+        else:
+            return values
     return None
+
+
+def naturalness(vocabulary: Words, segment: str, spot: Leaf, copies: int) -> Callable[[str], float]:
+    """``log w`` of a value in the literal's place: a log-linear model of real expected values, read
+    off the planted file without its k+1 values (the file without the literal, and the test's
+    segment without it ``copies`` times more: each twin repeats it). Its features: the value's
+    characters with the ones just before and after it, pair by pair; a string's words, by how often
+    the file uses them; a number's digits, each in its place among the file's numbers written alike
+    (the place model is none for one digit, which its neighbours in the pairs already weigh)."""
+    left, right = segment[spot.begin - 1 : spot.begin], segment[spot.end : spot.end + 1]
+    own = segment[max(spot.begin - 1, 0) : spot.end + 1]  # the literal with its neighbours
+    rest = segment[: max(spot.begin - 1, 0)] + "\0" + segment[spot.end + 1 :]
+    pairs = _pairs(vocabulary, own, rest, copies)
+    if spot.text[:1].isdigit():
+        places = _places(vocabulary, spot.text)
+        return lambda value: _PAIRS_NUMBER * pairs(left + value + right) + _PLACES * places(value)
+    words = _words(vocabulary, spot.text, rest, copies)
+    return lambda value: _PAIRS_STRING * pairs(left + value + right) + _WORDS * words(value)
+
+
+def _pairs(vocabulary: Words, own: str, rest: str, copies: int) -> Callable[[str], float]:
+    """Log-likelihood of a text under a character-pair model (each character given the one before)."""
+    (minus, minus_pairs), (plus, plus_pairs) = _characters(own), _characters(rest)
+    total = sum(vocabulary.characters.values()) - len(own) + copies * len(rest)
+    kinds = len(vocabulary.characters) + 1
+
+    def single(c: str) -> int:
+        return vocabulary.characters[c] - minus[c] + copies * plus[c]
+
+    def pair(ab: str) -> int:
+        return vocabulary.pairs[ab] - minus_pairs[ab] + copies * plus_pairs[ab]
+
+    def likelihood(text: str) -> float:
+        return sum(math.log((pair(a + b) + _SMOOTHING * (single(b) + 1) / (total + kinds)) / (single(a) + _SMOOTHING)) for a, b in zip(text, text[1:]))
+
+    return likelihood
+
+
+def _words(vocabulary: Words, literal: str, rest: str, copies: int) -> Callable[[str], float]:
+    own, plus = Counter(re.findall(r"[A-Za-z]+", literal)), Counter(re.findall(r"[A-Za-z]+", rest))
+    return lambda value: sum(math.log(1 + vocabulary.words[w] - own[w] + copies * plus[w]) for w in re.findall(r"[A-Za-z]+", value))
+
+
+def _places(vocabulary: Words, literal: str) -> Callable[[str], float]:
+    """Log-likelihood of a number's digits, each in its place, among the file's other numbers of the
+    same pattern, smoothed toward how often the file's numbers use each digit."""
+    if len(literal) < 2:
+        return lambda value: 0.0
+    alike = Counter({n: c for n, c in vocabulary.numbers.items() if _pattern(n) == _pattern(literal)}) - Counter({literal: 1})
+    at = [Counter() for _ in literal]
+    for number, count in alike.items():
+        for i, digit in enumerate(number):
+            at[i][digit] += count
+    digits = vocabulary.digits
+    everywhere, alike_total = sum(digits.values()) + 10, sum(alike.values())
+
+    def likelihood(value: str) -> float:
+        return sum(math.log((at[i][d] + (digits[d] + 1) / everywhere) / (alike_total + 1)) for i, d in enumerate(value) if d != ".")
+
+    return likelihood
+
+
+def _characters(text: str) -> tuple[Counter[str], Counter[str]]:
+    return Counter(text), Counter(map(operator.add, text, text[1:]))
+
+
+def _walk(text: str, rng: random.Random, vocabulary: Words, weigh: Callable[[str], float]) -> str | None:
+    for _ in range(_STEPS):
+        edited = _edit(text, rng, vocabulary, weigh)
+        if edited is None:
+            return None
+        text = edited
+    return text
 
 
 @dataclass(frozen=True)
 class Words:
     """The file's words by length and case pattern (what a word of a literal may become), its number
-    and string literals by notation and character pattern (what a whole literal may become), and how
-    often each word occurs (the weight a value's words give it: ``_weight``)."""
+    and string literals by notation and character pattern (what a whole literal may become), and
+    what the model of real values reads of it (``naturalness``): how often each character, pair of
+    characters, word and number occurs."""
 
     groups: dict[tuple[int, str], list[str]]
-    counts: Counter[str]  # words, and each digit as the file's numbers use it
+    characters: Counter[str]
+    pairs: Counter[str]
+    words: Counter[str]
+    numbers: Counter[str]
+    digits: Counter[str]  # in the numbers
 
 
 @functools.lru_cache(maxsize=32)
 def vocabulary(text: str) -> Words:
     groups: dict[tuple[int, str], set[str]] = {}
-    found = re.findall(r"[A-Za-z]+", text)
-    for word in found:
+    words = Counter(re.findall(r"[A-Za-z]+", text))
+    for word in words:
         groups.setdefault((len(word), _case(word)), set()).add(word)
-    for literal in _LITERALS.findall(text):
+    for literal in set(_LITERALS.findall(text)):
         if _valid(literal):
             groups.setdefault((-1, _pattern(literal)), set()).add(literal)
-    digits = Counter("".join(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text)).replace(".", ""))
-    return Words({key: sorted(words) for key, words in groups.items()}, Counter(found) + digits)
+    numbers = Counter(_NUMBERS.findall(text))
+    digits = Counter("".join(n * count for n, count in numbers.items()).replace(".", ""))
+    return Words({key: sorted(words) for key, words in groups.items()}, *_characters(text), words, numbers, digits)
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
@@ -193,6 +295,7 @@ def _expected(statement: ast.stmt) -> ast.expr | None:
     return literal[0] if len(literal) == 1 else None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _valid(literal: str) -> bool:
     """A literal Python reads as written (no leading zero: ``03`` is a syntax error)."""
     if literal[:1].isdigit():
@@ -240,6 +343,7 @@ def _editable(node: ast.Constant, text: str) -> bool:
     return body is not None and _RUN.search(body[1]) is not None
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _quoted(text: str) -> tuple[str, str, str] | None:
     """(prefix with opening quote, content, closing quote) of a plain one-line literal."""
     prefix = re.match(r"[a-zA-Z]*", text).group()  # type: ignore[union-attr]
@@ -251,57 +355,70 @@ def _quoted(text: str) -> tuple[str, str, str] | None:
     return prefix + body[0], body[1:-1], body[0]
 
 
-def _edit(text: str, rng: random.Random, vocabulary: Words) -> str | None:
+def _edit(text: str, rng: random.Random, vocabulary: Words, weigh: Callable[[str], float]) -> str | None:
     """One reversible edit of a literal's text: half the time another literal of the file with the same
     pattern (none where it has no other: the text is kept), else a digit for another, or a word for
-    another of the file of the same length and case (kept where the file has fewer than three). Word
-    and digit moves are accepted with odds ``_weight(b) / _weight(a)`` (Metropolis), so with ``w =
-    _weight``, ``w(a) P(a -> b) == w(b) P(b -> a)``: everything else that decides the odds is kept by
-    the edit. The k+1 values are then exchangeable under a prior that weighs a value by how often the
-    file uses its words and, digit by digit, how its numbers are written (tests' numbers are rounder
-    than uniform digits: 0 and 1 lead), which is how a reader of the file would weigh them."""
-    quoted = _quoted(text) if text[:1] not in "0123456789" else None
-    head, content, tail = quoted if quoted is not None else ("", text, "")
-    runs = list(_RUN.finditer(content))
+    another of the file of the same length and case (kept where the file has fewer than three). Each
+    proposal is symmetric (a uniform choice among values that propose each other), and is accepted
+    with odds ``exp(weigh(b) - weigh(a))`` (Metropolis), so with ``w = exp(weigh)``, ``w(a) P(a -> b)
+    == w(b) P(b -> a)``."""
+    head, content, tail, runs = _parts(text)
     if not runs:
         return None
     if rng.random() < 0.5:  # another literal of the file in the same notation and pattern, or none
         same = vocabulary.groups.get((-1, _pattern(text)), [])
-        if text not in same or len(same) < 2:
+        if len(same) < 2 or not _among(same, text):
             return text
-        new = rng.choice([v for v in same if v != text])
-        return new if rng.random() < _weight(new, vocabulary) / _weight(text, vocabulary) else text
-    run = rng.choice(runs)
-    word = run.group()
+        new = _other(same, text, rng)
+        return new if _accepted(weigh(new) - weigh(text), rng) else text
+    start, end = rng.choice(runs)
+    word = content[start:end]
     if word.isdigit():
         at = rng.randrange(len(word))
         # a number's leading digit stays non-zero (a string's digits are free)
-        digits = "123456789" if not quoted and at == 0 and run.start() == 0 and len(word) > 1 else "0123456789"
-        digit = rng.choice([d for d in digits if d != word[at]])
-        if rng.random() >= max(vocabulary.counts[digit], 1) / max(vocabulary.counts[word[at]], 1):
-            return text
-        new = word[:at] + digit + word[at + 1 :]
+        digits = "123456789" if not head and at == 0 and start == 0 and len(word) > 1 else "0123456789"
+        new = word[:at] + rng.choice([d for d in digits if d != word[at]]) + word[at + 1 :]
     else:
         group = vocabulary.groups.get((len(word), _case(word)), [])
-        if len(group) < 3 or word not in group:
+        if len(group) < 3 or not _among(group, word):
             return text
-        new = rng.choice([w for w in group if w != word])
-        if rng.random() >= vocabulary.counts[new] / vocabulary.counts[word]:
-            return text
-    return head + content[: run.start()] + new + content[run.end() :] + tail
+        new = _other(group, word, rng)
+    edited = head + content[:start] + new + content[end:] + tail
+    return edited if _accepted(weigh(edited) - weigh(text), rng) else text
 
 
-def _weight(literal: str, vocabulary: Words) -> float:
-    weight = 1.0
-    for word in re.findall(r"[A-Za-z]+|[0-9]", literal):
-        weight *= max(vocabulary.counts[word], 1)
-    return weight
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
+def _parts(text: str) -> tuple[str, str, str, tuple[tuple[int, int], ...]]:
+    """A literal's text as (prefix with opening quote, content, closing quote, where the content's
+    runs of letters or digits are); a number has no quotes."""
+    quoted = _quoted(text) if text[:1] not in "0123456789" else None
+    head, content, tail = quoted if quoted is not None else ("", text, "")
+    return head, content, tail, tuple(m.span() for m in _RUN.finditer(content))
 
 
+def _among(choices: list[str], item: str) -> bool:
+    """Whether ``item`` is one of the sorted ``choices``."""
+    at = bisect.bisect_left(choices, item)
+    return at < len(choices) and choices[at] == item
+
+
+def _other(choices: list[str], mine: str, rng: random.Random) -> str:
+    """A uniform choice among ``choices`` other than ``mine`` (which is one of them)."""
+    while (other := rng.choice(choices)) == mine:
+        pass
+    return other
+
+
+def _accepted(log_odds: float, rng: random.Random) -> bool:
+    return log_odds >= 0 or rng.random() < math.exp(log_odds)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _case(word: str) -> str:
     return "".join("U" if c.isupper() else "l" for c in word)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
 def _pattern(literal: str) -> str:
     """A literal's notation and character class at every position (what every edit keeps)."""
     return "".join("U" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else c for c in literal)
@@ -319,7 +436,7 @@ class Echoes:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.numbers = Counter(re.findall(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])", text))
+        self.numbers = Counter(_NUMBERS.findall(text))
         self.words = Counter(re.findall(r"(?<!\w)\w(?!\w)", text))
 
     def of(self, literal: str) -> Callable[[str], int]:
