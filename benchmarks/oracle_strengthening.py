@@ -346,7 +346,8 @@ def thin(full: Path, fail_to_pass: Sequence[str], out: Path) -> tuple[str, list[
     than MIN_TESTS functions fail to pass but as many parametrize cases do, the cases from their
     parametrize lists (a function left with none goes whole). (kept, removed), or why it is not thinned:
     "few_fail_to_pass" (fewer than MIN_TESTS tests), "case_ids_unresolved" (a case not named in the
-    source as pytest names it)."""
+    source as pytest names it), "inherited_tests" (a test to remove is a method a class inherits: its
+    one definition is also the tests of the other classes, the kept one's among them)."""
     level, units = thinning(fail_to_pass)
     if not level:
         return "few_fail_to_pass"
@@ -369,6 +370,8 @@ def thin(full: Path, fail_to_pass: Sequence[str], out: Path) -> tuple[str, list[
                 functions.setdefault(path, set()).add(qualname)
         for path in sorted(set(functions) | set(cases)):
             text = (tree / path).read_text()
+            if functions.get(path, set()) - {q for q, _ in test_functions(ast.parse(text).body)}:
+                return "inherited_tests"  # collected under a class that does not define it: one definition, several tests
             try:
                 text, emptied = remove_cases(text, cases.get(path, {}))
             except Unresolved as why:
@@ -566,6 +569,11 @@ def report(out: Path, thinned: dict[str, Path], graded: dict[str, list[dict]], t
     libraries = {iid.rsplit("-", 1)[0] for iid in thinned}
     print(f"\n{totals['tasks']} thinned tasks of {len(libraries)} libraries; {totals['with_shortcut']} with a real shortcut (a mutant "
           "passing the thinned suite and failing the full one)")
+    thin_p1 = [r for iid in thinned for r in rows(out / "thin" / "p1" / file_name(f"{iid}-thin") / "result.parquet")]
+    one = sum(r["decision"] == "keep" and len(r["fail_to_pass"]) == 1 for r in thin_p1)
+    rejected_p1 = Counter(r["reason"] for r in thin_p1 if r["decision"] != "keep")
+    print(f"Pipeline 1 on the thinned tasks: {len(thin_p1)} run, {one} kept with one FAIL_TO_PASS test, rejected: "
+          f"{', '.join(f'{k} {n}' for k, n in sorted(rejected_p1.items())) or 'none'} (a rejected task's shortcuts are never graded)")
     print(f"thinned tasks confirmed too loose (survivor + distinguishing input): {frac(totals['confirmed'], totals['tasks'])}")
     print(f"real shortcuts rejected by the strengthened thinned suite:          {frac(totals['rejected'], totals['shortcuts'])}  (target: at least 60%)")
     print(f"mutants passing the full suite rejected by the strengthened one:    {frac(totals['stricter'], totals['full_pass'])}  (stricter than the maintainers)")

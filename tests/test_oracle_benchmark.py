@@ -166,3 +166,27 @@ def test_added_tests_counts_new_functions_with_their_cases_and_cases_added_to_a_
     assert oracle.added_tests(old, new) == 2 + 2 + 1
     assert oracle.added_tests(new, old) == 0
     assert oracle.added_tests(None, old) == 2
+
+
+def test_regression_a_test_a_class_inherits_is_not_counted_as_thinned(tmp_path: Path) -> None:
+    """addict's ChildDictTests inherits Tests' methods: removing ChildDictTests::test_copy removed
+    nothing, and the thinned task kept three FAIL_TO_PASS tests where it claimed one."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    suite = "class Tests:\n    def test_a(self):\n        pass\n\n    def test_b(self):\n        pass\n\n\nclass TestChild(Tests):\n    pass\n"
+    (tree / "test_m.py").write_text("")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+        oracle.git(args, tree)
+    (tree / "test_m.py").write_text(suite)
+    tests_patch = oracle.git(["diff"], tree)
+    full = tmp_path / "full-task"
+    full.mkdir()
+    oracle.git(["bundle", "create", "-q", str(full / "repo.bundle"), "main"], tree)
+    ref = oracle.git(["rev-parse", "HEAD"], tree).strip()
+    (full / "tests.patch").write_text(tests_patch)
+    for name in ("gold.patch", "issue.md"):
+        (full / name).write_text("")
+    (full / "task.toml").write_text(f'instance_id = "full-task"\n[repo_source]\nref = "{ref}"\n')
+    f2p = ["test_m.py::Tests::test_a", "test_m.py::Tests::test_b", "test_m.py::TestChild::test_a", "test_m.py::TestChild::test_b"]
+    assert oracle.thin(full, f2p, tmp_path / "thin") == "inherited_tests"
+    assert oracle.thin(full, f2p[:2] + ["test_m.py::Tests::test_c"], tmp_path / "thin") == "inherited_tests"  # not defined at all
