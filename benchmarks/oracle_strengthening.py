@@ -2,7 +2,9 @@
 
 A real fix commit whose tests add three or more FAIL_TO_PASS tests is made into two tasks: the full
 one (the maintainers' suite) and a thinned one that keeps one of those tests and drops the others from
-the test files (removed, not deselected, so nothing downstream can read them). cosmic-ray's mutants of
+the test files (removed, not deselected, so nothing downstream can read them): whole test functions
+where three or more fail to pass, else parametrize cases, each cut from its parametrize list where
+three or more cases fail to pass. cosmic-ray's mutants of
 the lines gold added (its operators used as a library; neither our operators nor mutmut's, which the
 engine's own probes use) that pass the thinned suite but fail the full one are real shortcuts of the thinned
 task: wrong by the maintainers' own word. Then the thinned tasks go through what a user runs
@@ -19,8 +21,10 @@ the strengthened arm. It prints:
 Everything is built from the commits themselves, mined from clones named in ``oracle_libraries.toml``
 (``MIRRORS/owner+name/repo``, a clone or a bare repository of each): commits with one parent that
 say they fix something (``FIX``), change one to three library files by at most ``--max-code-lines``
-lines and add at least three test functions; a test function, with all its parametrize cases, is one test here. The issue text is the
-commit message. Every stage resumes from ``RUN``.
+lines and add at least three tests (a new test function with its parametrize cases, or cases added to
+a function's parametrize list). The issue text is the commit message. Every stage resumes from ``RUN``;
+``RUN/thinning.json`` says how each task Pipeline 1 kept was thinned, or why it was not, and the
+report counts why mined tasks were dropped (Pipeline 1's reasons, thinning's).
 
     python benchmarks/oracle_strengthening.py --mirrors DIR [--out RUN] [--per-library N] [--max-tasks N]
                                               [--mutants N] [--backend bwrap] [--workers 2]
@@ -36,6 +40,7 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib.util
+import itertools
 import json
 import random
 import re
@@ -44,7 +49,8 @@ import subprocess
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -82,6 +88,65 @@ def added_test_functions(diff: str) -> int:
     return len(re.findall(r"^\+\s*(?:async\s+)?def test\w*\(", diff, flags=re.M))
 
 
+def test_functions(body: list[ast.stmt], prefix: str = "") -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(qualname, node) of every test function of a module's ``body``, in classes too (``C::test_x``)."""
+    for node in body:
+        if isinstance(node, ast.ClassDef):
+            yield from test_functions(node.body, f"{prefix}{node.name}::")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            yield f"{prefix}{node.name}", node
+
+
+def parametrize_lists(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr]:
+    """The argvalues of each ``@pytest.mark.parametrize`` (or ``@mark.parametrize``) of a test function."""
+    out = []
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) and decorator.func.attr == "parametrize":
+            given = decorator.args[1:2] or [k.value for k in decorator.keywords if k.arg == "argvalues"]
+            out += given
+    return out
+
+
+def case_counts(source: str) -> dict[str, int]:
+    """How many tests pytest makes of each test function of ``source``: the product of its literal
+    parametrize lists' lengths (a list built at run time counts as one case)."""
+    counts = {}
+    for qualname, node in test_functions(ast.parse(source).body):
+        n = 1
+        for values in parametrize_lists(node):
+            n *= len(values.elts) if isinstance(values, (ast.List, ast.Tuple)) else 1
+        counts[qualname] = n
+    return counts
+
+
+def added_tests(old: str | None, new: str) -> int:
+    """Tests a change of one test module adds: a new function with all its cases, and the cases added to
+    a function's parametrize lists."""
+    before = case_counts(old) if old is not None else {}
+    return sum(max(0, n - before.get(q, 0)) for q, n in case_counts(new).items())
+
+
+def commit_added_tests(source: Path, parent: str, fix: str, tests: Sequence[str]) -> int:
+    """Tests (functions or parametrize cases) the commit adds to its test modules; a module Python 3
+    cannot parse counts its added ``def test`` lines."""
+    total = 0
+    for path in tests:
+        new = _show(source, fix, path)
+        if new is None:
+            continue
+        old = _show(source, parent, path)
+        try:
+            total += added_tests(old, new)
+        except SyntaxError:
+            total += added_test_functions(git(["diff", parent, fix, "--", path], source))
+    return total
+
+
+def _show(source: Path, commit: str, path: str) -> str | None:
+    shown = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=source, capture_output=True, text=True, errors="replace")
+    return shown.stdout if shown.returncode == 0 else None
+
+
 def fit(numstat: str, max_code_lines: int) -> tuple[list[str], list[str]] | None:
     """(library files, test modules) of a commit's ``git diff --numstat`` when its shape fits: one to
     three library files changed by at most ``max_code_lines`` lines, and a test module changed."""
@@ -112,7 +177,7 @@ def mine(source: Path, limit: int, max_code_lines: int, scan: int = 800) -> list
         shape = fit(git(["diff", "--numstat", parents[0], sha], source), max_code_lines)
         if shape is None:
             continue
-        if added_test_functions(git(["diff", parents[0], sha, "--", *shape[1]], source)) >= MIN_TESTS:
+        if commit_added_tests(source, parents[0], sha, shape[1]) >= MIN_TESTS:
             found.append((sha, shape[1]))
             if len(found) == limit:
                 break
@@ -125,7 +190,9 @@ def test_command(source: Path, fix: str, tests: Sequence[str]) -> str:
 
 
 def build_tasks(mirrors: Path, libraries: Iterable[str], out: Path, per_library: int, max_code_lines: int) -> list[Path]:
-    folders = []
+    """Each library's mined task folders, interleaved (every library's first commit before any
+    library's second), so that a Pipeline 1 stopped early has covered the libraries evenly."""
+    by_library: list[list[Path]] = []
     for repo in libraries:
         source = mirrors / repo.replace("/", "+") / "repo"
         if not source.exists():
@@ -133,13 +200,15 @@ def build_tasks(mirrors: Path, libraries: Iterable[str], out: Path, per_library:
             continue
         mined = mine(source, per_library, max_code_lines)
         print(f"  {repo}: {len(mined)} commits", flush=True)
+        folders: list[Path] = []
         for sha, tests in mined:
             folder = out / f"{repo.replace('/', '__')}-{sha[:7]}"
             if not (folder / "task.toml").exists():
                 message = git(["log", "-1", "--format=%B", sha], source)
                 MAKE_REAL.build_folder(source, sha, repo, test_command(source, sha, tests), message, folder)
             folders.append(folder)
-    return folders
+        by_library.append(folders)
+    return [f for rank in itertools.zip_longest(*by_library) for f in rank if f is not None]
 
 
 # ------------------------------------------------------------------------------------------ thinning
@@ -181,27 +250,134 @@ def _named(node: ast.stmt, prefix: str, qualnames: set[str]) -> bool:
     return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and f"{prefix}{node.name}" in qualnames
 
 
-def thin(full: Path, fail_to_pass: Sequence[str], out: Path) -> tuple[str, list[str]] | None:
-    """The thinned copy of task folder ``full`` in ``out``: one FAIL_TO_PASS test function kept (drawn
-    by the task's name), the others removed from the hidden test files. (kept, removed), or None where
-    fewer than MIN_TESTS functions fail to pass."""
+def thinning(fail_to_pass: Sequence[str]) -> tuple[str, list[str]]:
+    """How a task is thinned and its units: its FAIL_TO_PASS test functions where there are at least
+    MIN_TESTS of them ("function"), else its FAIL_TO_PASS tests, a parametrize case being one, where
+    there are that many ("case"); ("", []) where neither."""
     functions = sorted({test_function(t) for t in fail_to_pass})
-    if len(functions) < MIN_TESTS:
-        return None
-    kept = random.Random(full.name).choice(functions)
-    removed = [f for f in functions if f != kept]
+    if len(functions) >= MIN_TESTS:
+        return "function", functions
+    cases = sorted(set(fail_to_pass))
+    return ("case", cases) if len(cases) >= MIN_TESTS else ("", [])
+
+
+class Unresolved(Exception):
+    """A parametrize case to remove is not one this script can name from the source (a list built at
+    run time, stacked parametrize decorators, ids from a function)."""
+
+
+def case_ids(decorator: ast.Call, values: ast.List | ast.Tuple) -> list[str]:
+    """The ids pytest gives the cases of one ``parametrize`` whose argvalues are written out, made by
+    pytest's own IdMaker: a value that is not a literal stands for an object pytest names by its
+    argname and index, which is what it does with every value that is not a number, string, bool,
+    None, class or function; such a case can still be removed by the id pytest gives it."""
+    from _pytest.mark.structures import ParameterSet
+    from _pytest.python import IdMaker
+
+    names_node = decorator.args[0] if decorator.args else next((k.value for k in decorator.keywords if k.arg == "argnames"), None)
+    try:
+        names = ast.literal_eval(names_node) if names_node is not None else None
+    except ValueError as error:
+        raise Unresolved("argnames not a literal") from error
+    argnames = [n.strip() for n in names.split(",") if n.strip()] if isinstance(names, str) else list(names or [])
+    sets = [_parameter_set(element, len(argnames), ParameterSet) for element in values.elts]
+    made = IdMaker(argnames, sets, None, None, None, None, None).make_unique_parameterset_ids()
+    return [str(i) for i in made]
+
+
+def _parameter_set(element: ast.expr, arity: int, parameter_set: type):  # noqa: ANN202 - pytest's ParameterSet
+    def value(node: ast.expr) -> object:
+        try:
+            return ast.literal_eval(node)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return object()  # named by argname and index, as pytest names any such object
+
+    if isinstance(element, ast.Call) and isinstance(element.func, (ast.Attribute, ast.Name)) and getattr(element.func, "attr", getattr(element.func, "id", "")) == "param":
+        given = next((k.value for k in element.keywords if k.arg == "id"), None)
+        case_id = value(given) if given is not None else None
+        if given is not None and not isinstance(case_id, str | None):
+            raise Unresolved("pytest.param id not a literal")
+        return parameter_set(tuple(value(a) for a in element.args), (), case_id)
+    if arity == 1:
+        return parameter_set((value(element),), (), None)
+    if isinstance(element, (ast.Tuple, ast.List)) and len(element.elts) == arity:
+        return parameter_set(tuple(value(e) for e in element.elts), (), None)
+    raise Unresolved("a case that is not written as its values")
+
+
+def remove_cases(source: str, cases: dict[str, set[str]]) -> tuple[str, set[str]]:
+    """``source`` without the parametrize cases named (qualname -> case ids), each dropped from its
+    function's parametrize list where it is written; and the functions left with no case (to be
+    removed whole). Raises Unresolved where a case cannot be found by its id."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    found = dict(test_functions(tree.body))
+    edits: list[tuple[ast.expr, str]] = []
+    emptied = set()
+    for qualname, wanted in cases.items():
+        node = found.get(qualname)
+        lists = [d for d in node.decorator_list if isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr == "parametrize"] if node else []
+        if len(lists) != 1:
+            raise Unresolved(f"{qualname}: {len(lists)} parametrize decorators")
+        (decorator,) = lists
+        values = decorator.args[1] if len(decorator.args) > 1 else next((k.value for k in decorator.keywords if k.arg == "argvalues"), None)
+        if not isinstance(values, (ast.List, ast.Tuple)) or any(k.arg == "ids" for k in decorator.keywords):
+            raise Unresolved(f"{qualname}: argvalues not written out, or ids given apart")
+        ids = case_ids(decorator, values)
+        if not wanted <= set(ids):
+            raise Unresolved(f"{qualname}: no case {sorted(wanted - set(ids))} among {ids}")
+        kept = [e for e, i in zip(values.elts, ids, strict=True) if i not in wanted]
+        if not kept:
+            emptied.add(qualname)
+            continue
+        indent = " " * (values.col_offset + 4)
+        segments = [ast.get_source_segment(source, e, padded=False) for e in kept]
+        edits.append((values, "[\n" + "".join(f"{indent}{seg},\n" for seg in segments) + " " * values.col_offset + "]"))
+    for values, text in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
+        first, last = values.lineno - 1, values.end_lineno - 1  # type: ignore[operator]
+        head, tail = lines[first][: values.col_offset], lines[last][values.end_col_offset :]  # type: ignore[index]
+        lines[first : last + 1] = [head + text + tail]
+    return "".join(lines), emptied
+
+
+def thin(full: Path, fail_to_pass: Sequence[str], out: Path) -> tuple[str, list[str]] | str:
+    """The thinned copy of task folder ``full`` in ``out``: one FAIL_TO_PASS test kept (drawn by the
+    task's name), the others removed from the hidden test files: whole test functions, or, where fewer
+    than MIN_TESTS functions fail to pass but as many parametrize cases do, the cases from their
+    parametrize lists (a function left with none goes whole). (kept, removed), or why it is not thinned:
+    "few_fail_to_pass" (fewer than MIN_TESTS tests), "case_ids_unresolved" (a case not named in the
+    source as pytest names it), "inherited_tests" (a test to remove is a method a class inherits: its
+    one definition is also the tests of the other classes, the kept one's among them)."""
+    level, units = thinning(fail_to_pass)
+    if not level:
+        return "few_fail_to_pass"
+    kept = random.Random(full.name).choice(units)
+    removed = [u for u in units if u != kept]
     task = tomllib.loads((full / "task.toml").read_text())
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / "tree"
         git(["clone", "-q", str(full / "repo.bundle"), str(tree)], Path(tmp))
         git(["checkout", "-q", task["repo_source"]["ref"]], tree)
         subprocess.run(["git", "apply", str(full / "tests.patch")], cwd=tree, check=True)
-        by_file: dict[str, set[str]] = {}
+        functions: dict[str, set[str]] = {}
+        cases: dict[str, dict[str, set[str]]] = {}
         for node_id in removed:
             path, qualname = node_id.split("::", 1)
-            by_file.setdefault(path, set()).add(qualname)
-        for path, names in by_file.items():
-            (tree / path).write_text(remove_tests((tree / path).read_text(), names))
+            if "[" in qualname:
+                name, case = qualname.split("[", 1)
+                cases.setdefault(path, {}).setdefault(name, set()).add(case.removesuffix("]"))
+            else:
+                functions.setdefault(path, set()).add(qualname)
+        for path in sorted(set(functions) | set(cases)):
+            text = (tree / path).read_text()
+            if functions.get(path, set()) - {q for q, _ in test_functions(ast.parse(text).body)}:
+                return "inherited_tests"  # collected under a class that does not define it: one definition, several tests
+            try:
+                text, emptied = remove_cases(text, cases.get(path, {}))
+            except Unresolved as why:
+                print(f"  {full.name}: not thinned, {why}", flush=True)
+                return "case_ids_unresolved"
+            (tree / path).write_text(remove_tests(text, functions.get(path, set()) | emptied))
         git(["add", "-A"], tree)
         thinned = git(["diff", "--cached", "HEAD"], tree)
     out.mkdir(parents=True, exist_ok=True)
@@ -278,16 +454,21 @@ def swedeck(args: Sequence[str]) -> None:
 
 
 def grade_all(jobs: Sequence[tuple[str, str]], tasks: dict, backend_name: str, workers: int) -> list[float | None]:
-    """Reward of each (task id, patch) job (None: the task is not there)."""
+    """Reward of each (task id, patch) job (None: the task is not there, or its gold run gives no pattern)."""
     from harness.config import SandboxConfig
     from harness.grading.grader import grade
     from harness.sandboxes.backends import get_backend
+    from harness.sandboxes.sandbox import EnvError
 
     backend = get_backend(SandboxConfig(backend=backend_name))
 
     def one(job: tuple[str, str]) -> float | None:
         iid, patch = job
-        return grade(tasks[iid], patch, backend).reward if iid in tasks else None
+        try:
+            return grade(tasks[iid], patch, backend).reward if iid in tasks else None
+        except EnvError as error:  # no gold pattern to hold the mutant to (typing_extensions: tamper_suspected)
+            print(f"  {iid}: not graded, {str(error)[:160]}", flush=True)
+            return None
 
     with ThreadPoolExecutor(workers) as pool:
         return list(pool.map(one, jobs))
@@ -304,17 +485,30 @@ def run(args: argparse.Namespace) -> None:
         print("mining", flush=True)
         folders = build_tasks(args.mirrors, libraries, full_dir, args.per_library, args.max_code_lines)
         swedeck(["p1", *map(str, folders), "--out", str(out / "full"), "--backend", args.backend, "--workers", str(args.workers)])
-    thinned = {}
+    thinning_path = out / "thinning.json"  # each kept task's thinning: level, kept, removed; or why none
+    thinnings: dict[str, dict] = json.loads(thinning_path.read_text()) if thinning_path.exists() else {}
+    thinned, dropped = {}, Counter()
     for result_path in sorted((out / "full" / "p1").glob("*/result.parquet")):
         (result,) = rows(result_path)
         iid = result["instance_id"]  # the folder's name is harness.names.file_name of it
-        if result["decision"] != "keep" or len(thinned) == args.max_tasks:
+        if result["decision"] != "keep":
+            dropped[f"p1 {result['reason']}"] += 1
+            continue
+        if len(thinned) == args.max_tasks:
             continue
         target = thin_dir / f"{iid}-thin"
-        made = thin(full_dir / iid, result["fail_to_pass"], target) if not args.report_only else None
-        if made or (target / "task.toml").exists():
+        if iid not in thinnings and not args.report_only:
+            made = thin(full_dir / iid, result["fail_to_pass"], target)
+            level = thinning(result["fail_to_pass"])[0]
+            thinnings[iid] = {"dropped": made} if isinstance(made, str) else {"level": level, "kept": made[0], "removed": made[1]}
+            thinning_path.write_text(json.dumps(thinnings, indent=1))
+        if "dropped" in thinnings.get(iid, {}):
+            dropped[f"thinning {thinnings[iid]['dropped']}"] += 1
+        elif (target / "task.toml").exists():
             thinned[iid] = target
-    print(f"{len(thinned)} tasks thinned", flush=True)
+    levels = Counter(thinnings[iid]["level"] for iid in thinned if iid in thinnings)
+    print(f"{len(thinned)} tasks thinned ({', '.join(f'{n} at {k} level' for k, n in sorted(levels.items()))}); "
+          f"mined tasks dropped: {', '.join(f'{k} {n}' for k, n in sorted(dropped.items())) or 'none'}", flush=True)  # fmt: skip
     full_tasks = {t.instance_id: t for t in load_sources([full_dir / iid for iid in thinned]).tasks}
     thin_tasks = {t.instance_id: t for t in load_sources(list(thinned.values())).tasks}
     mutants_path = out / "mutants.json"
@@ -380,6 +574,11 @@ def report(out: Path, thinned: dict[str, Path], graded: dict[str, list[dict]], t
     libraries = {iid.rsplit("-", 1)[0] for iid in thinned}
     print(f"\n{totals['tasks']} thinned tasks of {len(libraries)} libraries; {totals['with_shortcut']} with a real shortcut (a mutant "
           "passing the thinned suite and failing the full one)")
+    thin_p1 = [r for iid in thinned for r in rows(out / "thin" / "p1" / file_name(f"{iid}-thin") / "result.parquet")]
+    one = sum(r["decision"] == "keep" and len(r["fail_to_pass"]) == 1 for r in thin_p1)
+    rejected_p1 = Counter(r["reason"] for r in thin_p1 if r["decision"] != "keep")
+    print(f"Pipeline 1 on the thinned tasks: {len(thin_p1)} run, {one} kept with one FAIL_TO_PASS test, rejected: "
+          f"{', '.join(f'{k} {n}' for k, n in sorted(rejected_p1.items())) or 'none'} (a rejected task's shortcuts are never graded)")
     print(f"thinned tasks confirmed too loose (survivor + distinguishing input): {frac(totals['confirmed'], totals['tasks'])}")
     print(f"real shortcuts rejected by the strengthened thinned suite:          {frac(totals['rejected'], totals['shortcuts'])}  (target: at least 60%)")
     print(f"mutants passing the full suite rejected by the strengthened one:    {frac(totals['stricter'], totals['full_pass'])}  (stricter than the maintainers)")
