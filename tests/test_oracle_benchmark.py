@@ -190,3 +190,15 @@ def test_regression_a_test_a_class_inherits_is_not_counted_as_thinned(tmp_path: 
     f2p = ["test_m.py::Tests::test_a", "test_m.py::Tests::test_b", "test_m.py::TestChild::test_a", "test_m.py::TestChild::test_b"]
     assert oracle.thin(full, f2p, tmp_path / "thin") == "inherited_tests"
     assert oracle.thin(full, f2p[:2] + ["test_m.py::Tests::test_c"], tmp_path / "thin") == "inherited_tests"  # not defined at all
+
+
+@pytest.mark.bwrap
+def test_regression_a_mutant_of_a_task_whose_gold_gives_no_pattern_crashed_the_run(sample_tasks, swedeck_env, bwrap_backend) -> None:  # noqa: ANN001
+    """typing_extensions a2abfe6's gold patches ``typing`` and is tamper_suspected, so its gold run
+    gives no pattern (EnvError): grading its mutants raised and ended the benchmark's mutant stage.
+    Such a task's mutants are not graded (None); the others are."""
+    task = sample_tasks["sample__toposort-1"]
+    broken = task.model_copy(update={"instance_id": "broken", "test_cmd": ["python -c 'raise SystemExit(3)'"]})
+    rewards = oracle.grade_all([("broken", task.answer.gold_patch), (task.instance_id, task.answer.gold_patch), ("absent", "")],
+                               {"broken": broken, task.instance_id: task}, "bwrap", 2)  # fmt: skip
+    assert rewards == [None, 1.0, None]
