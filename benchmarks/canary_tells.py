@@ -11,7 +11,7 @@ that is the real test. It prints each tell's rate with its standard error beside
 product bound. The run fails (exit 1) when any tell, structural (layout, names, direction, order,
 length, classes) or content (echo, naturalness, a number's size), beats the bound by more than three
 standard errors. The content tells are what the draw's model of real values answers
-(``twins.naturalness``), whose weights were fitted with this benchmark: on 2026-12-08 (commit
+(``natural.naturalness``), whose weights were fitted with this benchmark: on 2026-12-08 (commit
 f774211), 10 draws a task, 4033 twin sets in 350 grades, the best content tell picks the real test in
 0.264 of the sets (the value shown most elsewhere), the best structural one in 0.265 (the most
 capitals, a tie every set: a random pick), against 1/4 + 3 s.e. = 0.2705; the run took 78 s.

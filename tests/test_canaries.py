@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.grading import canaries
-from harness.grading.canaries import layout, twins
+from harness.grading.canaries import layout, natural, twins
 from harness.records import Status
 
 PYTEST_STYLE = b'''"""Sorting."""
@@ -154,11 +154,11 @@ def test_the_edit_is_reversible() -> None:
     for a, b in [("'cat'", "'dog'"), ("47", "57"), ("'3a'", "'5a'"), ("'cat'", "'cow'")]:
         segment = f"assert f(x) == {a}\n"
         vocabulary = twins.vocabulary("cat cat cat dog cow pig ant 12 47 57 '3a' '5b' 'cat' 'dog'\n" + segment)
-        natural = twins.naturalness(vocabulary, segment, twins.Leaf(a, 15, 15 + len(a)), 3)
+        weigh = natural.naturalness(vocabulary, segment, twins.Leaf(a, 15, 15 + len(a)), 3)
         n = 60000
-        there = Counter(twins._edit(a, rng, vocabulary, natural) for _ in range(n))[b] / n
-        back = Counter(twins._edit(b, rng, vocabulary, natural) for _ in range(n))[a] / n
-        wa, wb = math.exp(natural(a)), math.exp(natural(b))
+        there = Counter(twins._edit(a, rng, vocabulary, weigh) for _ in range(n))[b] / n
+        back = Counter(twins._edit(b, rng, vocabulary, weigh) for _ in range(n))[a] / n
+        wa, wb = math.exp(weigh(a)), math.exp(weigh(b))
         # five standard errors of each empirical rate
         assert there > 0 and abs(there * wa - back * wb) < 5 * ((there / n) ** 0.5 * wa + (back / n) ** 0.5 * wb), (a, b, there, back, wb / wa)
 
@@ -175,7 +175,7 @@ def _placed(value: str) -> tuple[str, twins.Leaf, twins.Words, Callable[[str], f
     begin = segment.index(" == ") + 4
     spot = twins.Leaf(value, begin, begin + len(value))
     vocabulary = twins.vocabulary(_HEADER + segment)
-    return segment, spot, vocabulary, twins.naturalness(vocabulary, segment, spot, twins.TWINS)
+    return segment, spot, vocabulary, natural.naturalness(vocabulary, segment, spot, twins.TWINS)
 
 
 def test_an_original_the_model_would_write_ranks_uniformly_among_its_twins() -> None:
@@ -186,20 +186,20 @@ def test_an_original_the_model_would_write_ranks_uniformly_among_its_twins() -> 
     leaves the twins another law, and the original's rank leans. (Redrawing a failed try, as ``draw``
     does, leans toward the commonest originals, which collide more often: the fitted weights and
     benchmarks/canary_tells.py answer for that.)"""
-    _, _, vocabulary, natural = _placed("'able back calm'")
+    _, _, vocabulary, weigh = _placed("'able back calm'")
     group = vocabulary.groups[(4, "llll")]
     values = [f"'{a} {b} {c}'" for a in group for b in group for c in group]
-    weights = [math.exp(natural(v)) for v in values]
+    weights = [math.exp(weigh(v)) for v in values]
     assert max(weights) / min(weights) > 1000  # a law far from uniform, which a wrong kernel would miss
     rng = random.Random(2)
     ranks: Counter[int] = Counter()
     while sum(ranks.values()) < 400:
         original = rng.choices(values, weights)[0]
-        _, _, vocabulary, natural = _placed(original)
-        root = twins._walk(original, rng, vocabulary, natural)
-        drawn = [twins._walk(root, rng, vocabulary, natural) for _ in range(twins.TWINS)]  # type: ignore[arg-type]
+        _, _, vocabulary, weigh = _placed(original)
+        root = twins._walk(original, rng, vocabulary, weigh)
+        drawn = [twins._walk(root, rng, vocabulary, weigh) for _ in range(twins.TWINS)]  # type: ignore[arg-type]
         if len({original, *drawn}) == twins.TWINS + 1:
-            ranks[sum(natural(v) > natural(original) for v in drawn)] += 1  # type: ignore[arg-type]
+            ranks[sum(weigh(v) > weigh(original) for v in drawn)] += 1  # type: ignore[arg-type]
     expected = 400 / (twins.TWINS + 1)
     chi2 = sum((ranks[r] - expected) ** 2 / expected for r in range(twins.TWINS + 1))
     assert chi2 < 16.3, ranks  # 3 degrees of freedom, p = 0.001
@@ -210,13 +210,13 @@ def test_an_original_the_model_would_write_ranks_uniformly_among_its_twins() -> 
 def test_drawn_twins_keep_the_literal_s_notation_length_and_classes(words: list[str], number: int, seed: int) -> None:
     rng = random.Random(seed)
     for value in (repr(" ".join(words)), str(number), f"{number}.5", f"b'{words[0]}-{number % 10}'"):
-        segment, spot, vocabulary, natural = _placed(value)
-        drawn = twins.draw(value, twins.TWINS, rng, vocabulary, twins.echoes(_HEADER + segment).of(value), natural)
+        segment, spot, vocabulary, weigh = _placed(value)
+        drawn = twins.draw(value, twins.TWINS, rng, vocabulary, twins.echoes(_HEADER + segment).of(value), weigh)
         if drawn is None:  # no exchangeable draw: the test goes without twins
             continue
         assert len({value, *drawn}) == twins.TWINS + 1
         for twin in drawn:
-            assert twins._pattern(twin) == twins._pattern(value) and twins._valid(twin), (value, twin)
+            assert twins.pattern(twin) == twins.pattern(value) and twins._valid(twin), (value, twin)
             assert type(ast.literal_eval(twin)) is type(ast.literal_eval(value))
 
 

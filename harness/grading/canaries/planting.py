@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from harness.grading.canaries.layout import Unit, families, named, neutral, rewrite, sites
-from harness.grading.canaries.twins import INPUT_POOL, TWINS, Echoes, Leaf, Words, draw, echoes, input_leaves, leaf, naturalness, vocabulary
+from harness.grading.canaries.natural import naturalness
+from harness.grading.canaries.twins import INPUT_POOL, TWINS, Echoes, Leaf, Words, draw, echoes, input_leaves, leaf, vocabulary
 from harness.grading.canaries.sources import read_module, test_scopes
 from harness.records import CanaryStrength
 

@@ -21,7 +21,7 @@ file, a number's digits place by place. Draws whose values are not all distinct,
 often they occur elsewhere in the file or test (the original value often echoes an input of the
 test), are redrawn. A redraw divides by the chance that a draw from ``v0`` succeeds, which is lower
 for the commonest values (a common digit collides with its twins more often), so the model's weights
-are fitted as a whole (``_PAIRS_NUMBER`` sharpens numbers) rather than read off the file alone. Where
+are fitted as a whole (``natural._PAIRS_NUMBER`` sharpens numbers) rather than read off the file alone. Where
 the original is far more natural than anything near it (a value that is the test's own input), the
 draw rarely leaves it and the test goes without twins: a reader of the file would know it.
 """
@@ -54,12 +54,6 @@ _TRUTH = {"assertTrue", "assertFalse", "assertIsNone", "assertIsNotNone", "asser
 _RAISES = {"assertRaises": 1, "assertWarns": 1, "assertRaisesRegex": 2, "assertRaisesRegexp": 2, "assertWarnsRegex": 2}
 INPUT_POOL = 4  # the values the trial tries for a test twinned at an input; a grade draws TWINS of those that failed
 _STEPS = 3  # edits from the original to the root, and from the root to each twin
-# the weights of the model of real values (``naturalness``), fitted on the sample and data/real's
-# development part with benchmarks/canary_tells.py (where the original's rank under each tell there
-# is nearest uniform; the held-out part was not read): character pairs of a string and of a number,
-# how often the file uses a string's words, a number's digits place by place
-_PAIRS_STRING, _PAIRS_NUMBER, _WORDS, _PLACES = 0.45, 1.3, 0.85, 0.6
-_SMOOTHING = 1.0  # pseudo-count of a character pair, spread by how common its second character is
 _NUMBERS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])")
 _LITERALS = re.compile(r"(?<![\w.])[0-9]+(?:\.[0-9]+)?(?![\w.])|[bru]?'[^'\\\n]*'|[bru]?\"[^\"\\\n]*\"")
 
@@ -147,7 +141,7 @@ def _inputs(statement: ast.stmt) -> list[ast.expr]:
 
 def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Callable[[str], int], natural: Callable[[str], float]) -> list[str] | None:
     """k literals exchangeable with ``text`` (see the module's docstring), walked by edits with
-    Metropolis on ``natural`` (``log w``: ``naturalness``); None when no draw of distinct values that
+    Metropolis on ``natural`` (``log w``: ``natural.naturalness``); None when no draw of distinct values that
     ``echoes`` as often (``Echoes``: in the file without the literal) came up."""
     weigh, echoes = functools.cache(natural), functools.cache(echoes)  # echoes: a count over the whole file
     for _ in range(_TRIES):
@@ -165,67 +159,7 @@ def draw(text: str, k: int, rng: random.Random, vocabulary: Words, echoes: Calla
     return None
 
 
-def naturalness(vocabulary: Words, segment: str, spot: Leaf, copies: int) -> Callable[[str], float]:
-    """``log w`` of a value in the literal's place: a log-linear model of real expected values, read
-    off the planted file without its k+1 values (the file without the literal, and the test's
-    segment without it ``copies`` times more: each twin repeats it). Its features: the value's
-    characters with the ones just before and after it, pair by pair; a string's words, by how often
-    the file uses them; a number's digits, each in its place among the file's numbers written alike
-    (the place model is none for one digit, which its neighbours in the pairs already weigh)."""
-    left, right = segment[spot.begin - 1 : spot.begin], segment[spot.end : spot.end + 1]
-    own = segment[max(spot.begin - 1, 0) : spot.end + 1]  # the literal with its neighbours
-    rest = segment[: max(spot.begin - 1, 0)] + "\0" + segment[spot.end + 1 :]
-    pairs = _pairs(vocabulary, own, rest, copies)
-    if spot.text[:1].isdigit():
-        places = _places(vocabulary, spot.text)
-        return lambda value: _PAIRS_NUMBER * pairs(left + value + right) + _PLACES * places(value)
-    words = _words(vocabulary, spot.text, rest, copies)
-    return lambda value: _PAIRS_STRING * pairs(left + value + right) + _WORDS * words(value)
-
-
-def _pairs(vocabulary: Words, own: str, rest: str, copies: int) -> Callable[[str], float]:
-    """Log-likelihood of a text under a character-pair model (each character given the one before)."""
-    (minus, minus_pairs), (plus, plus_pairs) = _characters(own), _characters(rest)
-    total = sum(vocabulary.characters.values()) - len(own) + copies * len(rest)
-    kinds = len(vocabulary.characters) + 1
-
-    def single(c: str) -> int:
-        return vocabulary.characters[c] - minus[c] + copies * plus[c]
-
-    def pair(ab: str) -> int:
-        return vocabulary.pairs[ab] - minus_pairs[ab] + copies * plus_pairs[ab]
-
-    def likelihood(text: str) -> float:
-        return sum(math.log((pair(a + b) + _SMOOTHING * (single(b) + 1) / (total + kinds)) / (single(a) + _SMOOTHING)) for a, b in zip(text, text[1:]))
-
-    return likelihood
-
-
-def _words(vocabulary: Words, literal: str, rest: str, copies: int) -> Callable[[str], float]:
-    own, plus = Counter(re.findall(r"[A-Za-z]+", literal)), Counter(re.findall(r"[A-Za-z]+", rest))
-    return lambda value: sum(math.log(1 + vocabulary.words[w] - own[w] + copies * plus[w]) for w in re.findall(r"[A-Za-z]+", value))
-
-
-def _places(vocabulary: Words, literal: str) -> Callable[[str], float]:
-    """Log-likelihood of a number's digits, each in its place, among the file's other numbers of the
-    same pattern, smoothed toward how often the file's numbers use each digit."""
-    if len(literal) < 2:
-        return lambda value: 0.0
-    alike = Counter({n: c for n, c in vocabulary.numbers.items() if _pattern(n) == _pattern(literal)}) - Counter({literal: 1})
-    at = [Counter() for _ in literal]
-    for number, count in alike.items():
-        for i, digit in enumerate(number):
-            at[i][digit] += count
-    digits = vocabulary.digits
-    everywhere, alike_total = sum(digits.values()) + 10, sum(alike.values())
-
-    def likelihood(value: str) -> float:
-        return sum(math.log((at[i][d] + (digits[d] + 1) / everywhere) / (alike_total + 1)) for i, d in enumerate(value) if d != ".")
-
-    return likelihood
-
-
-def _characters(text: str) -> tuple[Counter[str], Counter[str]]:
+def characters(text: str) -> tuple[Counter[str], Counter[str]]:
     return Counter(text), Counter(map(operator.add, text, text[1:]))
 
 
@@ -261,10 +195,10 @@ def vocabulary(text: str) -> Words:
         groups.setdefault((len(word), _case(word)), set()).add(word)
     for literal in set(_LITERALS.findall(text)):
         if _valid(literal):
-            groups.setdefault((-1, _pattern(literal)), set()).add(literal)
+            groups.setdefault((-1, pattern(literal)), set()).add(literal)
     numbers = Counter(_NUMBERS.findall(text))
     digits = Counter("".join(n * count for n, count in numbers.items()).replace(".", ""))
-    return Words({key: sorted(words) for key, words in groups.items()}, *_characters(text), words, numbers, digits)
+    return Words({key: sorted(words) for key, words in groups.items()}, *characters(text), words, numbers, digits)
 
 
 def _expected(statement: ast.stmt) -> ast.expr | None:
@@ -366,7 +300,7 @@ def _edit(text: str, rng: random.Random, vocabulary: Words, weigh: Callable[[str
     if not runs:
         return None
     if rng.random() < 0.5:  # another literal of the file in the same notation and pattern, or none
-        same = vocabulary.groups.get((-1, _pattern(text)), [])
+        same = vocabulary.groups.get((-1, pattern(text)), [])
         if len(same) < 2 or not _among(same, text):
             return text
         new = _other(same, text, rng)
@@ -419,7 +353,7 @@ def _case(word: str) -> str:
 
 
 @functools.lru_cache(maxsize=1 << 16)  # pure, and asked again for every edit
-def _pattern(literal: str) -> str:
+def pattern(literal: str) -> str:
     """A literal's notation and character class at every position (what every edit keeps)."""
     return "".join("U" if c.isupper() else "l" if c.islower() else "d" if c.isdigit() else c for c in literal)
 
