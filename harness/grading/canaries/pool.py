@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from harness.config import Settings
+from harness.names import write_whole
 from harness.grading.canaries.checking import Observed, input_values, validate
 from harness.grading.canaries.planting import Planting, runs, trial
 from harness.grading.tree import TaskFacts
@@ -65,7 +66,6 @@ def canary_pool(task: Task, facts: TaskFacts, backend: Backend, key: str, run_in
         seen: Observed | None = (unfixed.statuses, unfixed.raised) if unfixed.outcome == "ok" else None
         inputs = input_values(planted[0], (run.statuses, run.raised), seen)
     pool = Pool(sorted({*twinned, *inputs}), passing, inputs)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"twinned": pool.twinned, "passing": pool.passing, "inputs": pool.inputs}))
+    write_whole(cache, json.dumps({"twinned": pool.twinned, "passing": pool.passing, "inputs": pool.inputs}))  # two workers may trial one task
     _POOLS[key] = pool
     return pool
